@@ -1,0 +1,2 @@
+// Package caddymlc is the mlc_router Caddy module.
+package caddymlc

@@ -1,0 +1,190 @@
+package protocol
+
+import (
+	"encoding/json"
+)
+
+// StreamOptions are the options of a streamed response.
+type StreamOptions struct {
+	// IncludeUsage asks for a last chunk that carries usage and no choices.
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// ResponseFormat constrains the generated text.
+type ResponseFormat struct {
+	// Type is "text" or "json_object".
+	Type string `json:"type"`
+	// Schema is an optional JSON schema, as a string.
+	Schema *string `json:"schema,omitempty"`
+}
+
+// CompletionRequest is the body of POST /v1/completions, as MLC-LLM reads
+// it. Optional fields are pointers so that "absent" and "zero" differ and an
+// absent field is not written when the request is forwarded.
+type CompletionRequest struct {
+	Model            string             `json:"model,omitempty"`
+	Prompt           Prompt             `json:"prompt"`
+	BestOf           *int               `json:"best_of,omitempty"`
+	Echo             bool               `json:"echo,omitempty"`
+	FrequencyPenalty *float64           `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64           `json:"presence_penalty,omitempty"`
+	Logprobs         *int               `json:"logprobs,omitempty"`
+	LogitBias        map[string]float64 `json:"logit_bias,omitempty"`
+	MaxTokens        *int               `json:"max_tokens,omitempty"`
+	N                *int               `json:"n,omitempty"`
+	Seed             *int64             `json:"seed,omitempty"`
+	Stop             StopList           `json:"stop,omitempty"`
+	Stream           bool               `json:"stream,omitempty"`
+	StreamOptions    *StreamOptions     `json:"stream_options,omitempty"`
+	Suffix           *string            `json:"suffix,omitempty"`
+	Temperature      *float64           `json:"temperature,omitempty"`
+	TopP             *float64           `json:"top_p,omitempty"`
+	User             *string            `json:"user,omitempty"`
+	ResponseFormat   *ResponseFormat    `json:"response_format,omitempty"`
+	// DebugConfig is MLC's engine debug configuration. Engines honour it
+	// only when started with --enable-debug; the router never forwards a
+	// client's.
+	DebugConfig *DebugConfig `json:"debug_config,omitempty"`
+
+	// Extra holds the fields this type does not model; they are written
+	// back when the request is encoded.
+	Extra Extra `json:"-"`
+}
+
+// completionRequestFields is CompletionRequest without its JSON methods.
+type completionRequestFields CompletionRequest
+
+// UnmarshalJSON decodes the request, keeping unknown fields in Extra.
+func (r *CompletionRequest) UnmarshalJSON(b []byte) error {
+	var f completionRequestFields
+	extra, err := splitExtra(b, &f)
+	if err != nil {
+		return err
+	}
+	*r = CompletionRequest(f)
+	r.Extra = extra
+	return nil
+}
+
+// MarshalJSON encodes the request with its unknown fields.
+func (r CompletionRequest) MarshalJSON() ([]byte, error) {
+	return joinExtra(completionRequestFields(r), r.Extra)
+}
+
+// marshalWith encodes the request with more fields (the microserving ones).
+func (r CompletionRequest) marshalWith(fields any) ([]byte, error) {
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	var more Extra
+	if err := json.Unmarshal(b, &more); err != nil {
+		return nil, err
+	}
+	return joinExtra(completionRequestFields(r), more, r.Extra)
+}
+
+// Clone returns a deep copy of the request, safe to modify.
+func (r *CompletionRequest) Clone() *CompletionRequest {
+	c := *r
+	c.Prompt.IDs = append([]int(nil), r.Prompt.IDs...)
+	if r.Prompt.IDs == nil {
+		c.Prompt.IDs = nil
+	}
+	c.Stop = append(StopList(nil), r.Stop...)
+	if r.LogitBias != nil {
+		c.LogitBias = make(map[string]float64, len(r.LogitBias))
+		for k, v := range r.LogitBias {
+			c.LogitBias[k] = v
+		}
+	}
+	if r.StreamOptions != nil {
+		so := *r.StreamOptions
+		c.StreamOptions = &so
+	}
+	if r.DebugConfig != nil {
+		c.DebugConfig = r.DebugConfig.Clone()
+	}
+	c.Extra = r.Extra.Clone()
+	return &c
+}
+
+// MaxTokensOr returns max_tokens, or def when it is absent.
+func (r *CompletionRequest) MaxTokensOr(def int) int {
+	if r.MaxTokens == nil {
+		return def
+	}
+	return *r.MaxTokens
+}
+
+// NOr returns n, or 1 when it is absent.
+func (r *CompletionRequest) NOr() int {
+	if r.N == nil {
+		return 1
+	}
+	return *r.N
+}
+
+// IncludeUsage reports whether a streamed response ends with a usage chunk.
+func (r *CompletionRequest) IncludeUsage() bool {
+	return r.StreamOptions != nil && r.StreamOptions.IncludeUsage
+}
+
+// Finish reasons of a completion choice.
+const (
+	FinishStop    = "stop"
+	FinishLength  = "length"
+	FinishPreempt = "preempt" // MLC's own: the engine evicted the request; retry it
+)
+
+// CompletionChoice is one generated sequence (or a piece of it, in a
+// stream).
+type CompletionChoice struct {
+	Index int    `json:"index"`
+	Text  string `json:"text"`
+	// FinishReason is null while a stream goes on, then "stop", "length"
+	// or, from an engine only, "preempt".
+	FinishReason *string         `json:"finish_reason"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+}
+
+// Finished returns the finish reason, or "" while the choice goes on.
+func (c CompletionChoice) Finished() string {
+	if c.FinishReason == nil {
+		return ""
+	}
+	return *c.FinishReason
+}
+
+// Usage counts the tokens of a request.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	// Extra is MLC's engine-specific usage data (prefix_matched_length,
+	// kv_append_metadata, prompt_length, engine metrics...).
+	Extra map[string]json.RawMessage `json:"extra"`
+}
+
+// CompletionResponse is a whole (non-streamed) completion, or one chunk of
+// a streamed one: both have object "text_completion".
+type CompletionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []CompletionChoice `json:"choices"`
+	Usage   *Usage             `json:"usage,omitempty"`
+}
+
+// ObjectTextCompletion is the object name of completion responses.
+const ObjectTextCompletion = "text_completion"
+
+// StringPtr returns a pointer to s, for optional fields.
+func StringPtr(s string) *string { return &s }
+
+// IntPtr returns a pointer to v, for optional fields.
+func IntPtr(v int) *int { return &v }
+
+// Float64Ptr returns a pointer to v, for optional fields.
+func Float64Ptr(v float64) *float64 { return &v }

@@ -1,0 +1,56 @@
+package protocol
+
+// Kinds of disaggregation operation (DisaggConfig.Kind).
+const (
+	DisaggPrepareReceive  = "prepare_receive"
+	DisaggRemoteSend      = "remote_send"
+	DisaggStartGeneration = "start_generation"
+)
+
+// SpecialQueryEngineMetrics is the special_request that asks an engine for
+// its metrics instead of a completion.
+const SpecialQueryEngineMetrics = "query_engine_metrics"
+
+// DisaggConfig tells an engine which step of disaggregated serving a
+// request is.
+type DisaggConfig struct {
+	Kind             string `json:"kind,omitempty"`
+	KVAppendMetadata string `json:"kv_append_metadata,omitempty"`
+	// KVWindowBegin and KVWindowEnd bound the KV window; Python-style
+	// negative indices count from the end of the prompt.
+	KVWindowBegin  *int `json:"kv_window_begin,omitempty"`
+	KVWindowEnd    *int `json:"kv_window_end,omitempty"`
+	DstGroupOffset *int `json:"dst_group_offset,omitempty"`
+}
+
+// DebugConfig is MLC's per-request debug configuration, honoured only by
+// engines started with --enable-debug.
+type DebugConfig struct {
+	IgnoreEOS            bool          `json:"ignore_eos,omitempty"`
+	PinnedSystemPrompt   bool          `json:"pinned_system_prompt,omitempty"`
+	SpecialRequest       *string       `json:"special_request,omitempty"`
+	GrammarExecutionMode string        `json:"grammar_execution_mode,omitempty"`
+	DisaggConfig         *DisaggConfig `json:"disagg_config,omitempty"`
+}
+
+// Clone returns a deep copy.
+func (d *DebugConfig) Clone() *DebugConfig {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	if d.DisaggConfig != nil {
+		dc := *d.DisaggConfig
+		c.DisaggConfig = &dc
+	}
+	return &c
+}
+
+// ResolveIndex turns a Python-style index (negative counts from the end)
+// into an absolute one for a sequence of length n.
+func ResolveIndex(i, n int) int {
+	if i < 0 {
+		return n + i
+	}
+	return i
+}

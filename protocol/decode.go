@@ -1,0 +1,105 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// DefaultMaxBodyBytes bounds a request body when no other limit is set.
+const DefaultMaxBodyBytes = 4 << 20
+
+// ReadBody reads at most limit bytes of r. A longer body is an error (400,
+// code "request_too_large"), as is an empty one.
+func ReadBody(r io.Reader, limit int64) ([]byte, *Error) {
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, InvalidRequest("", "reading the request body: %v", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, InvalidRequest("", "request body is larger than %d bytes", limit).WithCode("request_too_large")
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, InvalidRequest("", "request body is empty; expected a JSON object")
+	}
+	return b, nil
+}
+
+// DecodeJSON decodes one JSON object from b into v, turning JSON errors into
+// 400 errors whose message names the field and the expected type.
+func DecodeJSON(b []byte, v any) *Error {
+	trimmed := bytes.TrimSpace(b)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return InvalidRequest("", "request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return InvalidRequest("", "invalid JSON: data after the top-level object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return InvalidRequest("", "invalid JSON: data after the top-level object")
+	}
+	return nil
+}
+
+func jsonError(err error) *Error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return InvalidRequest("", "invalid JSON at byte %d: %v", syntax.Offset, syntax)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return InvalidRequest("", "invalid JSON: expected %s, got %s", typeName(typ.Type.String()), typ.Value)
+		}
+		return InvalidRequest(field, "%s: expected %s, got %s", field, typeName(typ.Type.String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return InvalidRequest("", "invalid JSON: unexpected end of input")
+	}
+	return InvalidRequest("", "invalid request: %v", err)
+}
+
+// typeName names a Go type the way a JSON user thinks of it.
+func typeName(t string) string {
+	switch t {
+	case "int", "int64", "*int", "*int64":
+		return "an integer"
+	case "float64", "*float64":
+		return "a number"
+	case "string", "*string":
+		return "a string"
+	case "bool", "*bool":
+		return "a boolean"
+	}
+	return fmt.Sprintf("a value of type %s", t)
+}
+
+// DecodeCompletionRequest reads, decodes and validates a completion request
+// body of at most limit bytes.
+func DecodeCompletionRequest(r io.Reader, limit int64) (*CompletionRequest, *Error) {
+	b, e := ReadBody(r, limit)
+	if e != nil {
+		return nil, e
+	}
+	var req CompletionRequest
+	if e := DecodeJSON(b, &req); e != nil {
+		return nil, e
+	}
+	if e := req.Validate(); e != nil {
+		return nil, e
+	}
+	return &req, nil
+}
+
+// StatusOK reports whether an HTTP status is a success.
+func StatusOK(status int) bool { return status >= 200 && status < 300 && status != http.StatusNoContent }

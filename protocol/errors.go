@@ -1,0 +1,82 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Error types of the OpenAI error body.
+const (
+	ErrTypeInvalidRequest = "invalid_request_error"
+	ErrTypeServer         = "server_error"
+	ErrTypeUnavailable    = "service_unavailable"
+	ErrTypeNotFound       = "not_found_error"
+)
+
+// Error is an OpenAI-style API error. It is both a Go error and the
+// "error" object of the body {"error": {...}}.
+type Error struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+	// Status is the HTTP status the error is answered with.
+	Status int `json:"-"`
+}
+
+// ErrorBody is the JSON body of an error answer.
+type ErrorBody struct {
+	Error *Error `json:"error"`
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an error with the given status, type and message.
+func Errorf(status int, typ, format string, args ...any) *Error {
+	return &Error{Message: fmt.Sprintf(format, args...), Type: typ, Status: status}
+}
+
+// InvalidRequest returns a 400 invalid_request_error about param.
+func InvalidRequest(param, format string, args ...any) *Error {
+	e := Errorf(http.StatusBadRequest, ErrTypeInvalidRequest, format, args...)
+	if param != "" {
+		e.Param = &param
+	}
+	return e
+}
+
+// WithCode sets the error's code.
+func (e *Error) WithCode(code string) *Error {
+	e.Code = &code
+	return e
+}
+
+// Body returns the JSON body {"error": {...}}.
+func (e *Error) Body() []byte {
+	b, _ := json.Marshal(ErrorBody{Error: e})
+	return b
+}
+
+// Write answers the error on w with its status.
+func (e *Error) Write(w http.ResponseWriter) {
+	status := e.Status
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(e.Body(), '\n'))
+}
+
+// ParseError reads an error body; it returns nil when b is not one.
+func ParseError(status int, b []byte) *Error {
+	var body ErrorBody
+	if json.Unmarshal(b, &body) != nil || body.Error == nil {
+		return nil
+	}
+	body.Error.Status = status
+	return body.Error
+}

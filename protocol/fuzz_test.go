@@ -1,0 +1,73 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+)
+
+func FuzzDecodeCompletionRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt":"hello","max_tokens":3}`,
+		`{"prompt":[1,2,3],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"prompt":"a","logit_bias":{"1":5},"stop":["x","y"],"extra":{"k":[1]}}`,
+		`{"prompt":"a","debug_config":{"disagg_config":{"kind":"remote_send","kv_window_begin":-1}}}`,
+		`{"prompt":`, `[]`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, e := DecodeCompletionRequest(bytes.NewReader(body), 1<<16)
+		if e != nil {
+			if e.Status != 400 || e.Message == "" {
+				t.Fatalf("bad error %+v", e)
+			}
+			return
+		}
+		// A valid request re-encodes to one that decodes to the same thing.
+		out, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, e := DecodeCompletionRequest(bytes.NewReader(out), 1<<20)
+		if e != nil {
+			t.Fatalf("re-encoded request rejected: %v\n%s", e, out)
+		}
+		out2, _ := json.Marshal(again)
+		if !bytes.Equal(out, out2) {
+			t.Fatalf("not stable:\n%s\n%s", out, out2)
+		}
+	})
+}
+
+func FuzzSSEReader(f *testing.F) {
+	for _, s := range []string{
+		"data: {\"a\":1}\n\ndata: [DONE]\n\n",
+		": c\r\ndata: x\r\n\r\n",
+		"data:a\rdata:b\r\r",
+		"event: e\nid: 1\nretry: 5\ndata\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		const max = 256
+		r := NewSSEReader(bytes.NewReader(in), max)
+		for i := 0; ; i++ {
+			d, err := r.Next()
+			if err != nil {
+				if err != io.EOF && err != io.ErrUnexpectedEOF && !errors.Is(err, ErrEventTooLarge) {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if len(d) > max {
+				t.Fatalf("event of %d bytes over the limit", len(d))
+			}
+			if i > len(in) {
+				t.Fatal("more events than input bytes")
+			}
+		}
+	})
+}

@@ -1,0 +1,105 @@
+package protocol
+
+// Paths of the microserving endpoints every engine serves.
+const (
+	PathPrepRecv      = "/microserving/prep_recv"
+	PathRemoteSend    = "/microserving/remote_send"
+	PathStartGenerate = "/microserving/start_generate"
+	PathCompletions   = "/v1/completions"
+	PathModels        = "/v1/models"
+)
+
+// PrepRecvRequest asks the decode engine to match the prompt against its
+// prefix cache and allocate KV entries for the rest of [0, End).
+type PrepRecvRequest struct {
+	CompletionRequest
+	// End bounds the KV window; -1 means len(prompt)-1.
+	End int `json:"end"`
+}
+
+// MarshalJSON writes the completion request with "end".
+func (r PrepRecvRequest) MarshalJSON() ([]byte, error) {
+	return r.CompletionRequest.marshalWith(struct {
+		End int `json:"end"`
+	}{r.End})
+}
+
+// UnmarshalJSON reads the completion request and "end".
+func (r *PrepRecvRequest) UnmarshalJSON(b []byte) error {
+	if err := r.CompletionRequest.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	r.End = -1
+	_, err := r.Extra.take("end", &r.End)
+	return err
+}
+
+// PrepRecvResponse is prep_recv's answer.
+type PrepRecvResponse struct {
+	// KVAppendMetadata says where the decode engine's KV entries are (see
+	// KVAppendMetadata); the prefill engine writes there.
+	KVAppendMetadata string `json:"kv_append_metadata"`
+	// PrefixMatchedLength is how many prompt tokens the decode engine
+	// already holds in its prefix cache.
+	PrefixMatchedLength int `json:"prefix_matched_length"`
+}
+
+// RemoteSendRequest asks the prefill engine to compute the KV of the prompt
+// window [Begin, End) and write it into the decode engine's memory.
+type RemoteSendRequest struct {
+	CompletionRequest
+	Begin int `json:"begin"`
+	End   int `json:"end"`
+	// KVAddrInfo is the metadata prep_recv answered.
+	KVAddrInfo string `json:"kv_addr_info"`
+	// RecvRank is the first PE of the decode endpoint.
+	RecvRank int `json:"recv_rank"`
+}
+
+type remoteSendFields struct {
+	Begin      int    `json:"begin"`
+	End        int    `json:"end"`
+	KVAddrInfo string `json:"kv_addr_info"`
+	RecvRank   int    `json:"recv_rank"`
+}
+
+// MarshalJSON writes the completion request with the remote_send fields.
+func (r RemoteSendRequest) MarshalJSON() ([]byte, error) {
+	return r.CompletionRequest.marshalWith(remoteSendFields{r.Begin, r.End, r.KVAddrInfo, r.RecvRank})
+}
+
+// UnmarshalJSON reads the completion request and the remote_send fields.
+func (r *RemoteSendRequest) UnmarshalJSON(b []byte) error {
+	if err := r.CompletionRequest.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	for name, dst := range map[string]any{"begin": &r.Begin, "end": &r.End, "kv_addr_info": &r.KVAddrInfo, "recv_rank": &r.RecvRank} {
+		if _, err := r.Extra.take(name, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartGenerateRequest asks the decode engine to prefill the prompt window
+// [Begin, len(prompt)) locally and then decode.
+type StartGenerateRequest struct {
+	CompletionRequest
+	Begin int `json:"begin"`
+}
+
+// MarshalJSON writes the completion request with "begin".
+func (r StartGenerateRequest) MarshalJSON() ([]byte, error) {
+	return r.CompletionRequest.marshalWith(struct {
+		Begin int `json:"begin"`
+	}{r.Begin})
+}
+
+// UnmarshalJSON reads the completion request and "begin".
+func (r *StartGenerateRequest) UnmarshalJSON(b []byte) error {
+	if err := r.CompletionRequest.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	_, err := r.Extra.take("begin", &r.Begin)
+	return err
+}

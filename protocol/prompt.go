@@ -1,0 +1,89 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Prompt is a completion prompt: either text, or a list of token ids.
+// Its JSON form is a string or an array of integers.
+type Prompt struct {
+	// Text is the prompt text when the prompt was given as a string.
+	Text string
+	// IDs are the token ids when the prompt was given as an array.
+	IDs []int
+	// IsText reports whether the prompt is text (a JSON string).
+	IsText bool
+}
+
+// TextPrompt returns a prompt given as text.
+func TextPrompt(s string) Prompt { return Prompt{Text: s, IsText: true} }
+
+// TokenPrompt returns a prompt given as token ids.
+func TokenPrompt(ids []int) Prompt { return Prompt{IDs: ids} }
+
+// Empty reports whether the prompt holds no text and no tokens.
+func (p Prompt) Empty() bool {
+	if p.IsText {
+		return p.Text == ""
+	}
+	return len(p.IDs) == 0
+}
+
+// Len is the number of tokens of a token-id prompt, or 0 for text.
+func (p Prompt) Len() int { return len(p.IDs) }
+
+// MarshalJSON writes the prompt as a JSON string or an array of integers.
+func (p Prompt) MarshalJSON() ([]byte, error) {
+	if p.IsText {
+		return json.Marshal(p.Text)
+	}
+	if p.IDs == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(p.IDs)
+}
+
+// UnmarshalJSON reads a JSON string or an array of integers.
+func (p *Prompt) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		*p = Prompt{IsText: true}
+		return json.Unmarshal(b, &p.Text)
+	case len(b) > 0 && b[0] == '[':
+		var ids []int
+		if err := json.Unmarshal(b, &ids); err != nil {
+			return fmt.Errorf("prompt must be a string or an array of token ids (integers)")
+		}
+		*p = Prompt{IDs: ids}
+		return nil
+	case bytes.Equal(b, []byte("null")):
+		*p = Prompt{}
+		return nil
+	}
+	return fmt.Errorf("prompt must be a string or an array of token ids")
+}
+
+// StopList is the "stop" field: a string or an array of strings.
+type StopList []string
+
+// UnmarshalJSON reads a JSON string, an array of strings, or null.
+func (s *StopList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var one string
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*s = StopList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("stop must be a string or an array of strings")
+	}
+	*s = many
+	return nil
+}

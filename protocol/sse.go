@@ -1,0 +1,214 @@
+package protocol
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// Server-sent events, as the OpenAI API and MLC-LLM use them: each event is
+// "data: <json>\n\n", the stream ends with "data: [DONE]\n\n".
+//
+// The reader is written by hand because the standard library has none and
+// the usual packages either allocate without bound on a hostile stream or
+// pull in a client framework; it follows the WHATWG event-stream grammar
+// for the parts a completion stream uses (data and comment lines, LF, CRLF
+// and CR line ends) and ignores the rest (event, id, retry fields).
+
+// DoneData is the data of the event that ends a stream.
+const DoneData = "[DONE]"
+
+// ErrEventTooLarge is returned when an event is larger than the reader's
+// limit.
+var ErrEventTooLarge = errors.New("sse: event too large")
+
+// DefaultMaxEventBytes bounds one event when no other limit is given.
+const DefaultMaxEventBytes = 1 << 20
+
+// SSEReader reads the data of server-sent events from a stream.
+type SSEReader struct {
+	r       *bufio.Reader
+	max     int
+	data    []byte
+	hasData bool
+	lastCR  bool // the previous line ended in CR: skip a following LF
+}
+
+// NewSSEReader returns a reader of events of at most maxEventBytes bytes of
+// data (DefaultMaxEventBytes when 0 or less).
+func NewSSEReader(r io.Reader, maxEventBytes int) *SSEReader {
+	if maxEventBytes <= 0 {
+		maxEventBytes = DefaultMaxEventBytes
+	}
+	return &SSEReader{r: bufio.NewReaderSize(r, 4096), max: maxEventBytes}
+}
+
+// Next returns the data of the next event, its data lines joined with "\n".
+// Events without data lines are skipped. At the end of the stream it
+// returns io.EOF; a stream that ends inside an event returns
+// io.ErrUnexpectedEOF. The returned slice is valid until the next call.
+func (s *SSEReader) Next() ([]byte, error) {
+	s.data = s.data[:0]
+	s.hasData = false
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			if err == io.EOF && (s.hasData || len(line) > 0) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if len(line) == 0 {
+			if s.hasData {
+				return s.data, nil
+			}
+			continue
+		}
+		if e := s.field(line); e != nil {
+			return nil, e
+		}
+	}
+}
+
+// field handles one non-empty line.
+func (s *SSEReader) field(line []byte) error {
+	if line[0] == ':' {
+		return nil // comment
+	}
+	name, value, found := bytes.Cut(line, []byte(":"))
+	if !found {
+		value = nil
+	}
+	if string(name) != "data" {
+		return nil
+	}
+	value = bytes.TrimPrefix(value, []byte(" "))
+	if s.hasData {
+		s.data = append(s.data, '\n')
+	}
+	s.hasData = true
+	if len(s.data)+len(value) > s.max {
+		return ErrEventTooLarge
+	}
+	s.data = append(s.data, value...)
+	return nil
+}
+
+// readLine returns the next line without its end. A line longer than the
+// event limit (plus room for the field name) is an error, so memory stays
+// bounded whatever the input.
+func (s *SSEReader) readLine() ([]byte, error) {
+	var line []byte
+	limit := s.max + 64
+	for {
+		b, err := s.r.ReadByte()
+		if err != nil {
+			if err == io.EOF && len(line) > 0 {
+				return line, io.EOF
+			}
+			return nil, err
+		}
+		if s.lastCR {
+			s.lastCR = false
+			if b == '\n' {
+				continue
+			}
+		}
+		switch b {
+		case '\n':
+			return line, nil
+		case '\r':
+			s.lastCR = true
+			return line, nil
+		}
+		if len(line) >= limit {
+			return nil, ErrEventTooLarge
+		}
+		line = append(line, b)
+	}
+}
+
+// IsDone reports whether the data is the end-of-stream marker.
+func IsDone(data []byte) bool { return string(bytes.TrimSpace(data)) == DoneData }
+
+// SSEWriter writes server-sent events to an HTTP response, flushing each.
+type SSEWriter struct {
+	w       io.Writer
+	flusher http.Flusher
+}
+
+// NewSSEWriter returns a writer on w. When w is an http.ResponseWriter, the
+// event-stream headers are set (before the first write) and each event is
+// flushed.
+func NewSSEWriter(w io.Writer) *SSEWriter {
+	s := &SSEWriter{w: w}
+	if rw, ok := w.(http.ResponseWriter); ok {
+		h := rw.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		s.flusher, _ = w.(http.Flusher)
+		if s.flusher == nil {
+			s.flusher = flusherOf(rw)
+		}
+	}
+	return s
+}
+
+// flusherOf finds a Flusher behind wrapped response writers.
+func flusherOf(w http.ResponseWriter) http.Flusher {
+	rc := http.NewResponseController(w)
+	return flushFunc(func() { _ = rc.Flush() })
+}
+
+type flushFunc func()
+
+func (f flushFunc) Flush() { f() }
+
+// WriteData writes one event with the given data. Data must not contain a
+// line end (JSON from encoding/json never does).
+func (s *SSEWriter) WriteData(data []byte) error {
+	if bytes.ContainsAny(data, "\r\n") {
+		return fmt.Errorf("sse: event data contains a line end")
+	}
+	buf := make([]byte, 0, len(data)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	if _, err := s.w.Write(buf); err != nil {
+		return err
+	}
+	s.flush()
+	return nil
+}
+
+// WriteJSON writes v as one event.
+func (s *SSEWriter) WriteJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.WriteData(b)
+}
+
+// WriteDone writes the end-of-stream event.
+func (s *SSEWriter) WriteDone() error { return s.WriteData([]byte(DoneData)) }
+
+// WriteComment writes a comment line, which keeps a connection alive.
+func (s *SSEWriter) WriteComment(text string) error {
+	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
+		return err
+	}
+	s.flush()
+	return nil
+}
+
+func (s *SSEWriter) flush() {
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+}
