@@ -102,4 +102,6 @@ func DecodeCompletionRequest(r io.Reader, limit int64) (*CompletionRequest, *Err
 }
 
 // StatusOK reports whether an HTTP status is a success.
-func StatusOK(status int) bool { return status >= 200 && status < 300 && status != http.StatusNoContent }
+func StatusOK(status int) bool {
+	return status >= 200 && status < 300 && status != http.StatusNoContent
+}
