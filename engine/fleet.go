@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ErrStopped is returned by Start on a fleet that was stopped.
+var ErrStopped = errors.New("engine fleet stopped")
+
+// Options are the parts of a fleet that are not configuration: they do not
+// take part in [Spec.Key].
+type Options struct {
+	// Logger receives the fleet's events and the engines' output.
+	Logger *zap.Logger
+	// UIDSource overrides the NVSHMEM unique id source chosen by Spec.UID.
+	// The fleet closes it on Stop.
+	UIDSource UIDSource
+	// HTTPClient is used for readiness and health checks. The default
+	// ignores proxy environment variables.
+	HTTPClient *http.Client
+	// Inventory lists this machine's GPUs before KindMLC engines start;
+	// defaults to [Inventory].
+	Inventory func(*zap.Logger) ([]GPU, error)
+	// OnStateChange, if set, is called after every state change of an
+	// engine, from that engine's goroutine, in order. It must not block.
+	OnStateChange func(i int, from, to State)
+}
+
+// Fleet runs and supervises the engines of one [Spec]. Its methods are safe
+// for concurrent use. Start and Stop are idempotent.
+type Fleet struct {
+	spec    Spec
+	opts    Options
+	log     *zap.Logger
+	client  *http.Client
+	engines []*engine
+
+	ctx    context.Context // canceled by Stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // start and the engine goroutines
+
+	mu      sync.Mutex
+	stopped bool
+	changed chan struct{}
+
+	startOnce sync.Once
+	startErr  error
+	stopOnce  sync.Once
+
+	// Set by start, read by Stop after wg.Wait.
+	sp  *spawner
+	uid UIDSource
+}
+
+// New validates spec and returns a fleet that is not started yet.
+func New(spec Spec, opts Options) (*Fleet, error) {
+	spec = spec.Normalize()
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	f := &Fleet{spec: spec, opts: opts, log: orDefault(opts.Logger, zap.NewNop()),
+		client: opts.HTTPClient, changed: make(chan struct{})}
+	if f.client == nil {
+		f.client = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	for i, ep := range spec.Endpoints {
+		f.engines = append(f.engines, newEngine(f, i, ep))
+	}
+	return f, nil
+}
+
+// Spec returns the fleet's normalized spec.
+func (f *Fleet) Spec() Spec { return f.spec }
+
+// Len returns the number of endpoints.
+func (f *Fleet) Len() int { return len(f.engines) }
+
+// Endpoint returns endpoint i.
+func (f *Fleet) Endpoint(i int) Endpoint { return f.engines[i].ep }
+
+// DeviceIDStarts returns the first device (and NVSHMEM PE) of every
+// endpoint, with the total number of GPUs last.
+func (f *Fleet) DeviceIDStarts() []int { return f.spec.DeviceIDStarts() }
+
+// State returns the state of engine i.
+func (f *Fleet) State(i int) State { return f.engines[i].getState() }
+
+// Ready reports whether engine i answers its health checks and may be
+// given requests.
+func (f *Fleet) Ready(i int) bool { return f.State(i) == StateReady }
+
+// ReadyEndpoints returns the indexes of the ready engines, in order.
+func (f *Fleet) ReadyEndpoints() []int {
+	var ready []int
+	for i := range f.engines {
+		if f.Ready(i) {
+			ready = append(ready, i)
+		}
+	}
+	return ready
+}
+
+// Restarts returns how many times engine i was restarted.
+func (f *Fleet) Restarts(i int) int { return f.engines[i].getRestarts() }
+
+// PID returns the process id of engine i, or 0 if it has no process.
+func (f *Fleet) PID(i int) int { return f.engines[i].pid() }
+
+// Changed returns a channel that is closed at the next state change of any
+// engine. To wait for a condition without missing a change, take the
+// channel first, then check the condition, then wait on the channel.
+func (f *Fleet) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+// notify wakes the waiters of Changed.
+func (f *Fleet) notify() {
+	f.mu.Lock()
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// Start starts every spawned engine of the fleet concurrently, and the
+// health checks of external ones, and returns once all spawned engines
+// answer GET /v1/models. It fails as soon as one engine exits, when one
+// does not become ready within the startup timeout, or when ctx is done;
+// the fleet is then stopped. Calling Start again returns the first
+// call's result; concurrent calls wait for it.
+func (f *Fleet) Start(ctx context.Context) error {
+	f.startOnce.Do(func() {
+		f.startErr = f.start(ctx)
+		if f.startErr != nil {
+			_ = f.Stop()
+		}
+	})
+	return f.startErr
+}
+
+// Stop stops every engine: SIGTERM to each process group, SIGKILL after the
+// grace period. It returns when all processes are gone, and stops the
+// NVSHMEM uid helper. A Start in progress is abandoned. Stop is idempotent
+// and may be called from any goroutine.
+func (f *Fleet) Stop() error {
+	f.stopOnce.Do(func() {
+		f.mu.Lock()
+		f.stopped = true
+		f.mu.Unlock()
+		f.cancel()
+		f.wg.Wait()
+		if f.uid != nil {
+			if err := f.uid.Close(); err != nil {
+				f.log.Warn("stopping NVSHMEM uid source", zap.Error(err))
+			}
+		}
+		if f.sp != nil {
+			f.sp.close()
+		}
+		f.client.CloseIdleConnections()
+		f.log.Info("engine fleet stopped")
+	})
+	return nil
+}
+
+// start is Start's body. It holds a wg count so that Stop waits for it.
+func (f *Fleet) start(ctx context.Context) error {
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return ErrStopped
+	}
+	f.wg.Add(1)
+	f.mu.Unlock()
+	defer f.wg.Done()
+
+	t0 := time.Now()
+	sctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	if err := f.prepare(sctx); err != nil {
+		return err
+	}
+	if err := f.launchAll(sctx); err != nil {
+		return err
+	}
+	f.log.Info("engine fleet ready", zap.Int("engines", len(f.engines)),
+		zap.Int("gpus", f.spec.DeviceIDStarts()[len(f.engines)]),
+		zap.Stringer("took", time.Since(t0).Round(time.Millisecond)))
+	return nil
+}
+
+// launchAll starts one goroutine per engine and waits until every spawned
+// engine is ready, or the first failure.
+func (f *Fleet) launchAll(sctx context.Context) error {
+	results := make(chan error, len(f.engines))
+	spawned := 0
+	for _, e := range f.engines {
+		f.wg.Add(1)
+		if e.ep.External {
+			go func() { defer f.wg.Done(); e.watchExternal(f.ctx) }()
+			continue
+		}
+		spawned++
+		go func() { defer f.wg.Done(); e.run(sctx, f.ctx, results) }()
+	}
+	for range spawned {
+		if err := <-results; err != nil {
+			return fmt.Errorf("starting engine fleet: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Kind says which program runs the fleet's engines.
+type Kind string
+
+// The engine kinds.
+const (
+	// KindBuiltin runs caddy-mlc's own CPU engine: Program (normally the
+	// caddy binary itself) with the subcommand "mlc-engine".
+	KindBuiltin Kind = "builtin"
+	// KindMLC runs MLC-LLM: "python3 -m mlc_llm serve".
+	KindMLC Kind = "mlc"
+	// KindCommand runs Program with Args, followed by the MLC serve
+	// arguments.
+	KindCommand Kind = "command"
+)
+
+// UIDMode says where the NVSHMEM unique id of the world comes from.
+type UIDMode string
+
+// The NVSHMEM unique id sources.
+const (
+	// UIDRandom draws the id from crypto/rand. Enough for the builtin
+	// engine, which only needs an id shared by the world.
+	UIDRandom UIDMode = "random"
+	// UIDNVSHMEM asks NVSHMEM itself through a Python helper process that
+	// calls TVM's runtime.disco.nvshmem.init_nvshmem_uid, as MLC does.
+	UIDNVSHMEM UIDMode = "nvshmem"
+)
+
+// Prefix cache modes of the MLC engine.
+const (
+	PrefixCacheRadix   = "radix"
+	PrefixCacheDisable = "disable"
+)
+
+// Defaults applied by [Spec.Normalize].
+const (
+	DefaultStartupTimeout = 10 * time.Minute
+	DefaultStopGrace      = 10 * time.Second
+	DefaultHealthInterval = 5 * time.Second
+	// DefaultPython is the interpreter of KindMLC when Program is empty.
+	DefaultPython = "python3"
+)
+
+// Spec fully defines a fleet. Two fleets with equal normalized specs are
+// interchangeable, which is what [Spec.Key] captures.
+type Spec struct {
+	// Model is the model directory or identifier given to every engine.
+	Model string `json:"model"`
+	// ModelLib is the compiled model library (--model-lib); optional.
+	ModelLib string `json:"model_lib,omitempty"`
+	// Kind selects the engine program; defaults to KindBuiltin.
+	Kind Kind `json:"kind"`
+	// Program is the binary of KindBuiltin (required) and KindCommand
+	// (required), and the Python interpreter of KindMLC (default python3).
+	Program string `json:"program,omitempty"`
+	// Args are KindCommand's arguments, placed before the serve arguments.
+	Args []string `json:"args,omitempty"`
+	// EngineArgs are appended to every spawned engine's command line.
+	EngineArgs []string `json:"engine_args,omitempty"`
+	// PrefixCacheMode is "radix" or "disable" (the default).
+	PrefixCacheMode string `json:"prefix_cache_mode"`
+	// Endpoints are the engines, in NVSHMEM PE order.
+	Endpoints []Endpoint `json:"endpoints"`
+	// UID selects the NVSHMEM unique id source. Defaults to UIDNVSHMEM for
+	// KindMLC and UIDRandom otherwise.
+	UID UIDMode `json:"uid"`
+	// StartupTimeout bounds how long an engine may take to become ready.
+	StartupTimeout time.Duration `json:"startup_timeout"`
+	// StopGrace is how long Stop waits after SIGTERM before SIGKILL.
+	StopGrace time.Duration `json:"stop_grace"`
+	// HealthInterval is the period of GET /v1/models checks of ready and
+	// external engines.
+	HealthInterval time.Duration `json:"health_interval"`
+}
+
+// Normalize returns a copy of s with defaults filled in and empty lists
+// made nil, so that equal configurations compare and hash equal.
+func (s Spec) Normalize() Spec {
+	n := s
+	n.Kind = orDefault(n.Kind, KindBuiltin)
+	if n.Kind == KindMLC {
+		n.Program = orDefault(n.Program, DefaultPython)
+		n.UID = orDefault(n.UID, UIDNVSHMEM)
+	}
+	n.UID = orDefault(n.UID, UIDRandom)
+	n.PrefixCacheMode = orDefault(n.PrefixCacheMode, PrefixCacheDisable)
+	n.StartupTimeout = orDefault(n.StartupTimeout, DefaultStartupTimeout)
+	n.StopGrace = orDefault(n.StopGrace, DefaultStopGrace)
+	n.HealthInterval = orDefault(n.HealthInterval, DefaultHealthInterval)
+	n.Args = nilIfEmpty(n.Args)
+	n.EngineArgs = nilIfEmpty(n.EngineArgs)
+	n.Endpoints = slices.Clone(n.Endpoints)
+	for i := range n.Endpoints {
+		n.Endpoints[i].Role = orDefault(n.Endpoints[i].Role, RoleAny)
+	}
+	return n
+}
+
+// Validate checks a normalized spec. Errors wrap [ErrInvalidSpec].
+func (s Spec) Validate() error {
+	if err := ValidateEndpoints(s.Endpoints); err != nil {
+		return err
+	}
+	switch s.Kind {
+	case KindBuiltin, KindCommand, KindMLC:
+	default:
+		return fmt.Errorf("%w: unknown engine kind %q", ErrInvalidSpec, s.Kind)
+	}
+	if s.Program == "" && s.Kind != KindMLC {
+		return fmt.Errorf("%w: engine %s needs a program", ErrInvalidSpec, s.Kind)
+	}
+	if s.Model == "" && s.spawnsAny() {
+		return fmt.Errorf("%w: no model", ErrInvalidSpec)
+	}
+	if s.PrefixCacheMode != PrefixCacheRadix && s.PrefixCacheMode != PrefixCacheDisable {
+		return fmt.Errorf("%w: prefix cache mode %q (want radix or disable)", ErrInvalidSpec, s.PrefixCacheMode)
+	}
+	if s.UID != UIDRandom && s.UID != UIDNVSHMEM {
+		return fmt.Errorf("%w: uid source %q (want random or nvshmem)", ErrInvalidSpec, s.UID)
+	}
+	if s.StartupTimeout < 0 || s.StopGrace < 0 || s.HealthInterval < 0 {
+		return fmt.Errorf("%w: negative duration", ErrInvalidSpec)
+	}
+	return nil
+}
+
+// Key returns a string that is equal for specs that normalize to the same
+// configuration, and different otherwise. The Caddy module keys its fleet
+// pool with it so that a reload with an unchanged fleet keeps the engines.
+func (s Spec) Key() string {
+	b, err := json.Marshal(s.Normalize())
+	if err != nil { // cannot happen: Spec holds only strings, ints and bools
+		panic(fmt.Sprintf("engine: marshal spec: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return "mlc-engine-fleet-" + hex.EncodeToString(sum[:16])
+}
+
+// DeviceIDStarts returns the device id starts of the spec's endpoints.
+func (s Spec) DeviceIDStarts() []int {
+	return DeviceIDStarts(endpointGPUs(s.Endpoints))
+}
+
+// LocalGPUsNeeded returns how many GPUs this machine needs for the engines
+// it spawns: the end of the highest device range of a spawned endpoint.
+func (s Spec) LocalGPUsNeeded() int {
+	starts := s.DeviceIDStarts()
+	needed := 0
+	for i, ep := range s.Endpoints {
+		if !ep.External {
+			needed = max(needed, starts[i+1])
+		}
+	}
+	return needed
+}
+
+func (s Spec) spawnsAny() bool {
+	return slices.ContainsFunc(s.Endpoints, func(ep Endpoint) bool { return !ep.External })
+}
+
+// orDefault returns v, or def when v is the zero value.
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}

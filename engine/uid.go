@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// UIDSize is the size in bytes of an NVSHMEM unique id: sizeof
+// (nvshmemx_uniqueid_t), a struct of 128 bytes (NVSHMEM_UNIQUEID_LEN).
+const UIDSize = 128
+
+// UIDSource makes the NVSHMEM unique id shared by all engines of a fleet.
+// A fleet calls UID once when it starts and Close when it stops.
+type UIDSource interface {
+	// UID returns the unique id, one int (0-255) per byte.
+	UID(ctx context.Context) ([]int, error)
+	// Close releases what UID needed to keep alive.
+	Close() error
+}
+
+// RandomUID is a UIDSource of UIDSize random bytes, for engines that only
+// need an id shared by the world (the builtin engine).
+type RandomUID struct{}
+
+// UID returns UIDSize random bytes.
+func (RandomUID) UID(context.Context) ([]int, error) {
+	b := make([]byte, UIDSize)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("random NVSHMEM uid: %w", err)
+	}
+	uid := make([]int, len(b))
+	for i, c := range b {
+		uid[i] = int(c)
+	}
+	return uid, nil
+}
+
+// Close does nothing.
+func (RandomUID) Close() error { return nil }
+
+// nvshmemUIDScript asks NVSHMEM for a unique id through TVM, prints it as a
+// JSON list of ints, and keeps the process alive until stdin closes: the
+// NVSHMEM bootstrap may live in the process that made the id.
+const nvshmemUIDScript = `import json, sys
+import tvm
+uid = tvm.get_global_func("runtime.disco.nvshmem.init_nvshmem_uid")()
+print(json.dumps([int(x) for x in uid]), flush=True)
+sys.stdin.read()
+`
+
+// NVSHMEMHelper is a UIDSource that gets the id from NVSHMEM itself, the
+// way MLC's router does, by running `<Python> -c <script>` with TVM. The
+// helper process stays alive until Close, which closes its stdin (and
+// kills its group after a grace period). If caddy dies, the helper's stdin
+// closes too, and Pdeathsig kills it.
+type NVSHMEMHelper struct {
+	// Python is the interpreter; python3 when empty.
+	Python string
+	// Logger receives the helper's output.
+	Logger *zap.Logger
+	// Grace is how long Close waits for the helper to exit by itself.
+	Grace time.Duration
+
+	sp    *spawner
+	mu    sync.Mutex
+	proc  *process
+	stdin *os.File
+}
+
+// UID starts the helper and reads the id from its first line of output.
+func (h *NVSHMEMHelper) UID(ctx context.Context) ([]int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sp != nil {
+		return nil, errors.New("nvshmem uid helper already started")
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("nvshmem uid helper: %w", err)
+	}
+	first := make(chan string, 1)
+	h.sp = newSpawner()
+	p, err := startProcess(h.sp, procConfig{
+		program: orDefault(h.Python, DefaultPython),
+		args:    []string{"-c", nvshmemUIDScript},
+		stdin:   stdinR,
+		logger:  orDefault(h.Logger, zap.NewNop()).With(zap.String("engine", "nvshmem-uid-helper")),
+		onStdout: func(line string) {
+			select {
+			case first <- line:
+			default:
+			}
+		},
+	})
+	stdinR.Close()
+	h.proc, h.stdin = p, stdinW
+	if err != nil {
+		return nil, fmt.Errorf("nvshmem uid helper: %w", err)
+	}
+	return readUID(ctx, p, first)
+}
+
+// readUID parses the helper's first stdout line as a JSON int list.
+func readUID(ctx context.Context, p *process, first <-chan string) ([]int, error) {
+	var line string
+	select {
+	case line = <-first:
+	case <-p.exited:
+		err := p.exitError() // waits for the output to drain
+		select {
+		case line = <-first:
+		default:
+			return nil, fmt.Errorf("nvshmem uid helper: %w", err)
+		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("nvshmem uid helper: %w", ctx.Err())
+	}
+	var uid []int
+	if err := json.Unmarshal([]byte(line), &uid); err != nil {
+		return nil, fmt.Errorf("nvshmem uid helper: bad uid %q: %w", line, err)
+	}
+	return uid, nil
+}
+
+// Close stops the helper: its stdin is closed, and its process group gets
+// SIGTERM then SIGKILL if it has not exited after Grace.
+func (h *NVSHMEMHelper) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sp == nil {
+		return nil
+	}
+	h.stdin.Close()
+	if h.proc == nil { // the helper did not start
+		h.sp.close()
+		h.sp = nil
+		return nil
+	}
+	select {
+	case <-h.proc.exited:
+	case <-time.After(orDefault(h.Grace, DefaultStopGrace)):
+	}
+	h.proc.stop(0)
+	h.proc = nil
+	h.sp.close()
+	h.sp = nil
+	return nil
+}
