@@ -1,0 +1,129 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// A normalizer rewrites the text of one section (the text between added
+// tokens) before pre-tokenization.
+type normalizer interface {
+	normalize(s string) string
+}
+
+// newNormalizer builds the normalizer described by raw; nil means none.
+func newNormalizer(raw json.RawMessage) (normalizer, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	c, err := decodeComponent(raw)
+	if err != nil {
+		return nil, fmt.Errorf("normalizer: %w", err)
+	}
+	switch c.Type {
+	case "Sequence":
+		var seq normalizerSeq
+		for i, r := range c.Normalizers {
+			n, err := newNormalizer(r)
+			if err != nil {
+				return nil, fmt.Errorf("normalizer sequence item %d: %w", i, err)
+			}
+			if n != nil {
+				seq = append(seq, n)
+			}
+		}
+		return seq, nil
+	case "NFC":
+		return formNormalizer{norm.NFC}, nil
+	case "NFD":
+		return formNormalizer{norm.NFD}, nil
+	case "NFKC":
+		return formNormalizer{norm.NFKC}, nil
+	case "NFKD":
+		return formNormalizer{norm.NFKD}, nil
+	case "Lowercase":
+		return lowercase{}, nil
+	case "Prepend":
+		return prepend(c.Prepend), nil
+	case "Replace":
+		content, _ := c.contentString()
+		p, err := compilePattern(c.Pattern)
+		if err != nil {
+			return nil, fmt.Errorf("normalizer Replace: %w", err)
+		}
+		return replacer{p, content}, nil
+	case "Strip":
+		return strip{left: c.Left, right: c.Right}, nil
+	case "StripAccents":
+		return stripAccents{}, nil
+	default:
+		return nil, fmt.Errorf("normalizer %q: %w", c.Type, errUnsupported)
+	}
+}
+
+// normalizerSeq applies its members in order.
+type normalizerSeq []normalizer
+
+func (q normalizerSeq) normalize(s string) string {
+	for _, n := range q {
+		s = n.normalize(s)
+	}
+	return s
+}
+
+// formNormalizer applies a Unicode normalization form.
+type formNormalizer struct{ f norm.Form }
+
+func (n formNormalizer) normalize(s string) string { return n.f.String(s) }
+
+// lowercase maps the text to lower case.
+type lowercase struct{}
+
+func (lowercase) normalize(s string) string { return strings.ToLower(s) }
+
+// prepend adds a prefix to non-empty text (Llama-2 style "▁").
+type prepend string
+
+func (p prepend) normalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(p) + s
+}
+
+// replacer replaces every match of a pattern.
+type replacer struct {
+	p       *pattern
+	content string
+}
+
+func (r replacer) normalize(s string) string { return r.p.replaceAll(s, r.content) }
+
+// strip removes white space at either end.
+type strip struct{ left, right bool }
+
+func (n strip) normalize(s string) string {
+	if n.left {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+	}
+	if n.right {
+		s = strings.TrimRightFunc(s, unicode.IsSpace)
+	}
+	return s
+}
+
+// stripAccents removes combining marks (meant to follow NFD).
+type stripAccents struct{}
+
+func (stripAccents) normalize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.M, r) {
+			return -1
+		}
+		return r
+	}, s)
+}

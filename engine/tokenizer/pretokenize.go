@@ -1,0 +1,350 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// A piece is a span of normalized text on its way to the model.
+// atStart reports whether it begins at offset 0 of the original input,
+// which Metaspace's "first" prepend scheme needs.
+type piece struct {
+	text    string
+	atStart bool
+}
+
+// A preTokenizer splits pieces into smaller pieces (and may rewrite
+// them, as ByteLevel and Metaspace do). The model encodes each resulting
+// piece on its own.
+type preTokenizer interface {
+	preTokenize(ps []piece) []piece
+}
+
+// gpt2Pattern is the split expression ByteLevel uses when use_regex is
+// true.
+const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+
+// newPreTokenizer builds the pre-tokenizer described by raw; nil means
+// none.
+func newPreTokenizer(raw json.RawMessage) (preTokenizer, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	c, err := decodeComponent(raw)
+	if err != nil {
+		return nil, fmt.Errorf("pre_tokenizer: %w", err)
+	}
+	switch c.Type {
+	case "Sequence":
+		var seq preTokenizerSeq
+		for i, r := range c.Pretokenizers {
+			p, err := newPreTokenizer(r)
+			if err != nil {
+				return nil, fmt.Errorf("pre_tokenizer sequence item %d: %w", i, err)
+			}
+			if p != nil {
+				seq = append(seq, p)
+			}
+		}
+		return seq, nil
+	case "Split":
+		p, err := compilePattern(c.Pattern)
+		if err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Split: %w", err)
+		}
+		b, err := parseBehavior(c.Behavior)
+		if err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Split: %w", err)
+		}
+		return &splitter{find: p.findAll, behavior: b, invert: c.Invert}, nil
+	case "ByteLevel":
+		bl := &byteLevelPre{addPrefixSpace: boolOr(c.AddPrefixSpace, true)}
+		if boolOr(c.UseRegex, true) {
+			p, err := compilePattern(&patternJSON{Regex: ptr(gpt2Pattern)})
+			if err != nil {
+				return nil, err
+			}
+			bl.split = &splitter{find: p.findAll, behavior: isolated}
+		}
+		return bl, nil
+	case "Metaspace":
+		return newMetaspace(c)
+	case "Whitespace":
+		p, err := compilePattern(&patternJSON{Regex: ptr(`\w+|[^\w\s]+`)})
+		if err != nil {
+			return nil, err
+		}
+		return &splitter{find: p.findAll, behavior: removed, invert: true}, nil
+	case "WhitespaceSplit":
+		return &splitter{find: runeMatcher(unicode.IsSpace), behavior: removed}, nil
+	case "Digits":
+		b := contiguous
+		if c.IndividualDigits {
+			b = isolated
+		}
+		return &splitter{find: runeMatcher(unicode.IsNumber), behavior: b}, nil
+	case "Punctuation":
+		b := isolated
+		if c.Behavior != "" {
+			if b, err = parseBehavior(c.Behavior); err != nil {
+				return nil, fmt.Errorf("pre_tokenizer Punctuation: %w", err)
+			}
+		}
+		return &splitter{find: runeMatcher(isPunctuation), behavior: b}, nil
+	default:
+		return nil, fmt.Errorf("pre_tokenizer %q: %w", c.Type, errUnsupported)
+	}
+}
+
+func boolOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// isPunctuation is Rust's char::is_ascii_punctuation || is_punctuation.
+func isPunctuation(r rune) bool {
+	return unicode.IsPunct(r) || (r < utf8.RuneSelf && unicode.IsSymbol(r))
+}
+
+// preTokenizerSeq applies its members in order.
+type preTokenizerSeq []preTokenizer
+
+func (q preTokenizerSeq) preTokenize(ps []piece) []piece {
+	for _, p := range q {
+		ps = p.preTokenize(ps)
+	}
+	return ps
+}
+
+// behavior is the reference's SplitDelimiterBehavior: what becomes of
+// the matched delimiters when splitting.
+type behavior int
+
+const (
+	removed behavior = iota
+	isolated
+	mergedWithPrevious
+	mergedWithNext
+	contiguous
+)
+
+func parseBehavior(s string) (behavior, error) {
+	switch s {
+	case "Removed":
+		return removed, nil
+	case "Isolated":
+		return isolated, nil
+	case "MergedWithPrevious":
+		return mergedWithPrevious, nil
+	case "MergedWithNext":
+		return mergedWithNext, nil
+	case "Contiguous":
+		return contiguous, nil
+	}
+	return 0, fmt.Errorf("split behavior %q: %w", s, errUnsupported)
+}
+
+// runeMatcher returns a find function matching each rune for which f
+// holds, one match per rune.
+func runeMatcher(f func(rune) bool) func(string) [][2]int {
+	return func(s string) [][2]int {
+		var out [][2]int
+		for i, r := range s {
+			if f(r) {
+				out = append(out, [2]int{i, i + utf8.RuneLen(r)})
+			}
+		}
+		return out
+	}
+}
+
+// A splitter splits each piece at the matches of find.
+type splitter struct {
+	find     func(string) [][2]int
+	behavior behavior
+	invert   bool
+}
+
+// segment is a span of a piece and whether it is a delimiter match.
+type segment struct {
+	start, end int
+	match      bool
+}
+
+func (sp *splitter) preTokenize(ps []piece) []piece {
+	out := make([]piece, 0, len(ps)*2)
+	for _, p := range ps {
+		out = sp.split(out, p)
+	}
+	return out
+}
+
+// split appends the pieces p splits into to out, following the
+// reference's NormalizedString::split.
+func (sp *splitter) split(out []piece, p piece) []piece {
+	s := p.text
+	if s == "" {
+		return out
+	}
+	var segs []segment
+	prev := 0
+	for _, m := range sp.find(s) {
+		if prev != m[0] {
+			segs = append(segs, segment{prev, m[0], false})
+		}
+		segs = append(segs, segment{m[0], m[1], true})
+		prev = m[1]
+	}
+	if prev != len(s) {
+		segs = append(segs, segment{prev, len(s), false})
+	}
+	if sp.invert {
+		for i := range segs {
+			segs[i].match = !segs[i].match
+		}
+	}
+
+	// keep[i] is the final span; drop marks removed delimiters.
+	type span struct {
+		start, end int
+		drop       bool
+	}
+	var spans []span
+	switch sp.behavior {
+	case removed:
+		for _, g := range segs {
+			spans = append(spans, span{g.start, g.end, g.match})
+		}
+	case isolated:
+		for _, g := range segs {
+			spans = append(spans, span{g.start, g.end, false})
+		}
+	case contiguous:
+		prevMatch := false
+		for _, g := range segs {
+			if g.match == prevMatch && len(spans) > 0 {
+				spans[len(spans)-1].end = g.end
+			} else {
+				spans = append(spans, span{g.start, g.end, false})
+			}
+			prevMatch = g.match
+		}
+	case mergedWithPrevious:
+		prevMatch := false
+		for _, g := range segs {
+			if g.match && !prevMatch && len(spans) > 0 {
+				spans[len(spans)-1].end = g.end
+			} else {
+				spans = append(spans, span{g.start, g.end, false})
+			}
+			prevMatch = g.match
+		}
+	case mergedWithNext:
+		prevMatch := false
+		for i := len(segs) - 1; i >= 0; i-- {
+			g := segs[i]
+			if g.match && !prevMatch && len(spans) > 0 {
+				spans[len(spans)-1].start = g.start
+			} else {
+				spans = append(spans, span{g.start, g.end, false})
+			}
+			prevMatch = g.match
+		}
+		for i, j := 0, len(spans)-1; i < j; i, j = i+1, j-1 {
+			spans[i], spans[j] = spans[j], spans[i]
+		}
+	}
+	for _, x := range spans {
+		if x.drop || x.start == x.end {
+			continue
+		}
+		out = append(out, piece{text: s[x.start:x.end], atStart: p.atStart && x.start == 0})
+	}
+	return out
+}
+
+// byteLevelPre is the ByteLevel pre-tokenizer: optionally prefix a
+// space, optionally split with the GPT-2 expression, then map bytes to
+// printable code points.
+type byteLevelPre struct {
+	addPrefixSpace bool
+	split          *splitter
+}
+
+func (b *byteLevelPre) preTokenize(ps []piece) []piece {
+	out := make([]piece, 0, len(ps))
+	for _, p := range ps {
+		if b.addPrefixSpace && !strings.HasPrefix(p.text, " ") {
+			p.text = " " + p.text
+		}
+		if b.split != nil {
+			out = b.split.split(out, p)
+		} else if p.text != "" {
+			out = append(out, p)
+		}
+	}
+	for i := range out {
+		out[i].text = byteLevelEncode(out[i].text)
+	}
+	return out
+}
+
+// metaspace is the SentencePiece-style pre-tokenizer: spaces become the
+// replacement character (normally "▁"), which is prepended according to
+// the prepend scheme, and the text is split before each of them.
+type metaspace struct {
+	replacement string
+	scheme      string // "always", "first" or "never"
+	split       bool
+}
+
+func newMetaspace(c *componentJSON) (*metaspace, error) {
+	m := &metaspace{replacement: c.Replacement, split: boolOr(c.Split, true)}
+	if m.replacement == "" {
+		m.replacement = "▁"
+	}
+	switch c.PrependScheme {
+	case "always", "first", "never":
+		m.scheme = c.PrependScheme
+	case "":
+		// Serializations before tokenizers 0.14 have add_prefix_space.
+		m.scheme = "never"
+		if boolOr(c.AddPrefixSpace, true) {
+			m.scheme = "always"
+		}
+	default:
+		return nil, fmt.Errorf("metaspace prepend_scheme %q: %w", c.PrependScheme, errUnsupported)
+	}
+	return m, nil
+}
+
+func (m *metaspace) preTokenize(ps []piece) []piece {
+	out := make([]piece, 0, len(ps)*4)
+	for _, p := range ps {
+		p.text = strings.ReplaceAll(p.text, " ", m.replacement)
+		if !strings.HasPrefix(p.text, m.replacement) &&
+			(m.scheme == "always" || (m.scheme == "first" && p.atStart)) {
+			p.text = m.replacement + p.text
+		}
+		if !m.split {
+			if p.text != "" {
+				out = append(out, p)
+			}
+			continue
+		}
+		out = m.splitter().split(out, p)
+	}
+	return out
+}
+
+func (m *metaspace) splitter() *splitter {
+	lit := &pattern{literal: m.replacement}
+	return &splitter{find: lit.findAll, behavior: mergedWithNext}
+}

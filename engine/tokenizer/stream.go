@@ -1,0 +1,54 @@
+package tokenizer
+
+import "strings"
+
+// A StreamDecoder decodes generated tokens one at a time. Push returns
+// only whole characters: text ending in an incomplete UTF-8 sequence
+// (which decodes to a trailing U+FFFD) is held back until later tokens
+// complete it. The concatenation of all Push results and the final
+// Flush equals Decode of all ids.
+//
+// It works like the reference's DecodeStream: it decodes a short window
+// of recent ids, so that decoders that look at neighbouring tokens
+// (byte fallback, leading-space stripping) see enough context, and
+// returns what the newest id adds to the window's text.
+//
+// A StreamDecoder is not safe for concurrent use.
+type StreamDecoder struct {
+	t      Tokenizer
+	ids    []int  // the window: context ids, then ids not yet emitted
+	read   int    // ids[:read] is context whose text was already emitted
+	prefix string // Decode(ids[:read])
+}
+
+// NewStreamDecoder returns a StreamDecoder for t.
+func NewStreamDecoder(t Tokenizer) *StreamDecoder {
+	return &StreamDecoder{t: t}
+}
+
+// Push adds the next id and returns the text it completes, possibly
+// empty.
+func (d *StreamDecoder) Push(id int) string {
+	d.ids = append(d.ids, id)
+	text := d.t.Decode(d.ids)
+	if len(text) <= len(d.prefix) || strings.HasSuffix(text, "\uFFFD") || !strings.HasPrefix(text, d.prefix) {
+		return ""
+	}
+	out := text[len(d.prefix):]
+	d.ids = append(d.ids[:0], d.ids[d.read:]...)
+	d.read = len(d.ids)
+	d.prefix = d.t.Decode(d.ids)
+	return out
+}
+
+// Flush returns the text held back (an incomplete character comes out
+// as U+FFFD) and resets the decoder for a new sequence.
+func (d *StreamDecoder) Flush() string {
+	text := d.t.Decode(d.ids)
+	out := ""
+	if len(text) > len(d.prefix) && strings.HasPrefix(text, d.prefix) {
+		out = text[len(d.prefix):]
+	}
+	d.ids, d.read, d.prefix = d.ids[:0], 0, ""
+	return out
+}

@@ -1,0 +1,352 @@
+// Package tokenizer encodes text to token ids and back exactly as a
+// model's Hugging Face tokenizer ("tokenizer.json") does.
+//
+// It implements the parts of the Hugging Face tokenizers pipeline that
+// decoder-only LLMs use: added and special tokens, normalizers (NFC and
+// friends, Prepend, Replace, ...), pre-tokenizers (regex Split,
+// ByteLevel, Metaspace, ...), the BPE model (byte-level, or
+// SentencePiece-style with byte fallback), post-processors for
+// EncodeSpecial, and decoders. Unsupported components make Load and
+// FromJSON fail rather than tokenize differently.
+//
+// A *HF is safe for concurrent use.
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+)
+
+// Tokenizer encodes text to token ids and back.
+type Tokenizer interface {
+	// Encode returns the ids of text alone: special tokens written in
+	// the text are recognized, but none are added (no BOS), as
+	// tokenizers-cpp's Encode and MLC do for completion prompts.
+	Encode(text string) []int
+	// Decode returns the text of ids, skipping nothing: special tokens
+	// are rendered as their content. Unknown ids are ignored.
+	Decode(ids []int) string
+	// VocabSize returns one more than the largest token id, added
+	// tokens included.
+	VocabSize() int
+}
+
+// HF is a tokenizer loaded from a Hugging Face tokenizer.json.
+type HF struct {
+	normalizer normalizer
+	pre        preTokenizer
+	model      *bpe
+	post       postProcessor
+	decoder    decoder
+	added      *addedVocab
+
+	idToToken []string       // "" for ids with no token
+	special   []bool         // indexed by id
+	addedIDs  map[string]int // content of added tokens to id
+
+	bos int // -1 if unknown
+	eos []int
+}
+
+var _ Tokenizer = (*HF)(nil)
+
+// Load reads dir/tokenizer.json and, when present,
+// dir/tokenizer_config.json (for the BOS and EOS tokens) and
+// dir/generation_config.json (for further EOS ids, such as Llama-3
+// Instruct's <|eot_id|>).
+func Load(dir string) (*HF, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	t, err := FromJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	switch {
+	case err == nil:
+		if err := t.applyConfig(cfg); err != nil {
+			return nil, fmt.Errorf("tokenizer: tokenizer_config.json: %w", err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	gen, err := os.ReadFile(filepath.Join(dir, "generation_config.json"))
+	switch {
+	case err == nil:
+		if err := t.applyGenerationConfig(gen); err != nil {
+			return nil, fmt.Errorf("tokenizer: generation_config.json: %w", err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return t, nil
+}
+
+// FromJSON builds a tokenizer from the contents of a tokenizer.json.
+// Without a tokenizer_config.json it knows no BOS or EOS token beyond
+// what the post-processor adds.
+func FromJSON(tokenizerJSON []byte) (*HF, error) {
+	t, err := fromJSON(tokenizerJSON)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return t, nil
+}
+
+func fromJSON(data []byte) (*HF, error) {
+	var f fileJSON
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, err
+	}
+	if isNull(f.Model) {
+		return nil, errors.New("no model")
+	}
+	var m bpeJSON
+	if err := json.Unmarshal(f.Model, &m); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if m.Type == "" && m.Merges == nil {
+		return nil, fmt.Errorf("model without type or merges: %w", errUnsupported)
+	}
+	t := &HF{bos: -1, addedIDs: make(map[string]int)}
+	var err error
+	if t.model, err = newBPE(&m); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if t.normalizer, err = newNormalizer(f.Normalizer); err != nil {
+		return nil, err
+	}
+	if t.pre, err = newPreTokenizer(f.PreTokenizer); err != nil {
+		return nil, err
+	}
+	if t.post, err = newPostProcessor(f.PostProcessor); err != nil {
+		return nil, err
+	}
+	if t.decoder, err = newDecoder(f.Decoder); err != nil {
+		return nil, err
+	}
+
+	size := 0
+	for _, id := range m.Vocab {
+		size = max(size, id+1)
+	}
+	for _, a := range f.AddedTokens {
+		size = max(size, a.ID+1)
+	}
+	t.idToToken = make([]string, size)
+	t.special = make([]bool, size)
+	for tok, id := range m.Vocab {
+		if id < 0 {
+			return nil, fmt.Errorf("model: negative id %d for %q", id, tok)
+		}
+		t.idToToken[id] = tok
+	}
+	tokens := make([]addedToken, 0, len(f.AddedTokens))
+	for _, a := range f.AddedTokens {
+		if a.ID < 0 {
+			return nil, fmt.Errorf("added token %q: negative id %d", a.Content, a.ID)
+		}
+		t.idToToken[a.ID] = a.Content
+		t.special[a.ID] = a.Special
+		t.addedIDs[a.Content] = a.ID
+		tokens = append(tokens, addedToken{
+			id:         a.ID,
+			content:    a.Content,
+			special:    a.Special,
+			lstrip:     a.LStrip,
+			rstrip:     a.RStrip,
+			singleWord: a.SingleWord,
+			normalized: a.Normalized,
+		})
+	}
+	t.added = newAddedVocab(tokens, t.normalizer)
+	return t, nil
+}
+
+// tokenRef is a token in tokenizer_config.json: a string or an
+// AddedToken object.
+type tokenRef struct{ content string }
+
+func (r *tokenRef) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &r.content)
+	}
+	var obj struct {
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return err
+	}
+	r.content = obj.Content
+	return nil
+}
+
+func (t *HF) applyConfig(data []byte) error {
+	var cfg struct {
+		BOS tokenRef `json:"bos_token"`
+		EOS tokenRef `json:"eos_token"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return err
+	}
+	if cfg.BOS.content != "" {
+		id, ok := t.TokenID(cfg.BOS.content)
+		if !ok {
+			return fmt.Errorf("bos_token %q is not a token", cfg.BOS.content)
+		}
+		t.bos = id
+	}
+	if cfg.EOS.content != "" {
+		id, ok := t.TokenID(cfg.EOS.content)
+		if !ok {
+			return fmt.Errorf("eos_token %q is not a token", cfg.EOS.content)
+		}
+		t.addEOS(id)
+	}
+	return nil
+}
+
+func (t *HF) applyGenerationConfig(data []byte) error {
+	var cfg struct {
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return err
+	}
+	if isNull(cfg.EOS) {
+		return nil
+	}
+	var ids []int
+	if cfg.EOS[0] == '[' {
+		if err := json.Unmarshal(cfg.EOS, &ids); err != nil {
+			return fmt.Errorf("eos_token_id: %w", err)
+		}
+	} else {
+		var id int
+		if err := json.Unmarshal(cfg.EOS, &id); err != nil {
+			return fmt.Errorf("eos_token_id: %w", err)
+		}
+		ids = []int{id}
+	}
+	for _, id := range ids {
+		t.addEOS(id)
+	}
+	return nil
+}
+
+func (t *HF) addEOS(id int) {
+	for _, e := range t.eos {
+		if e == id {
+			return
+		}
+	}
+	t.eos = append(t.eos, id)
+}
+
+// Encode returns the ids of text with no special tokens added. See
+// Tokenizer.Encode.
+func (t *HF) Encode(text string) []int { return t.EncodeSpecial(text, false) }
+
+// EncodeSpecial encodes text and, when addSpecial is true, lets the
+// post-processor add the model's special tokens (for instance
+// Llama-3's <|begin_of_text|>), as the reference's
+// encode(text, add_special_tokens) does. Special tokens written in text
+// are recognized either way. Invalid UTF-8 bytes are read as U+FFFD, one
+// per byte.
+func (t *HF) EncodeSpecial(text string, addSpecial bool) []int {
+	if !utf8.ValidString(text) {
+		text = validUTF8(text)
+	}
+	ids := make([]int, 0, len(text)/3+4)
+	var buf [1]piece
+	t.added.split(text, t.normalizer, func(tok int, p piece) {
+		if tok >= 0 {
+			ids = append(ids, t.added.tokens[tok].id)
+			return
+		}
+		buf[0] = p
+		pieces := buf[:]
+		if t.pre != nil {
+			pieces = t.pre.preTokenize(pieces)
+		}
+		for _, q := range pieces {
+			ids = t.model.encode(ids, q.text)
+		}
+	})
+	if addSpecial && t.post != nil {
+		ids = t.post.process(ids)
+	}
+	return ids
+}
+
+// validUTF8 replaces each invalid byte of s with U+FFFD.
+func validUTF8(s string) string {
+	var sb strings.Builder
+	sb.Grow(len(s) + 16)
+	for _, r := range s {
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+// Decode returns the text of ids. See Tokenizer.Decode.
+func (t *HF) Decode(ids []int) string {
+	tokens := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if tok, ok := t.IDToken(id); ok {
+			tokens = append(tokens, tok)
+		}
+	}
+	if t.decoder == nil {
+		return strings.Join(tokens, " ")
+	}
+	return strings.Join(t.decoder.decodeChain(tokens), "")
+}
+
+// VocabSize returns one more than the largest token id.
+func (t *HF) VocabSize() int { return len(t.idToToken) }
+
+// TokenID returns the id of a token given as it appears in the
+// vocabulary (for byte-level models, in its byte-level spelling, such as
+// "Ġthe") or as an added token's content.
+func (t *HF) TokenID(tok string) (int, bool) {
+	if id, ok := t.addedIDs[tok]; ok {
+		return id, true
+	}
+	id, ok := t.model.vocab[tok]
+	return id, ok
+}
+
+// IDToken returns the vocabulary entry or added-token content of id.
+func (t *HF) IDToken(id int) (string, bool) {
+	if id < 0 || id >= len(t.idToToken) {
+		return "", false
+	}
+	tok := t.idToToken[id]
+	return tok, tok != ""
+}
+
+// IsSpecial reports whether id is an added token marked special.
+func (t *HF) IsSpecial(id int) bool {
+	return id >= 0 && id < len(t.special) && t.special[id]
+}
+
+// BOSTokenID returns the id of tokenizer_config.json's bos_token.
+func (t *HF) BOSTokenID() (int, bool) { return t.bos, t.bos >= 0 }
+
+// EOSTokenIDs returns the ids that end generation: tokenizer_config.json's
+// eos_token followed by generation_config.json's eos_token_id entries,
+// without repeats. It is empty when Load found neither; the slice must
+// not be modified.
+func (t *HF) EOSTokenIDs() []int { return t.eos }
