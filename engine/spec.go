@@ -117,7 +117,7 @@ func (s Spec) Validate() error {
 	default:
 		return fmt.Errorf("%w: unknown engine kind %q", ErrInvalidSpec, s.Kind)
 	}
-	if s.Program == "" && s.Kind != KindMLC {
+	if s.Program == "" && s.Kind != KindMLC && s.spawnsAny() {
 		return fmt.Errorf("%w: engine %s needs a program", ErrInvalidSpec, s.Kind)
 	}
 	if s.Model == "" && s.spawnsAny() {

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestDeviceIDStarts(t *testing.T) {
+	for _, tc := range []struct{ gpus, want []int }{
+		{[]int{1, 1}, []int{0, 1, 2}},
+		{[]int{2, 2, 2}, []int{0, 2, 4, 6}},
+		{[]int{2, 1, 1}, []int{0, 2, 3, 4}},
+		{[]int{4}, []int{0, 4}},
+		{nil, []int{0}},
+	} {
+		if got := DeviceIDStarts(tc.gpus); !slices.Equal(got, tc.want) {
+			t.Errorf("DeviceIDStarts(%v) = %v, want %v", tc.gpus, got, tc.want)
+		}
+	}
+}
+
+func TestValidateEndpoints(t *testing.T) {
+	ok := Endpoint{Host: "127.0.0.1", Port: 8080, GPUs: 1}
+	with := func(f func(*Endpoint)) Endpoint { e := ok; f(&e); return e }
+	for _, tc := range []struct {
+		name string
+		eps  []Endpoint
+		want string // substring of the error; "" for valid
+	}{
+		{"valid", []Endpoint{ok, with(func(e *Endpoint) { e.Port = 8081; e.Role = RoleDecode })}, ""},
+		{"none", nil, "no endpoints"},
+		{"zero gpus", []Endpoint{with(func(e *Endpoint) { e.GPUs = 0 })}, "gpus must be at least 1"},
+		{"port 0", []Endpoint{with(func(e *Endpoint) { e.Port = 0 })}, "out of range"},
+		{"port too big", []Endpoint{with(func(e *Endpoint) { e.Port = 65536 })}, "out of range"},
+		{"no host", []Endpoint{with(func(e *Endpoint) { e.Host = "" })}, "empty host"},
+		{"bad role", []Endpoint{with(func(e *Endpoint) { e.Role = "both" })}, "unknown role"},
+		{"duplicate", []Endpoint{ok, with(func(e *Endpoint) { e.GPUs = 2 })}, "endpoints 0 and 1 both use 127.0.0.1:8080"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateEndpoints(tc.eps)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalidSpec containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEndpointAddr(t *testing.T) {
+	if got := (Endpoint{Host: "::1", Port: 80}).URL(); got != "http://[::1]:80" {
+		t.Errorf("URL = %q", got)
+	}
+}

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// Environment variables of the test binary re-executed as a fake engine or
+// a fake NVSHMEM uid helper.
+const (
+	envFakeEngine    = "FLEET_TEST_FAKE_ENGINE"     // "1": run the fake engine
+	envFakeUIDHelper = "FLEET_TEST_FAKE_UID_HELPER" // "1": run the fake uid helper
+	envRecordDir     = "FLEET_TEST_RECORD_DIR"      // where fakes record argv and env
+	envBinary        = "FLEET_TEST_BINARY"          // the test binary, for scripts
+	envExitPort      = "FLEET_TEST_EXIT_PORT"       // the engine on this port dies at startup
+	envHangPort      = "FLEET_TEST_HANG_PORT"       // the engine on this port never gets ready
+	envIgnoreTerm    = "FLEET_TEST_IGNORE_TERM"     // "1": engines ignore SIGTERM
+)
+
+// fakeUID is what the fake uid helper prints.
+var fakeUID = []int{7, 0, 255, 42}
+
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv(envFakeEngine) == "1":
+		os.Exit(fakeEngine(os.Args[1:]))
+	case os.Getenv(envFakeUIDHelper) == "1":
+		os.Exit(fakeUIDHelper(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// record is what a fake process writes about itself.
+type record struct {
+	PID  int      `json:"pid"`
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+}
+
+// writeRecord writes the process's argv and env to dir/<name>-<pid>.json.
+func writeRecord(name string, argv []string) {
+	dir := os.Getenv(envRecordDir)
+	if dir == "" {
+		return
+	}
+	b, _ := json.Marshal(record{PID: os.Getpid(), Argv: argv, Env: os.Environ()})
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d.json", name, os.Getpid()))
+	if err := os.WriteFile(path+".tmp", b, 0o644); err == nil {
+		os.Rename(path+".tmp", path)
+	}
+}
+
+// fakeEngine serves GET /v1/models on --host/--port until killed.
+func fakeEngine(args []string) int {
+	host, port := flagValue(args, "--host"), flagValue(args, "--port")
+	writeRecord("engine-"+port, args)
+	if os.Getenv(envIgnoreTerm) == "1" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if port == os.Getenv(envExitPort) {
+		for i := 1; i <= 30; i++ {
+			fmt.Fprintf(os.Stderr, "fake engine: dying line %d\n", i)
+		}
+		return 3
+	}
+	if port == os.Getenv(envHangPort) {
+		fmt.Println("fake engine: hanging")
+		select {}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake engine:", err)
+		return 1
+	}
+	fmt.Println("fake engine: listening on", ln.Addr())
+	http.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"fake"}]}`)
+	})
+	fmt.Fprintln(os.Stderr, "fake engine:", http.Serve(ln, nil))
+	return 1
+}
+
+// fakeUIDHelper prints fakeUID and waits for stdin to close, like the
+// Python helper.
+func fakeUIDHelper(args []string) int {
+	writeRecord("helper", args)
+	b, _ := json.Marshal(fakeUID)
+	fmt.Println(string(b))
+	io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// flagValue returns the argument after name.
+func flagValue(args []string, name string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == name {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// freePort returns a TCP port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// procStat is what the tests need from /proc/<pid>/stat.
+type procStat struct {
+	pid, ppid, pgrp int
+	state           string
+}
+
+// allProcs reads /proc/*/stat; processes that vanish meanwhile are skipped.
+func allProcs(t *testing.T) []procStat {
+	t.Helper()
+	paths, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var procs []procStat
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may contain spaces.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+1:])
+		if i < 0 || len(f) < 3 {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Fields(s)[0])
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
+		procs = append(procs, procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0]})
+	}
+	return procs
+}
+
+// assertNoChildren fails if this process has children, zombies included,
+// or if a process remains in one of the groups.
+func assertNoChildren(t *testing.T, groups ...int) {
+	t.Helper()
+	me := os.Getpid()
+	for _, p := range allProcs(t) {
+		if p.ppid == me {
+			t.Errorf("child process %d (state %s) survived", p.pid, p.state)
+		}
+		for _, g := range groups {
+			if g != 0 && p.pgrp == g {
+				t.Errorf("process %d of group %d survived", p.pid, g)
+			}
+		}
+	}
+}
