@@ -39,7 +39,9 @@ const tokenizer = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfi
 const corpus = JSON.parse(fs.readFileSync(corpusPath, "utf8"));
 const ids = corpus.map((s) => tokenizer.encode(s, { add_special_tokens: false }));
 const decoded = ids.map((x) =>
-  tokenizer.decode(x, { skip_special_tokens: false, clean_up_tokenization_spaces: false })
+  x.length === 0
+    ? ""
+    : tokenizer.decode(x, { skip_special_tokens: false, clean_up_tokenization_spaces: false })
 );
 
 let bench = null;

@@ -1,0 +1,89 @@
+package tokenizer
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// corpusSize is the number of strings in the conformance corpus.
+const corpusSize = 2500
+
+var loaded sync.Map // model name -> *HF
+
+// loadModel loads a reference package's tokenizer once per test binary.
+func loadModel(tb testing.TB, model string) *HF {
+	tb.Helper()
+	if t, ok := loaded.Load(model); ok {
+		return t.(*HF)
+	}
+	t, err := Load(modelDir(tb, model))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	loaded.Store(model, t)
+	return t
+}
+
+func TestConformance(t *testing.T) {
+	corpus := conformanceCorpus(corpusSize)
+	for _, model := range []string{"llama3", "qwen3"} {
+		t.Run(model, func(t *testing.T) {
+			tk := loadModel(t, model)
+			dir := modelDir(t, model)
+			ref := runReference(t, filepath.Join(dir, "tokenizer.json"), filepath.Join(dir, "tokenizer_config.json"), corpus, 3)
+			if b := ref.Bench; b != nil {
+				t.Logf("reference (@lenml/tokenizers %s, node) encodes the corpus at %.0f tokens/s, %.2f MB/s (%d strings, %d rounds)",
+					referenceVersion, b.TokensPerSecond, b.MBPerSecond, len(corpus), b.Rounds)
+			}
+			compareWithReference(t, tk, corpus, ref)
+		})
+	}
+}
+
+// compareWithReference checks ids, decoding, round trips and streaming
+// for every corpus string.
+func compareWithReference(t *testing.T, tk *HF, corpus []string, ref *referenceResult) {
+	t.Helper()
+	var idMismatch, decMismatch, roundTrips, refRoundTrips, streamMismatch int
+	for i, s := range corpus {
+		got := tk.Encode(s)
+		if !slices.Equal(got, ref.IDs[i]) {
+			idMismatch++
+			if idMismatch <= 10 {
+				t.Errorf("Encode(%q)\n got %v\nwant %v", s, got, ref.IDs[i])
+			}
+		}
+		dec := tk.Decode(ref.IDs[i])
+		if dec != ref.Decoded[i] {
+			decMismatch++
+			if decMismatch <= 10 {
+				t.Errorf("Decode(%v) = %q, reference %q", ref.IDs[i], dec, ref.Decoded[i])
+			}
+		}
+		if ref.Decoded[i] == s {
+			refRoundTrips++
+			if tk.Decode(got) != s {
+				t.Errorf("Decode(Encode(%q)) = %q", s, tk.Decode(got))
+			} else {
+				roundTrips++
+			}
+		}
+		var sb strings.Builder
+		sd := NewStreamDecoder(tk)
+		for _, id := range got {
+			sb.WriteString(sd.Push(id))
+		}
+		sb.WriteString(sd.Flush())
+		if sb.String() != tk.Decode(got) {
+			streamMismatch++
+			if streamMismatch <= 10 {
+				t.Errorf("streaming %v gave %q, Decode %q", got, sb.String(), tk.Decode(got))
+			}
+		}
+	}
+	t.Logf("%d strings: %d id mismatches, %d decode mismatches, %d/%d round trips (where the reference round-trips), %d stream mismatches",
+		len(corpus), idMismatch, decMismatch, roundTrips, refRoundTrips, streamMismatch)
+}
