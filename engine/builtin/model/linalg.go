@@ -1,0 +1,45 @@
+package model
+
+import "math"
+
+// dot returns the dot product of a and b, summed in a fixed order.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// matvec sets out = W x for a row-major W with len(out) rows.
+func matvec(out, w, x []float32) {
+	n := len(x)
+	for i := range out {
+		out[i] = dot(x, w[i*n:(i+1)*n])
+	}
+}
+
+// rmsnorm sets out = x / rms(x) * weight.
+func rmsnorm(out, x, weight []float32, eps float32) {
+	var ss float32
+	for _, v := range x {
+		ss += v * v
+	}
+	inv := float32(1 / math.Sqrt(float64(ss/float32(len(x))+eps)))
+	for i, v := range x {
+		out[i] = v * inv * weight[i]
+	}
+}
+
+// silu is x * sigmoid(x).
+func silu(x float32) float32 {
+	return x / (1 + float32(math.Exp(float64(-x))))
+}
