@@ -181,9 +181,7 @@ func (c *Conversation) PrefixTokenIDs() []int { return c.systemPrefixTokenIDs }
 // ErrUnsupported.
 func (c *Conversation) Render(msgs []Message, opts Options) (string, error) {
 	if len(opts.Vars) > 0 {
-		for k := range opts.Vars {
-			return "", fmt.Errorf("chat: template variable %q on an MLC conversation template: %w", k, ErrUnsupported)
-		}
+		return "", fmt.Errorf("chat: template variable %q on an MLC conversation template: %w", firstKey(opts.Vars), ErrUnsupported)
 	}
 	systemMessage := c.systemMessage
 	turns := append([]convMessage(nil), c.messages...)

@@ -3,6 +3,8 @@ package chat
 import (
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 )
 
 // ErrUnsupported is wrapped by the errors Render returns when a request
@@ -62,4 +64,10 @@ type Options struct {
 // generation prompt on, no variables and no tools.
 func DefaultOptions() Options {
 	return Options{AddGenerationPrompt: true}
+}
+
+// firstKey returns the smallest key of a non-empty map, so that error
+// messages naming one of several variables are deterministic.
+func firstKey(m map[string]any) string {
+	return slices.Min(slices.Collect(maps.Keys(m)))
 }

@@ -30,8 +30,8 @@ func (tinyTemplate) Render(msgs []Message, opts Options) (string, error) {
 	if len(opts.Tools) > 0 {
 		return "", fmt.Errorf("chat: tools with the tiny template: %w", ErrUnsupported)
 	}
-	for k := range opts.Vars {
-		return "", fmt.Errorf("chat: template variable %q with the tiny template: %w", k, ErrUnsupported)
+	if len(opts.Vars) > 0 {
+		return "", fmt.Errorf("chat: template variable %q with the tiny template: %w", firstKey(opts.Vars), ErrUnsupported)
 	}
 	var b strings.Builder
 	for i, m := range msgs {
