@@ -1,0 +1,256 @@
+package caddymlc
+
+import (
+	"strconv"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
+
+// parseCaddyfile sets up the handler from Caddyfile tokens:
+//
+//	mlc_router [<matcher>] {
+//	    model             <path|name>
+//	    model_lib         <path>
+//	    mode              disagg|round_robin
+//	    pd_balance_factor <float in [0,1)>
+//	    prefix_cache      [radix|disable]
+//	    engine            builtin|mlc|command <program> [args...]
+//	    engine_args       <args...>
+//	    endpoint          <host>:<port> [gpus <n>] [role prefill|decode|any] [external]
+//	    startup_timeout   <duration>
+//	    max_attempts      <n>
+//	    max_body_size     <bytes>
+//	}
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	r := new(Router)
+	err := r.UnmarshalCaddyfile(h.Dispenser)
+	return r, err
+}
+
+// UnmarshalCaddyfile reads the mlc_router block. Every error names the
+// Caddyfile line it comes from.
+func (r *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		name := d.Val()
+		parse, ok := subdirectives[name]
+		if !ok {
+			return d.Errf("unknown subdirective %q", name)
+		}
+		if seen[name] && name != "endpoint" {
+			return d.Errf("%s given twice", name)
+		}
+		seen[name] = true
+		if err := parse(r, d); err != nil {
+			return err
+		}
+	}
+	if err := r.withDefaults().validate(); err != nil {
+		// A whole-block error points at the directive's line.
+		d.Reset()
+		d.Next()
+		return d.Err(err.Error())
+	}
+	return nil
+}
+
+// subdirectives parse one line of the block each; the dispenser is on the
+// subdirective's name.
+var subdirectives = map[string]func(*Router, *caddyfile.Dispenser) error{
+	"model":             func(r *Router, d *caddyfile.Dispenser) error { return oneArg(d, &r.Model) },
+	"model_lib":         func(r *Router, d *caddyfile.Dispenser) error { return oneArg(d, &r.ModelLib) },
+	"mode":              parseMode,
+	"pd_balance_factor": parseBalance,
+	"prefix_cache":      parsePrefixCache,
+	"engine":            parseEngine,
+	"engine_args":       parseEngineArgs,
+	"endpoint":          parseEndpoint,
+	"startup_timeout":   parseStartupTimeout,
+	"max_attempts":      parseMaxAttempts,
+	"max_body_size":     parseMaxBodySize,
+}
+
+func oneArg(d *caddyfile.Dispenser, dst *string) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+func parseMode(r *Router, d *caddyfile.Dispenser) error {
+	if err := oneArg(d, &r.Mode); err != nil {
+		return err
+	}
+	switch r.Mode {
+	case ModeDisagg, ModeRoundRobin:
+	case "round-robin":
+		r.Mode = ModeRoundRobin
+	default:
+		return d.Errf("mode %q: want disagg or round_robin", r.Mode)
+	}
+	return nil
+}
+
+func parseBalance(r *Router, d *caddyfile.Dispenser) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return d.Errf("pd_balance_factor %q: not a number", s)
+	}
+	if err := validateBalance(f); err != nil {
+		return d.Err(err.Error())
+	}
+	r.PDBalanceFactor = f
+	return nil
+}
+
+func parsePrefixCache(r *Router, d *caddyfile.Dispenser) error {
+	r.PrefixCache = engine.PrefixCacheRadix
+	if !d.NextArg() {
+		return nil
+	}
+	switch d.Val() {
+	case engine.PrefixCacheRadix, engine.PrefixCacheDisable:
+		r.PrefixCache = d.Val()
+	default:
+		return d.Errf("prefix_cache %q: want radix or disable", d.Val())
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+func parseEngine(r *Router, d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	p := &EngineProgram{Kind: d.Val()}
+	p.Command = d.RemainingArgs()
+	if err := p.validate(); err != nil {
+		return d.Err(err.Error())
+	}
+	r.Engine = p
+	return nil
+}
+
+func parseEngineArgs(r *Router, d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return d.ArgErr()
+	}
+	r.EngineArgs = args
+	return nil
+}
+
+func parseEndpoint(r *Router, d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	host, port, err := parseEndpointAddr(d.Val())
+	if err != nil {
+		return d.Err(err.Error())
+	}
+	ep := engine.Endpoint{Host: host, Port: port, GPUs: 1}
+	for d.NextArg() {
+		if err := endpointOption(d, &ep); err != nil {
+			return err
+		}
+	}
+	for _, other := range r.Endpoints {
+		if other.Addr() == ep.Addr() {
+			return d.Errf("endpoint %s given twice", ep.Addr())
+		}
+	}
+	r.Endpoints = append(r.Endpoints, ep)
+	return nil
+}
+
+func endpointOption(d *caddyfile.Dispenser, ep *engine.Endpoint) error {
+	switch d.Val() {
+	case "gpus":
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+		n, err := strconv.Atoi(d.Val())
+		if err != nil || n < 1 {
+			return d.Errf("gpus %q: want an integer of at least 1", d.Val())
+		}
+		ep.GPUs = n
+	case "role":
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+		switch d.Val() {
+		case engine.RolePrefill, engine.RoleDecode, engine.RoleAny:
+			ep.Role = d.Val()
+		default:
+			return d.Errf("role %q: want prefill, decode or any", d.Val())
+		}
+	case "external":
+		ep.External = true
+	default:
+		return d.Errf("endpoint option %q: want gpus <n>, role <role> or external", d.Val())
+	}
+	return nil
+}
+
+func parseStartupTimeout(r *Router, d *caddyfile.Dispenser) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil {
+		return d.Errf("startup_timeout %q: %v", s, err)
+	}
+	if dur <= 0 {
+		return d.Errf("startup_timeout %q: must be positive", s)
+	}
+	r.StartupTimeout = caddy.Duration(dur)
+	return nil
+}
+
+func parseMaxAttempts(r *Router, d *caddyfile.Dispenser) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return d.Errf("max_attempts %q: want an integer of at least 1", s)
+	}
+	r.MaxAttempts = n
+	return nil
+}
+
+func parseMaxBodySize(r *Router, d *caddyfile.Dispenser) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n < 1 {
+		return d.Errf("max_body_size %q: want a size such as 4MiB", s)
+	}
+	r.MaxBodyBytes = int64(n)
+	return nil
+}

@@ -1,0 +1,207 @@
+package caddymlc
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func TestCaddyfileParses(t *testing.T) {
+	d := caddyfile.NewTestDispenser(`mlc_router {
+		model tiny
+		model_lib lib.so
+		mode round-robin
+		pd_balance_factor 0.25
+		prefix_cache
+		engine command /bin/engine --flag x
+		engine_args --overrides "max_total_seq_length=512"
+		endpoint 127.0.0.1:9001 gpus 2 role prefill
+		endpoint [::1]:9002 role decode external
+		startup_timeout 30s
+		max_attempts 5
+		max_body_size 1MiB
+	}`)
+	var r Router
+	if err := r.UnmarshalCaddyfile(d); err != nil {
+		t.Fatal(err)
+	}
+	want := Router{
+		Model: "tiny", ModelLib: "lib.so", Mode: ModeRoundRobin, PDBalanceFactor: 0.25,
+		PrefixCache: "radix",
+		Engine:      &EngineProgram{Kind: "command", Command: []string{"/bin/engine", "--flag", "x"}},
+		EngineArgs:  []string{"--overrides", "max_total_seq_length=512"},
+		Endpoints: []engine.Endpoint{
+			{Host: "127.0.0.1", Port: 9001, GPUs: 2, Role: "prefill"},
+			{Host: "::1", Port: 9002, GPUs: 1, Role: "decode", External: true},
+		},
+		StartupTimeout: 30e9, MaxAttempts: 5, MaxBodyBytes: 1 << 20,
+	}
+	if !reflect.DeepEqual(r, want) {
+		t.Fatalf("got  %+v\nwant %+v", r, want)
+	}
+}
+
+func TestCaddyfileErrors(t *testing.T) {
+	cases := []struct {
+		name, body, want string
+		line             int
+	}{
+		{"unknown", "model tiny\n\tbogus 1", `unknown subdirective "bogus"`, 3},
+		{"no model", "mode disagg\nendpoint a:1\nendpoint a:2", "model is required", 1},
+		{"bad mode", "model tiny\nmode fast", `mode "fast"`, 3},
+		{"balance range", "model tiny\npd_balance_factor 1", "pd_balance_factor 1: want a number in [0, 1)", 3},
+		{"balance negative", "model tiny\npd_balance_factor -0.1", "[0, 1)", 3},
+		{"balance nan", "model tiny\npd_balance_factor x", "not a number", 3},
+		{"prefix cache", "model tiny\nprefix_cache lru", `prefix_cache "lru"`, 3},
+		{"engine kind", "model tiny\nengine docker", `engine "docker"`, 3},
+		{"engine command empty", "model tiny\nengine command", "needs a program", 3},
+		{"engine builtin args", "model tiny\nengine builtin x", "takes no command", 3},
+		{"engine_args empty", "model tiny\nengine_args", "wrong argument count", 3},
+		{"duplicate endpoint", "model tiny\nendpoint 127.0.0.1:1\nendpoint 127.0.0.1:1", "endpoint 127.0.0.1:1 given twice", 4},
+		{"endpoint no port", "model tiny\nendpoint localhost", "want host:port", 3},
+		{"endpoint bad port", "model tiny\nendpoint localhost:99999", "port must be", 3},
+		{"gpus zero", "model tiny\nendpoint a:1 gpus 0", `gpus "0"`, 3},
+		{"gpus missing", "model tiny\nendpoint a:1 gpus", "wrong argument count", 3},
+		{"role", "model tiny\nendpoint a:1 role both", `role "both"`, 3},
+		{"endpoint option", "model tiny\nendpoint a:1 weight 3", `endpoint option "weight"`, 3},
+		{"disagg one endpoint", "model tiny\nendpoint a:1", "needs an endpoint that can decode", 1},
+		{"disagg default endpoint", "model tiny", "needs an endpoint that can decode", 1},
+		{"disagg no prefill", "model tiny\nendpoint a:1 role decode\nendpoint a:2 role decode", "can prefill", 1},
+		{"bad duration", "model tiny\nstartup_timeout soon", `startup_timeout "soon"`, 3},
+		{"zero duration", "model tiny\nstartup_timeout 0s", "must be positive", 3},
+		{"attempts", "model tiny\nmax_attempts 0", `max_attempts "0"`, 3},
+		{"body size", "model tiny\nmax_body_size lots", `max_body_size "lots"`, 3},
+		{"twice", "model tiny\nmodel other", "model given twice", 3},
+		{"extra arg", "model tiny extra", "wrong argument count", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := caddyfile.NewTestDispenser("mlc_router {\n" + c.body + "\n}")
+			var r Router
+			err := r.UnmarshalCaddyfile(d)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q lacks %q", err, c.want)
+			}
+			if wantAt := "Testfile:" + itoa(c.line); !strings.Contains(err.Error(), wantAt) {
+				t.Fatalf("error %q does not point at line %d", err, c.line)
+			}
+		})
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestDirectiveArgumentsRejected(t *testing.T) {
+	var r Router
+	if err := r.UnmarshalCaddyfile(caddyfile.NewTestDispenser("mlc_router tiny {\nmodel tiny\n}")); err == nil {
+		t.Fatal("argument on the directive line accepted")
+	}
+}
+
+func TestSplitRoles(t *testing.T) {
+	eps := func(roles ...string) []engine.Endpoint {
+		var out []engine.Endpoint
+		for i, r := range roles {
+			out = append(out, engine.Endpoint{Host: "h", Port: i + 1, GPUs: 1, Role: r})
+		}
+		return out
+	}
+	cases := []struct {
+		roles           []string
+		prefill, decode []int
+	}{
+		{[]string{"", "", ""}, []int{0}, []int{1, 2}},
+		{[]string{"decode", "prefill", ""}, []int{1, 2}, []int{0, 2}},
+		{[]string{"any"}, []int{0}, []int{0}},
+		{[]string{"prefill", "prefill", "decode"}, []int{0, 1}, []int{2}},
+	}
+	for _, c := range cases {
+		p, d, err := splitRoles(eps(c.roles...))
+		if err != nil || !reflect.DeepEqual(p, c.prefill) || !reflect.DeepEqual(d, c.decode) {
+			t.Fatalf("%q: prefill %v decode %v err %v", c.roles, p, d, err)
+		}
+	}
+}
+
+func TestJSONValidate(t *testing.T) {
+	good := Router{Model: "tiny", Endpoints: []engine.Endpoint{{Host: "h", Port: 1}, {Host: "h", Port: 2}}}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]Router{
+		"model":     {Endpoints: good.Endpoints},
+		"mode":      {Model: "m", Mode: "x", Endpoints: good.Endpoints},
+		"balance":   {Model: "m", PDBalanceFactor: 1.5, Endpoints: good.Endpoints},
+		"duplicate": {Model: "m", Endpoints: []engine.Endpoint{{Host: "h", Port: 1}, {Host: "h", Port: 1}}},
+		"gpus":      {Model: "m", Endpoints: []engine.Endpoint{{Host: "h", Port: 1, GPUs: -1}, {Host: "h", Port: 2}}},
+		"attempts":  {Model: "m", MaxAttempts: -1, Endpoints: good.Endpoints},
+		"engine":    {Model: "m", Engine: &EngineProgram{Kind: "x"}, Endpoints: good.Endpoints},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestAdaptExamples adapts every Caddyfile of the project and compares the
+// JSON with the golden file beside it (go test -update rewrites them).
+func TestAdaptExamples(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.Caddyfile")
+	files = append(files, "../Caddyfile")
+	if len(files) < 5 {
+		t.Fatalf("found only %v", files)
+	}
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, warnings, err := adapter.Adapt(src, map[string]any{"filename": f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range warnings {
+				t.Errorf("warning: %s", w.Message)
+			}
+			var pretty map[string]any
+			if err := json.Unmarshal(out, &pretty); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.MarshalIndent(pretty, "", "\t")
+			got = append(got, '\n')
+			golden := strings.TrimSuffix(f, ".Caddyfile") + ".json"
+			if filepath.Base(f) == "Caddyfile" {
+				golden = "../examples/main.json"
+			}
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./caddymlc -run TestAdaptExamples -update)", err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("adapted JSON differs from %s:\n%s", golden, got)
+			}
+		})
+	}
+}

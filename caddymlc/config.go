@@ -1,0 +1,247 @@
+package caddymlc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
+
+// Routing modes.
+const (
+	// ModeDisagg runs prefill and decode on different engines: prep_recv on
+	// the decode engine, remote_send on the prefill engine, start_generate
+	// on the decode engine (MLC's "disagg").
+	ModeDisagg = "disagg"
+	// ModeRoundRobin sends each whole request to the least-loaded engine
+	// (MLC's "round-robin").
+	ModeRoundRobin = "round_robin"
+)
+
+// Defaults of the configuration.
+const (
+	DefaultHost           = "127.0.0.1"
+	DefaultPort           = 8080
+	DefaultMaxAttempts    = 16
+	DefaultStartupTimeout = caddy.Duration(120e9)
+)
+
+// Router is the mlc_router handler. Its JSON fields are the configuration;
+// each names the `mlc_llm router` option it stands for.
+type Router struct {
+	// Model is the model served: "tiny" (the built-in engine's embedded
+	// model) or a model directory or name given to every engine. Required.
+	// MLC: the positional model argument.
+	Model string `json:"model"`
+
+	// ModelLib is the compiled model library given to every engine.
+	// MLC: --model-lib.
+	ModelLib string `json:"model_lib,omitempty"`
+
+	// Mode is "disagg" (the default) or "round_robin".
+	// MLC: --router-mode (disagg|round-robin).
+	Mode string `json:"mode,omitempty"`
+
+	// PDBalanceFactor in [0, 1) moves the end of the KV window computed by
+	// the prefill engine towards the start of the prompt: the decode engine
+	// prefills the last PDBalanceFactor of it. Default 0.
+	// MLC: --pd-balance-factor.
+	PDBalanceFactor float64 `json:"pd_balance_factor,omitempty"`
+
+	// PrefixCache is "radix" or "disable" (the default): the engines'
+	// --prefix-cache-mode. MLC: --enable-prefix-cache.
+	PrefixCache string `json:"prefix_cache,omitempty"`
+
+	// Engine says which program runs the engines. Default: the built-in
+	// CPU engine.
+	Engine *EngineProgram `json:"engine,omitempty"`
+
+	// EngineArgs are appended to every spawned engine's command line.
+	EngineArgs []string `json:"engine_args,omitempty"`
+
+	// Endpoints are the engines, in NVSHMEM PE order. Default: one
+	// endpoint 127.0.0.1:8080 with 1 GPU. MLC: --endpoint-hosts,
+	// --endpoint-ports, --endpoint-num-gpus.
+	Endpoints []engine.Endpoint `json:"endpoints,omitempty"`
+
+	// StartupTimeout bounds how long the engines may take to become ready.
+	// Default 120s.
+	StartupTimeout caddy.Duration `json:"startup_timeout,omitempty"`
+
+	// MaxAttempts is the number of attempts a request gets (the first and
+	// its retries after preemption or an engine failure). Default 16.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+
+	// MaxBodyBytes bounds a request body. Default 4 MiB.
+	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+
+	router *router // set by Provision
+}
+
+// EngineProgram selects the engine program.
+type EngineProgram struct {
+	// Kind is "builtin" (caddy-mlc's CPU engine, run as `<this binary>
+	// mlc-engine`), "mlc" (`python3 -m mlc_llm serve`) or "command".
+	Kind string `json:"kind"`
+	// Command is the program and its arguments for kind "command"; the MLC
+	// serve arguments follow them.
+	Command []string `json:"command,omitempty"`
+}
+
+// withDefaults returns a copy of r's configuration with defaults applied.
+func (r Router) withDefaults() Router {
+	c := r
+	if c.Mode == "" {
+		c.Mode = ModeDisagg
+	}
+	if c.Mode == "round-robin" {
+		c.Mode = ModeRoundRobin
+	}
+	if c.PrefixCache == "" {
+		c.PrefixCache = engine.PrefixCacheDisable
+	}
+	if c.Engine == nil {
+		c.Engine = &EngineProgram{Kind: string(engine.KindBuiltin)}
+	}
+	if len(c.Endpoints) == 0 {
+		c.Endpoints = []engine.Endpoint{{Host: DefaultHost, Port: DefaultPort, GPUs: 1}}
+	}
+	c.Endpoints = append([]engine.Endpoint(nil), c.Endpoints...)
+	for i := range c.Endpoints {
+		if c.Endpoints[i].GPUs == 0 {
+			c.Endpoints[i].GPUs = 1
+		}
+	}
+	if c.StartupTimeout == 0 {
+		c.StartupTimeout = DefaultStartupTimeout
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	return c
+}
+
+// Validate checks the configuration. The Caddyfile adapter runs the same
+// checks, so a Caddyfile error points at its line.
+func (r *Router) Validate() error {
+	return r.withDefaults().validate()
+}
+
+func (c Router) validate() error {
+	if strings.TrimSpace(c.Model) == "" {
+		return errors.New("mlc_router: model is required")
+	}
+	if c.Mode != ModeDisagg && c.Mode != ModeRoundRobin {
+		return fmt.Errorf("mlc_router: mode %q: want disagg or round_robin", c.Mode)
+	}
+	if err := validateBalance(c.PDBalanceFactor); err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
+	}
+	if c.PrefixCache != engine.PrefixCacheRadix && c.PrefixCache != engine.PrefixCacheDisable {
+		return fmt.Errorf("mlc_router: prefix_cache %q: want radix or disable", c.PrefixCache)
+	}
+	if err := c.Engine.validate(); err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
+	}
+	if err := engine.ValidateEndpoints(c.Endpoints); err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
+	}
+	if c.Mode == ModeDisagg {
+		if _, _, err := splitRoles(c.Endpoints); err != nil {
+			return fmt.Errorf("mlc_router: %w", err)
+		}
+	}
+	if c.StartupTimeout < 0 {
+		return fmt.Errorf("mlc_router: startup_timeout must be positive")
+	}
+	if c.MaxAttempts < 1 {
+		return fmt.Errorf("mlc_router: max_attempts must be at least 1, got %d", c.MaxAttempts)
+	}
+	if c.MaxBodyBytes < 0 {
+		return fmt.Errorf("mlc_router: max_body_bytes must not be negative")
+	}
+	return nil
+}
+
+func validateBalance(f float64) error {
+	if math.IsNaN(f) || f < 0 || f >= 1 {
+		return fmt.Errorf("pd_balance_factor %v: want a number in [0, 1)", f)
+	}
+	return nil
+}
+
+func (p *EngineProgram) validate() error {
+	switch engine.Kind(p.Kind) {
+	case engine.KindBuiltin, engine.KindMLC:
+		if len(p.Command) > 0 {
+			return fmt.Errorf("engine %s takes no command", p.Kind)
+		}
+	case engine.KindCommand:
+		if len(p.Command) == 0 || p.Command[0] == "" {
+			return errors.New("engine command needs a program")
+		}
+	default:
+		return fmt.Errorf("engine %q: want builtin, mlc or command", p.Kind)
+	}
+	return nil
+}
+
+// splitRoles returns the indices of the endpoints that may prefill and
+// that may decode. With no role given anywhere, MLC's rule holds: the
+// first endpoint prefills, the others decode. Otherwise an endpoint without
+// a role, or with role "any", may do both.
+func splitRoles(eps []engine.Endpoint) (prefill, decode []int, err error) {
+	explicit := false
+	for _, ep := range eps {
+		if ep.Role != "" {
+			explicit = true
+		}
+	}
+	for i, ep := range eps {
+		role := ep.Role
+		if role == "" {
+			role = engine.RoleAny
+		}
+		if !explicit {
+			role = engine.RoleDecode
+			if i == 0 {
+				role = engine.RolePrefill
+			}
+		}
+		if role == engine.RolePrefill || role == engine.RoleAny {
+			prefill = append(prefill, i)
+		}
+		if role == engine.RoleDecode || role == engine.RoleAny {
+			decode = append(decode, i)
+		}
+	}
+	if len(prefill) == 0 {
+		return nil, nil, errors.New("disagg mode needs an endpoint that can prefill (role prefill or any)")
+	}
+	if len(decode) == 0 {
+		return nil, nil, errors.New("disagg mode needs an endpoint that can decode: add a second endpoint, or give one role any")
+	}
+	return prefill, decode, nil
+}
+
+// parseEndpointAddr splits host:port.
+func parseEndpointAddr(s string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, fmt.Errorf("endpoint %q: want host:port: %w", s, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("endpoint %q: port must be a number in 1..65535", s)
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("endpoint %q: missing host", s)
+	}
+	return host, port, nil
+}

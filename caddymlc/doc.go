@@ -1,2 +1,0 @@
-// Package caddymlc is the mlc_router Caddy module.
-package caddymlc
