@@ -54,6 +54,20 @@ type ContentPart struct {
 	ImageURL json.RawMessage `json:"image_url,omitempty"`
 }
 
+// MarshalJSON encodes the part, always with a "text" member for a
+// "text" part, even an empty one.
+func (p ContentPart) MarshalJSON() ([]byte, error) {
+	type plain ContentPart // without the method
+	if p.Type != "text" {
+		return json.Marshal(plain(p))
+	}
+	return json.Marshal(struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL json.RawMessage `json:"image_url,omitempty"`
+	}{p.Type, p.Text, p.ImageURL})
+}
+
 // TextContent returns string content.
 func TextContent(s string) Content { return Content{Text: s} }
 

@@ -39,6 +39,9 @@ func TestMessageJSON(t *testing.T) {
 			t.Errorf("round trip of %s via %s changed the content", tt.in, out)
 		}
 	}
+	if b, _ := json.Marshal(TextPart("")); string(b) != `{"type":"text","text":""}` {
+		t.Errorf("Marshal(TextPart(\"\")) = %s", b)
+	}
 	for _, bad := range []string{`{"content":1}`, `{"content":{"type":"text"}}`, `{"content":[1]}`, `{"content":true}`} {
 		var m Message
 		if err := json.Unmarshal([]byte(bad), &m); err == nil {
