@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// externalServer is an engine run by someone else, whose health we switch.
+func externalServer(t *testing.T) (Endpoint, *atomic.Int32) {
+	var status atomic.Int32
+	status.Store(http.StatusOK)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(int(status.Load()))
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	port, _ := strconv.Atoi(u.Port())
+	return Endpoint{Host: u.Hostname(), Port: port, GPUs: 1, External: true}, &status
+}
+
+func TestFleetExternalEndpoint(t *testing.T) {
+	h := newHarness(t)
+	ep, status := externalServer(t)
+	f := h.newFleet(Spec{Endpoints: []Endpoint{ep}, HealthInterval: 20 * time.Millisecond}, Options{})
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("external engine ready", func() bool { return f.Ready(0) })
+	status.Store(http.StatusServiceUnavailable)
+	h.waitFor("external engine unhealthy", func() bool { return f.State(0) == StateUnhealthy })
+	status.Store(http.StatusOK)
+	h.waitFor("external engine ready again", func() bool { return f.Ready(0) })
+	if f.PID(0) != 0 || f.Restarts(0) != 0 {
+		t.Error("external engine was spawned or restarted")
+	}
+	f.Stop()
+	if f.State(0) != StateStopped {
+		t.Errorf("state after Stop: %s", f.State(0))
+	}
+}
+
+func TestFleetStartStopIdempotent(t *testing.T) {
+	h := newHarness(t)
+	ep, _ := externalServer(t)
+	f := h.newFleet(Spec{Endpoints: []Endpoint{ep}}, Options{})
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = f.Start(t.Context()) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Go(func() { f.Stop() })
+	f.Stop()
+	wg.Wait()
+
+	g := h.newFleet(Spec{Endpoints: []Endpoint{ep}}, Options{})
+	g.Stop()
+	if err := g.Start(t.Context()); !errors.Is(err, ErrStopped) {
+		t.Errorf("Start after Stop = %v, want ErrStopped", err)
+	}
+}
+
+func TestSpawnerUsesOneThread(t *testing.T) {
+	sp := newSpawner()
+	defer sp.close()
+	tids := make([]int, 8)
+	var wg sync.WaitGroup
+	for i := range tids {
+		wg.Go(func() { sp.do(func() { tids[i] = syscall.Gettid() }) })
+	}
+	wg.Wait()
+	for _, tid := range tids {
+		if tid != tids[0] {
+			t.Fatalf("processes forked from threads %v", tids)
+		}
+	}
+	if err := sp.do(func() {}); err != nil {
+		t.Fatal(err)
+	}
+}
