@@ -28,7 +28,9 @@ var rolePlaceholders = map[string]string{
 // of mlc-chat-config.json (MLC's Conversation class in
 // python/mlc_llm/protocol/conversation_protocol.py). Its Render reproduces
 // Conversation.as_prompt for text content, after applying the request's
-// messages the way mlc_llm serve does. Use FromConvTemplate to make one.
+// messages the way mlc_llm serve does. FromConvTemplate makes one and
+// returns it as a Template; a caller that needs the token ids asserts
+// TokenIDTemplate (or *Conversation).
 type Conversation struct {
 	name                      string
 	systemTemplate            string

@@ -13,7 +13,7 @@ import (
 // marker for, template variables it does not read, or a conversation the
 // template itself rejects (raise_exception). Callers should test for it
 // with errors.Is and answer such requests with a client error.
-var ErrUnsupported = errors.New("chat: unsupported by the chat template")
+var ErrUnsupported = errors.New("unsupported by the chat template")
 
 // Template renders a conversation into the prompt string the model was
 // trained on. Implementations are safe for concurrent use.
