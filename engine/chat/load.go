@@ -17,8 +17,8 @@ const (
 )
 
 // tokenVars are the tokenizer_config.json special tokens Load passes to a
-// Jinja chat template as variables.
-var tokenVars = []string{"bos_token", "eos_token", "unk_token", "pad_token"}
+// Jinja chat template as variables, the same list transformers.js passes.
+var tokenVars = []string{"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}
 
 // Load returns the chat template of the model in modelDir, in the order
 // mlc_llm serve would apply them:
@@ -27,8 +27,9 @@ var tokenVars = []string{"bos_token", "eos_token", "unk_token", "pad_token"}
 //     FromConvTemplate (this is what mlc_llm serve uses);
 //  2. tokenizer_config.json's chat_template (a string, or the "default"
 //     entry of a list of named templates), or else a chat_template.jinja
-//     file, through FromJinja with tokenizer_config.json's bos_token,
-//     eos_token, unk_token and pad_token as variables.
+//     file, through FromJinja with tokenizer_config.json's special tokens
+//     (bos_token, eos_token, unk_token, sep_token, pad_token, cls_token,
+//     mask_token; each a string or an AddedToken object) as variables.
 //
 // A conv_template given only by name (the format of old MLC releases)
 // cannot be resolved here, since the templates it names live in MLC's
