@@ -1,0 +1,42 @@
+package tokenizer
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkEncodeLlama3 measures Encode on the conformance corpus with
+// Llama-3's tokenizer, after one warm-up pass (so the word cache is
+// warm, as in a server), and reports the reference's figures for the
+// same corpus, tokenizer and warm-up as js-tokens/s and js-MB/s.
+func BenchmarkEncodeLlama3(b *testing.B) { benchmarkEncode(b, "llama3") }
+
+// BenchmarkEncodeQwen3 is BenchmarkEncodeLlama3 for Qwen3.
+func BenchmarkEncodeQwen3(b *testing.B) { benchmarkEncode(b, "qwen3") }
+
+func benchmarkEncode(b *testing.B, model string) {
+	tk := loadModel(b, model)
+	corpus := conformanceCorpus(corpusSize)
+	size := 0
+	for _, s := range corpus {
+		size += len(s)
+		tk.Encode(s)
+	}
+	dir := modelDir(b, model)
+	ref := runReference(b, filepath.Join(dir, "tokenizer.json"), filepath.Join(dir, "tokenizer_config.json"), corpus, 5)
+
+	tokens, rounds := 0, 0
+	for b.Loop() {
+		for _, s := range corpus {
+			tokens += len(tk.Encode(s))
+		}
+		rounds++
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(tokens)/sec, "tokens/s")
+	b.ReportMetric(float64(size*rounds)/sec/1e6, "MB/s")
+	if ref.Bench != nil {
+		b.ReportMetric(ref.Bench.TokensPerSecond, "js-tokens/s")
+		b.ReportMetric(ref.Bench.MBPerSecond, "js-MB/s")
+	}
+}
