@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 )
@@ -81,7 +82,14 @@ type Router struct {
 	// MaxBodyBytes bounds a request body. Default 4 MiB.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 
-	router *router // set by Provision
+	// Set by Provision.
+	logger   *zap.Logger
+	tok      Tokenizer
+	fleet    *fleetHandle
+	client   *engineClient
+	bal      *balancer
+	strategy strategy
+	metrics  *routerMetrics
 }
 
 // EngineProgram selects the engine program.

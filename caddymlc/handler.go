@@ -1,26 +1,253 @@
 package caddymlc
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// router is the provisioned state of a Router.
-type router struct{}
+// Tokenizer turns text into the model's token ids and back; the router
+// tokenizes string prompts with it (MLC's handle_completion, step 1).
+type Tokenizer interface {
+	Encode(text string) []int
+	Decode(ids []int) string
+}
 
-// Provision applies defaults.
+// Provision applies defaults, loads the tokenizer, and registers the
+// engine fleet with the mlc app, which starts it with the config.
 func (r *Router) Provision(ctx caddy.Context) error {
 	*r = r.withDefaults()
+	if err := r.validate(); err != nil {
+		return err
+	}
+	r.logger = ctx.Logger()
+	tok, err := builtin.LoadTokenizer(r.Model)
+	if err != nil {
+		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
+	}
+	r.tok = tok
+	spec, err := r.fleetSpec()
+	if err != nil {
+		return err
+	}
+	appVal, err := ctx.App("mlc")
+	if err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
+	}
+	r.fleet = appVal.(*App).register(spec)
+	r.client = newEngineClient()
+	r.bal = newBalancer(r.Endpoints, r.readiness)
+	r.metrics = sharedMetrics()
+	if err := r.metrics.register(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("mlc_router: metrics: %w", err)
+	}
+	r.strategy, err = r.newStrategy()
+	if err != nil {
+		return err
+	}
+	addLive(r)
 	return nil
 }
 
-// Cleanup releases the router's engines.
-func (r *Router) Cleanup() error { return nil }
+// readiness is the fleet once it runs, or nil before.
+func (r *Router) readiness() readiness {
+	if f := r.fleet.get(); f != nil {
+		return f
+	}
+	return nil
+}
 
-// ServeHTTP passes every request to the next handler until the router is
-// wired in.
+func (r *Router) newStrategy() (strategy, error) {
+	if r.Mode == ModeRoundRobin {
+		all := make([]int, len(r.Endpoints))
+		for i := range all {
+			all[i] = i
+		}
+		return &roundRobin{bal: r.bal, client: r.client, all: all}, nil
+	}
+	prefill, decode, err := splitRoles(r.Endpoints)
+	if err != nil {
+		return nil, fmt.Errorf("mlc_router: %w", err)
+	}
+	return &disagg{bal: r.bal, client: r.client, prefill: prefill, decode: decode, balance: r.PDBalanceFactor}, nil
+}
+
+// fleetSpec is the engine fleet the configuration describes.
+func (r *Router) fleetSpec() (engine.Spec, error) {
+	spec := engine.Spec{
+		Model:           r.Model,
+		ModelLib:        r.ModelLib,
+		Kind:            engine.Kind(r.Engine.Kind),
+		EngineArgs:      r.EngineArgs,
+		PrefixCacheMode: r.PrefixCache,
+		Endpoints:       r.Endpoints,
+		StartupTimeout:  time.Duration(r.StartupTimeout),
+	}
+	switch spec.Kind {
+	case engine.KindBuiltin:
+		exe, err := builtinProgram()
+		if err != nil {
+			return spec, err
+		}
+		spec.Program = exe
+	case engine.KindCommand:
+		spec.Program, spec.Args = r.Engine.Command[0], r.Engine.Command[1:]
+	}
+	spec = spec.Normalize()
+	if err := spec.Validate(); err != nil {
+		return spec, fmt.Errorf("mlc_router: %w", err)
+	}
+	return spec, nil
+}
+
+// Cleanup drops idle engine connections; the mlc app releases the fleet.
+func (r *Router) Cleanup() error {
+	removeLive(r)
+	if r.client != nil {
+		r.client.close()
+	}
+	return nil
+}
+
+// ServeHTTP serves the OpenAI-compatible API and passes every other request
+// to the next handler. The engines' own microserving endpoints are never
+// reachable through the router.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyhttp.Handler) error {
+	switch path := req.URL.Path; {
+	case path == "/v1/completions":
+		if !allowMethod(w, req, http.MethodPost) {
+			return nil
+		}
+		r.serveCompletion(w, req)
+		return nil
+	case path == "/v1/models":
+		if !allowMethod(w, req, http.MethodGet, http.MethodHead) {
+			return nil
+		}
+		writeJSON(w, http.StatusOK, protocol.NewModelList(time.Now().Unix(), "caddy-mlc", r.Model))
+		return nil
+	case strings.HasPrefix(path, "/microserving/"):
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here", path).Write(w)
+		return nil
+	}
 	return next.ServeHTTP(w, req)
 }
+
+func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if req.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	protocol.Errorf(http.StatusMethodNotAllowed, protocol.ErrTypeInvalidRequest, "method %s is not allowed on %s", req.Method, req.URL.Path).Write(w)
+	return false
+}
+
+// serveCompletion is MLC's handle_completion: decode and validate, tokenize
+// a string prompt, then run the request's attempts.
+func (r *Router) serveCompletion(w http.ResponseWriter, hreq *http.Request) {
+	begin := time.Now()
+	req, apiErr := protocol.DecodeCompletionRequest(hreq.Body, r.maxBody())
+	if apiErr != nil {
+		r.metrics.requests.WithLabelValues(r.Mode, "client_error").Inc()
+		apiErr.Write(w)
+		return
+	}
+	c := &completion{r: r, id: newID("cmpl-"), req: req}
+	c.prompt = req.Prompt.IDs
+	if req.Prompt.IsText {
+		c.prompt = r.tok.Encode(req.Prompt.Text)
+		if len(c.prompt) == 0 {
+			protocol.InvalidRequest("prompt", "prompt encodes to no tokens").Write(w)
+			return
+		}
+	}
+	c.log = r.logger.With(zap.String("request_id", c.id))
+	var out sink
+	if req.Stream {
+		out = newCompletionStream(w, c.id, r.Model, req.IncludeUsage())
+	} else {
+		out = newCompletionWhole(w, c.id, r.Model, req.NOr())
+	}
+	rec := &outcomeSink{sink: out}
+	st := c.run(hreq.Context(), rec)
+	r.record(c, req, rec, st, begin)
+}
+
+// record logs and counts a finished request.
+func (r *Router) record(c *completion, req *protocol.CompletionRequest, rec *outcomeSink, st stats, begin time.Time) {
+	outcome := rec.outcome()
+	r.metrics.requests.WithLabelValues(r.Mode, outcome).Inc()
+	r.metrics.tokens.Add(float64(st.tokens))
+	if st.firstToken > 0 {
+		r.metrics.ttft.Observe(st.firstToken.Seconds())
+	}
+	fields := []zap.Field{
+		zap.String("outcome", outcome), zap.Int("prompt_tokens", len(c.prompt)), zap.Int("completion_tokens", st.tokens),
+		zap.Int("attempts", st.attempts), zap.Int("preemptions", st.preemptions),
+		zap.String("duration", time.Since(begin).Round(time.Millisecond).String()),
+		zap.String("time_to_first_token", st.firstToken.Round(time.Millisecond).String()),
+	}
+	if req.User != nil {
+		fields = append(fields, zap.String("user", *req.User))
+	}
+	if rec.err != nil {
+		fields = append(fields, zap.String("error", rec.err.Message))
+	}
+	r.logger.Info("completion", append(fields, zap.String("id", c.id))...)
+}
+
+func (r *Router) maxBody() int64 {
+	if r.MaxBodyBytes > 0 {
+		return r.MaxBodyBytes
+	}
+	return protocol.DefaultMaxBodyBytes
+}
+
+// outcomeSink remembers how a response ended, for logs and metrics.
+type outcomeSink struct {
+	sink
+	err *protocol.Error
+}
+
+func (o *outcomeSink) fail(err *protocol.Error) {
+	o.err = err
+	o.sink.fail(err)
+}
+
+func (o *outcomeSink) outcome() string {
+	switch {
+	case o.err == nil:
+		return "ok"
+	case o.err.Status == 499:
+		return "canceled"
+	case o.err.Status == http.StatusServiceUnavailable:
+		return "unavailable"
+	case o.err.Status < 500:
+		return "client_error"
+	}
+	return "failed"
+}
+
+// newID returns a request id: prefix and 24 random hex digits.
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// errClientGone is returned by a sink whose client stopped reading.
+var errClientGone = errors.New("client gone")

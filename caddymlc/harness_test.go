@@ -1,0 +1,228 @@
+package caddymlc
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// site is a running Caddy config with an mlc_router.
+type site struct {
+	t       *testing.T
+	base    string   // the router's base URL
+	engines []string // the engines' base URLs
+	client  *http.Client
+}
+
+// startSite loads a Caddyfile in this process: %[1]d is the HTTP port, %[2]s
+// the endpoint lines, %[3]s extra router options.
+func startSite(t *testing.T, engines int, routerOpts string) *site {
+	t.Helper()
+	ports := freePorts(t, engines+1)
+	var eps strings.Builder
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: &http.Client{Timeout: 2 * time.Minute}}
+	for _, p := range ports[1:] {
+		fmt.Fprintf(&eps, "\t\tendpoint 127.0.0.1:%d\n", p)
+		s.engines = append(s.engines, fmt.Sprintf("http://127.0.0.1:%d", p))
+	}
+	cf := fmt.Sprintf(`{
+	admin off
+	auto_https off
+	skip_install_trust
+}
+http://127.0.0.1:%d {
+	mlc_router {
+		model tiny
+%s%s
+	}
+	respond "next handler" 418
+}
+`, ports[0], eps.String(), routerOpts)
+	loadCaddyfile(t, cf)
+	return s
+}
+
+func loadCaddyfile(t *testing.T, cf string) {
+	t.Helper()
+	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+	if err != nil {
+		t.Fatalf("adapt: %v\n%s", err, cf)
+	}
+	for _, w := range warnings {
+		t.Logf("adapt warning: %s", w.Message)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := caddy.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+}
+
+// complete posts a non-streaming completion and returns the response.
+func (s *site) complete(url string, body map[string]any) (*protocol.CompletionResponse, int, []byte) {
+	s.t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := s.client.Post(url+"/v1/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return nil, resp.StatusCode, raw
+	}
+	var out protocol.CompletionResponse
+	if err := json.Unmarshal(raw, &out); err != nil {
+		s.t.Fatalf("%v: %s", err, raw)
+	}
+	return &out, resp.StatusCode, raw
+}
+
+// streamed is what a client saw of a streamed completion.
+type streamed struct {
+	text    string
+	finish  string
+	usage   *protocol.Usage
+	done    bool
+	errBody *protocol.Error
+	chunks  int
+	raw     []string
+}
+
+// stream posts a streaming completion and reads it to the end.
+func (s *site) stream(ctx context.Context, url string, body map[string]any) (streamed, error) {
+	body["stream"] = true
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", bytes.NewReader(b))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return streamed{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		raw, _ := io.ReadAll(resp.Body)
+		return streamed{}, fmt.Errorf("status %d: %s", resp.StatusCode, raw)
+	}
+	return readStream(resp.Body)
+}
+
+func readStream(r io.Reader) (streamed, error) {
+	var out streamed
+	sse := protocol.NewSSEReader(r, 0)
+	for {
+		data, err := sse.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out.raw = append(out.raw, string(data))
+		if out.done {
+			return out, fmt.Errorf("event after [DONE]: %s", data)
+		}
+		if protocol.IsDone(data) {
+			out.done = true
+			continue
+		}
+		if e := protocol.ParseError(0, data); e != nil {
+			out.errBody = e
+			continue
+		}
+		var chunk protocol.CompletionResponse
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			return out, err
+		}
+		out.chunks++
+		if chunk.Usage != nil {
+			out.usage = chunk.Usage
+		}
+		for _, c := range chunk.Choices {
+			out.text += c.Text
+			if r := c.Finished(); r != "" {
+				out.finish = r
+			}
+		}
+	}
+}
+
+// engineMetrics asks an engine for its metrics (query_engine_metrics).
+func engineMetrics(t *testing.T, engineURL string) map[string]float64 {
+	t.Helper()
+	body := `{"prompt":[1],"max_tokens":1,"debug_config":{"special_request":"query_engine_metrics"}}`
+	resp, err := http.Post(engineURL+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out protocol.CompletionResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Usage == nil {
+		t.Fatalf("engine metrics: %v %+v", err, out)
+	}
+	m := map[string]float64{}
+	for k, v := range out.Usage.Extra {
+		var f float64
+		if json.Unmarshal(v, &f) == nil {
+			m[k] = f
+		}
+	}
+	return m
+}
+
+// waitFor polls cond (an engine's state, observed over HTTP) until it holds
+// or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var insecureTLS = &tls.Config{InsecureSkipVerify: true}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
