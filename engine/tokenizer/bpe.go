@@ -28,7 +28,8 @@ type bpe struct {
 	ignoreMerges bool
 	byteIDs      [256]int // ids of "<0x00>".."<0xFF>", -1 if absent
 
-	cache wordCache
+	cache    wordCache // keyed by word
+	rawCache wordCache // keyed by word before the byte-level mapping
 }
 
 // merge is the rank of a pair's merge and the id it produces.
@@ -90,6 +91,7 @@ func newBPE(m *bpeJSON) (*bpe, error) {
 		b.merges[pairKey(int32(a), int32(c))] = merge{int32(rank), int32(n)}
 	}
 	b.cache.m = make(map[string][]int)
+	b.rawCache.m = make(map[string][]int)
 	return b, nil
 }
 
@@ -115,6 +117,26 @@ func (b *bpe) encode(dst []int, word string) []int {
 	dst = b.mergeWord(dst, word)
 	if len(word) <= maxCachedWord {
 		b.cache.put(word, append([]int(nil), dst[n:]...))
+	}
+	return dst
+}
+
+// encodeRaw is encode for a word that still needs the byte-level
+// mapping; its cache is keyed by the unmapped word, so cache hits skip
+// the mapping.
+func (b *bpe) encodeRaw(dst []int, raw string) []int {
+	if raw == "" {
+		return dst
+	}
+	if len(raw) <= maxCachedWord {
+		if ids, ok := b.rawCache.get(raw); ok {
+			return append(dst, ids...)
+		}
+	}
+	n := len(dst)
+	dst = b.encode(dst, byteLevelEncode(raw))
+	if len(raw) <= maxCachedWord {
+		b.rawCache.put(raw, append([]int(nil), dst[n:]...))
 	}
 	return dst
 }

@@ -24,6 +24,7 @@ var errUnsupported = errors.New("not supported")
 type pattern struct {
 	literal string
 	re      *regexp2.Regexp
+	fast    func(string) [][2]int // hand-compiled re, when known
 }
 
 // compilePattern compiles a {"String": ...} or {"Regex": ...} pattern.
@@ -45,7 +46,7 @@ func compilePattern(p *patternJSON) (*pattern, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compiling %q: %w", *p.Regex, err)
 		}
-		return &pattern{re: re}, nil
+		return &pattern{re: re, fast: fastFinder(*p.Regex)}, nil
 	default:
 		return nil, errors.New("pattern is neither String nor Regex")
 	}
@@ -66,6 +67,14 @@ func (p *pattern) findAll(s string) [][2]int {
 			out = append(out, [2]int{start, off})
 		}
 	}
+	if p.fast != nil {
+		return p.fast(s)
+	}
+	return p.regexpFindAll(s)
+}
+
+// regexpFindAll is findAll with regexp2 only.
+func (p *pattern) regexpFindAll(s string) [][2]int {
 	idx, err := p.re.FindAllStringIndex(s, -1)
 	if err != nil {
 		// Only a timeout or stack limit can fail a match, and neither is
@@ -73,7 +82,7 @@ func (p *pattern) findAll(s string) [][2]int {
 		// rather than panic on user input.
 		return nil
 	}
-	out = make([][2]int, 0, len(idx))
+	out := make([][2]int, 0, len(idx))
 	for _, m := range idx {
 		if m[1] > m[0] {
 			out = append(out, [2]int{m[0], m[1]})

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -14,6 +15,7 @@ import (
 type piece struct {
 	text    string
 	atStart bool
+	raw     bool // text still awaits the byte-level mapping (see byteLevelPre.deferMap)
 }
 
 // A preTokenizer splits pieces into smaller pieces (and may rewrite
@@ -193,9 +195,26 @@ func (sp *splitter) split(out []piece, p piece) []piece {
 	if s == "" {
 		return out
 	}
-	var segs []segment
+	matches := sp.find(s)
+	if sp.behavior == isolated {
+		// Every match and every gap is a piece (invert changes nothing).
+		prev := 0
+		for _, m := range matches {
+			if prev != m[0] {
+				out = append(out, piece{text: s[prev:m[0]], atStart: p.atStart && prev == 0, raw: p.raw})
+			}
+			out = append(out, piece{text: s[m[0]:m[1]], atStart: p.atStart && m[0] == 0, raw: p.raw})
+			prev = m[1]
+		}
+		if prev != len(s) {
+			out = append(out, piece{text: s[prev:], atStart: p.atStart && prev == 0, raw: p.raw})
+		}
+		return out
+	}
+
+	segs := make([]segment, 0, 2*len(matches)+1)
 	prev := 0
-	for _, m := range sp.find(s) {
+	for _, m := range matches {
 		if prev != m[0] {
 			segs = append(segs, segment{prev, m[0], false})
 		}
@@ -211,20 +230,16 @@ func (sp *splitter) split(out []piece, p piece) []piece {
 		}
 	}
 
-	// keep[i] is the final span; drop marks removed delimiters.
+	// spans are the resulting pieces; drop marks removed delimiters.
 	type span struct {
 		start, end int
 		drop       bool
 	}
-	var spans []span
+	spans := make([]span, 0, len(segs))
 	switch sp.behavior {
 	case removed:
 		for _, g := range segs {
 			spans = append(spans, span{g.start, g.end, g.match})
-		}
-	case isolated:
-		for _, g := range segs {
-			spans = append(spans, span{g.start, g.end, false})
 		}
 	case contiguous:
 		prevMatch := false
@@ -257,15 +272,13 @@ func (sp *splitter) split(out []piece, p piece) []piece {
 			}
 			prevMatch = g.match
 		}
-		for i, j := 0, len(spans)-1; i < j; i, j = i+1, j-1 {
-			spans[i], spans[j] = spans[j], spans[i]
-		}
+		slices.Reverse(spans)
 	}
 	for _, x := range spans {
 		if x.drop || x.start == x.end {
 			continue
 		}
-		out = append(out, piece{text: s[x.start:x.end], atStart: p.atStart && x.start == 0})
+		out = append(out, piece{text: s[x.start:x.end], atStart: p.atStart && x.start == 0, raw: p.raw})
 	}
 	return out
 }
@@ -276,6 +289,11 @@ func (sp *splitter) split(out []piece, p piece) []piece {
 type byteLevelPre struct {
 	addPrefixSpace bool
 	split          *splitter
+	// deferMap leaves the byte-to-code-point mapping to the model
+	// (pieces are marked raw), so that its word cache is consulted
+	// before the mapping is done. Set only when this is the last
+	// pre-tokenizer.
+	deferMap bool
 }
 
 func (b *byteLevelPre) preTokenize(ps []piece) []piece {
@@ -291,7 +309,11 @@ func (b *byteLevelPre) preTokenize(ps []piece) []piece {
 		}
 	}
 	for i := range out {
-		out[i].text = byteLevelEncode(out[i].text)
+		if b.deferMap {
+			out[i].raw = true
+		} else {
+			out[i].text = byteLevelEncode(out[i].text)
+		}
 	}
 	return out
 }

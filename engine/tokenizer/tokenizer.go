@@ -127,6 +127,13 @@ func fromJSON(data []byte) (*HF, error) {
 	if t.pre, err = newPreTokenizer(f.PreTokenizer); err != nil {
 		return nil, err
 	}
+	last := t.pre
+	if seq, ok := last.(preTokenizerSeq); ok && len(seq) > 0 {
+		last = seq[len(seq)-1]
+	}
+	if bl, ok := last.(*byteLevelPre); ok {
+		bl.deferMap = true
+	}
 	if t.post, err = newPostProcessor(f.PostProcessor); err != nil {
 		return nil, err
 	}
@@ -281,7 +288,11 @@ func (t *HF) EncodeSpecial(text string, addSpecial bool) []int {
 			pieces = t.pre.preTokenize(pieces)
 		}
 		for _, q := range pieces {
-			ids = t.model.encode(ids, q.text)
+			if q.raw {
+				ids = t.model.encodeRaw(ids, q.text)
+			} else {
+				ids = t.model.encode(ids, q.text)
+			}
 		}
 	})
 	if addSpecial && t.post != nil {
