@@ -1,0 +1,145 @@
+package builtin
+
+import (
+	"encoding/binary"
+	"math"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// The scheduler side of disaggregated serving: prep_recv reservations, KV
+// received from a prefill engine, and the start of generation on them.
+
+// prepRecv matches tokens against the prefix cache and reserves pages for
+// the rest of [0, end) under user, replacing any earlier reservation of
+// the same user (scheduler goroutine).
+func (e *Engine) prepRecv(user string, tokens []int, end int) (protocol.KVAppendMetadata, int, *protocol.Error) {
+	if _, ok := e.prepared[user]; ok {
+		e.dropPrepared(user)
+	}
+	s := &sequence{tokens: tokens, user: user, state: seqPrepared, windowEnd: end}
+	pages, matched := e.pool.Match(tokens, min(end, len(tokens)-1))
+	s.setPages(pages)
+	s.matched, s.kvLen = matched, matched
+	if !e.reserve(s, end) {
+		e.pool.ReleaseAll(s.pages)
+		return nil, 0, protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
+			"KV cache full: cannot reserve %d tokens", end-matched).WithCode("kv_cache_full")
+	}
+	s.present = make([]bool, end)
+	s.deadline = time.Now().Add(e.opts.Overrides.PrepRecvTimeout)
+	e.prepared[user] = s
+	return protocol.KVAppendMetadata{segments(s.slots[matched:end])}, matched, nil
+}
+
+// segments groups slots into runs of consecutive slots.
+func segments(slots []int) []protocol.KVSegment {
+	segs := []protocol.KVSegment{}
+	for _, slot := range slots {
+		if n := len(segs); n > 0 && segs[n-1].Start+segs[n-1].Length == slot {
+			segs[n-1].Length++
+			continue
+		}
+		segs = append(segs, protocol.KVSegment{Start: slot, Length: 1})
+	}
+	return segs
+}
+
+// receiveKV writes transferred keys and values for positions
+// [begin, begin+len(slots)) of user's reservation, after checking that
+// every slot is the reservation's own slot for its position. Nothing is
+// written when a check fails (scheduler goroutine).
+func (e *Engine) receiveKV(t *transfer) *protocol.Error {
+	s := e.prepared[t.user]
+	if s == nil {
+		return protocol.InvalidRequest("user", "no prep_recv reservation for user %q", t.user)
+	}
+	for j, slot := range t.slots {
+		pos := t.begin + j
+		if pos < s.matched || pos >= s.windowEnd || s.slots[pos] != slot {
+			return protocol.InvalidRequest("kv_addr_info", "KV slot %d (token %d) is not reserved for user %q", slot, pos, t.user)
+		}
+	}
+	d := e.pool.Dim()
+	off := 0
+	for j, slot := range t.slots {
+		for l := range e.pool.KV.K {
+			off = decodeFloats(e.pool.KV.K[l][slot*d:(slot+1)*d], t.data, off)
+			off = decodeFloats(e.pool.KV.V[l][slot*d:(slot+1)*d], t.data, off)
+		}
+		s.present[t.begin+j] = true
+	}
+	return nil
+}
+
+// attachPrepared turns user's reservation into the sequence of request r,
+// whose generation starts at begin. Without a reservation, begin must be
+// 0 (scheduler goroutine).
+func (e *Engine) attachPrepared(r *request, user string, begin int) *protocol.Error {
+	s := e.prepared[user]
+	if s == nil {
+		if begin > 0 {
+			return protocol.InvalidRequest("begin", "the KV of tokens [0, %d) is not present: no prep_recv for user %q", begin, user)
+		}
+		return nil
+	}
+	if !slices.Equal(s.tokens, r.prompt) {
+		return protocol.InvalidRequest("prompt", "prompt differs from the one prep_recv reserved for user %q", user)
+	}
+	if len(r.seqs) != 1 {
+		return protocol.InvalidRequest("n", "start_generate supports n = 1 only")
+	}
+	if missing := s.missing(begin); missing >= 0 {
+		return protocol.InvalidRequest("begin", "the KV of token %d (of [0, %d)) has not been received", missing, begin)
+	}
+	delete(e.prepared, user)
+	seq := r.seqs[0]
+	seq.setPages(s.pages)
+	seq.kvLen = min(max(begin, s.matched), len(r.prompt)-1)
+	r.prefixMatched = s.matched
+	return nil
+}
+
+// missing returns the first position below begin whose KV is absent, or -1.
+func (s *sequence) missing(begin int) int {
+	for pos := s.matched; pos < begin; pos++ {
+		if pos >= s.windowEnd || !s.present[pos] {
+			return pos
+		}
+	}
+	return -1
+}
+
+// gatherKV encodes the keys and values of positions [begin, end) of s:
+// per position, per layer, the key then the value, float32 little-endian.
+func (e *Engine) gatherKV(s *sequence, begin, end int) []byte {
+	d := e.pool.Dim()
+	layers := len(e.pool.KV.K)
+	buf := make([]byte, 0, (end-begin)*layers*2*d*4)
+	for pos := begin; pos < end; pos++ {
+		slot := s.slots[pos]
+		for l := 0; l < layers; l++ {
+			buf = appendFloats(buf, e.pool.KV.K[l][slot*d:(slot+1)*d])
+			buf = appendFloats(buf, e.pool.KV.V[l][slot*d:(slot+1)*d])
+		}
+	}
+	return buf
+}
+
+func appendFloats(buf []byte, v []float32) []byte {
+	for _, f := range v {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+	}
+	return buf
+}
+
+func decodeFloats(dst []float32, data []byte, off int) int {
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[off:]))
+		off += 4
+	}
+	return off
+}

@@ -1,0 +1,162 @@
+package builtin
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options are the engine's command-line settings, as `mlc_llm serve` takes
+// them.
+type Options struct {
+	Model           string
+	ModelLib        string // recorded only
+	Device          string // recorded only: compute is always on the CPU
+	EnableDebug     bool
+	Mode            string // local, interactive or server
+	PrefixCacheMode string // radix or disable
+	Host            string
+	Port            int
+	Overrides       Overrides
+}
+
+// Overrides are the --overrides settings the engine uses.
+type Overrides struct {
+	MaxTotalSeqLength int           // KV capacity in tokens
+	MaxNumSequence    int           // running sequences at most
+	PrefillChunkSize  int           // prompt tokens prefilled per step at most
+	PrepRecvTimeout   time.Duration // prep_recv pages are reclaimed after this
+	Ignored           []string      // keys accepted but not used
+}
+
+// errUsage marks command-line errors (exit status 2).
+var errUsage = errors.New("usage")
+
+// defaultOverrides are the settings before --overrides applies.
+func defaultOverrides() Overrides {
+	return Overrides{MaxTotalSeqLength: 16384, MaxNumSequence: 64, PrefillChunkSize: 512, PrepRecvTimeout: time.Minute}
+}
+
+// ParseArgs parses `<model> [flags]`.
+func ParseArgs(args []string, stderr io.Writer) (*Options, error) {
+	o := &Options{Overrides: defaultOverrides()}
+	fs := flag.NewFlagSet("mlc-engine", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.ModelLib, "model-lib", "", "model library (recorded; the built-in engine has its own)")
+	fs.StringVar(&o.Device, "device", "cpu", "device: cpu or cuda:N (recorded; compute runs on the CPU)")
+	fs.BoolVar(&o.EnableDebug, "enable-debug", false, "honour debug_config in requests")
+	fs.StringVar(&o.Mode, "mode", "local", "local, interactive or server")
+	fs.StringVar(&o.PrefixCacheMode, "prefix-cache-mode", "radix", "radix or disable")
+	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on")
+	fs.IntVar(&o.Port, "port", 8000, "port to listen on")
+	overrides := fs.String("overrides", "", `engine settings, "key=value;key=value"`)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: mlc-engine <model> [flags]   (<model>: tiny or a directory with tokenizer.json)")
+		fs.PrintDefaults()
+	}
+	model, rest := splitModel(args)
+	if err := fs.Parse(rest); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if model == "" && fs.NArg() > 0 {
+		model, rest = fs.Arg(0), fs.Args()[1:]
+		if err := fs.Parse(rest); err != nil {
+			return nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+	}
+	if model == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return nil, fmt.Errorf("%w: want exactly one model argument", errUsage)
+	}
+	o.Model = model
+	if err := o.validate(*overrides, stderr); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return o, nil
+}
+
+// splitModel takes the model when it comes first, as MLC writes it.
+func splitModel(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+func (o *Options) validate(overrides string, log io.Writer) error {
+	switch o.Mode {
+	case "local", "interactive", "server":
+	default:
+		return fmt.Errorf("--mode: want local, interactive or server, got %q", o.Mode)
+	}
+	switch o.PrefixCacheMode {
+	case "radix", "disable":
+	default:
+		return fmt.Errorf("--prefix-cache-mode: want radix or disable, got %q", o.PrefixCacheMode)
+	}
+	if o.Device != "cpu" && !strings.HasPrefix(o.Device, "cuda") && o.Device != "auto" {
+		return fmt.Errorf("--device: want cpu or cuda:N, got %q", o.Device)
+	}
+	if o.Port < 0 || o.Port > 65535 {
+		return fmt.Errorf("--port: %d is out of range", o.Port)
+	}
+	if err := o.Overrides.parse(overrides); err != nil {
+		return fmt.Errorf("--overrides: %w", err)
+	}
+	for _, k := range o.Overrides.Ignored {
+		fmt.Fprintf(log, "mlc-engine: override %q is ignored by the built-in engine\n", k)
+	}
+	return nil
+}
+
+// parse applies "key=value;key=value".
+func (ov *Overrides) parse(s string) error {
+	for _, kv := range strings.Split(s, ";") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("%q is not key=value", kv)
+		}
+		if err := ov.set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ov *Overrides) set(k, v string) error {
+	var dst *int
+	switch k {
+	case "max_total_seq_length":
+		dst = &ov.MaxTotalSeqLength
+	case "max_num_sequence":
+		dst = &ov.MaxNumSequence
+	case "prefill_chunk_size":
+		dst = &ov.PrefillChunkSize
+	case "prep_recv_timeout_ms":
+		n, err := positive(k, v)
+		ov.PrepRecvTimeout = time.Duration(n) * time.Millisecond
+		return err
+	default:
+		ov.Ignored = append(ov.Ignored, k)
+		return nil
+	}
+	n, err := positive(k, v)
+	*dst = n
+	return err
+}
+
+func positive(k, v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s: want a positive integer, got %q", k, v)
+	}
+	return n, nil
+}

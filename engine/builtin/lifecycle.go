@@ -1,0 +1,171 @@
+package builtin
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// Finish reasons the engine uses besides protocol's.
+const (
+	finishPreempt = protocol.FinishPreempt
+	finishAbort   = "abort" // internal: the request was cancelled
+)
+
+// submit queues a request's sequences (scheduler goroutine).
+func (e *Engine) submit(r *request) {
+	e.active[r] = true
+	r.live = len(r.seqs)
+	for _, s := range r.seqs {
+		s.state = seqWaiting
+		e.waiting = append(e.waiting, s)
+	}
+}
+
+// sample picks the next token of s from e.logits and applies the end
+// conditions.
+func (e *Engine) sample(s *sequence) {
+	id := s.sampler.pick(e.logits)
+	s.generated++
+	s.req.completionTokens++
+	if e.eos[id] && !s.req.params.ignoreEOS {
+		e.finish(s, protocol.FinishStop)
+		return
+	}
+	s.tokens = append(s.tokens, id)
+	text, stopped := s.out.push(id)
+	switch {
+	case stopped:
+		e.push(s, text, protocol.FinishStop)
+	case s.generated >= s.req.params.maxTokens || len(s.tokens) >= e.opts.Overrides.MaxTotalSeqLength:
+		e.push(s, text, protocol.FinishLength)
+	default:
+		if text != "" {
+			s.req.events.push(event{choice: s.index, text: text})
+		}
+	}
+}
+
+// push sends the last text of s and finishes it.
+func (e *Engine) push(s *sequence, text, reason string) {
+	if text != "" {
+		s.req.events.push(event{choice: s.index, text: text})
+	}
+	e.finish(s, reason)
+}
+
+// finish ends s: its pages go to the prefix cache or back to the pool, its
+// handler gets the rest of its text and the finish reason, and the request
+// ends with its last sequence.
+func (e *Engine) finish(s *sequence, reason string) {
+	switch s.state {
+	case seqRunning:
+		e.removeRunning(s)
+	case seqWaiting:
+		e.removeWaiting(s)
+	case seqDone:
+		return
+	}
+	e.dropPages(s)
+	s.state = seqDone
+	r := s.req
+	if reason != finishAbort {
+		r.events.push(event{choice: s.index, text: s.out.flush(), finish: reason})
+	}
+	r.live--
+	if r.live == 0 {
+		e.endRequest(r, nil, false)
+	}
+}
+
+// endRequest sends the request's last event.
+func (e *Engine) endRequest(r *request, payload []byte, aborted bool) {
+	delete(e.active, r)
+	r.events.push(event{done: true, usage: e.usage(r), payload: payload, aborted: aborted})
+}
+
+// usage counts a request's tokens; extra carries the prefix match.
+func (e *Engine) usage(r *request) *protocol.Usage {
+	u := &protocol.Usage{
+		PromptTokens:     len(r.prompt),
+		CompletionTokens: r.completionTokens,
+		TotalTokens:      len(r.prompt) + r.completionTokens,
+	}
+	u.Extra = map[string]json.RawMessage{
+		"prefix_matched_length": jsonInt(r.prefixMatched),
+		"prompt_length":         jsonInt(len(r.prompt)),
+	}
+	return u
+}
+
+func jsonInt(n int) json.RawMessage {
+	b, _ := json.Marshal(n)
+	return b
+}
+
+// finishCompute ends a computeOnly sequence: the keys and values of
+// [sendBegin, end) become the request's payload.
+func (e *Engine) finishCompute(s *sequence) {
+	payload := e.gatherKV(s, s.req.sendBegin, s.kvLen)
+	e.removeRunning(s)
+	e.dropPages(s)
+	s.state = seqDone
+	e.endRequest(s.req, payload, false)
+}
+
+// abort cancels a request whose client went away, freeing its pages.
+func (e *Engine) abort(r *request) {
+	if !e.active[r] {
+		return
+	}
+	for _, s := range r.seqs {
+		if s.state != seqDone {
+			e.finish(s, finishAbort)
+		}
+	}
+	delete(e.active, r)
+}
+
+// abortAll ends every request and reservation as the engine stops; their
+// handlers end their responses cleanly.
+func (e *Engine) abortAll() {
+	for r := range e.active {
+		for _, s := range r.seqs {
+			if s.state != seqDone {
+				s.state = seqDone
+				e.removeRunning(s)
+				e.removeWaiting(s)
+				e.dropPages(s)
+			}
+		}
+		e.endRequest(r, nil, true)
+	}
+	for user := range e.prepared {
+		e.dropPrepared(user)
+	}
+}
+
+// expire reclaims prep_recv reservations whose start_generate never came.
+func (e *Engine) expire(now time.Time) {
+	for user, s := range e.prepared {
+		if now.After(s.deadline) {
+			e.logf("prep_recv of %q expired; %d pages reclaimed", user, len(s.pages))
+			e.dropPrepared(user)
+		}
+	}
+}
+
+// dropPrepared frees a prep_recv reservation.
+func (e *Engine) dropPrepared(user string) {
+	s := e.prepared[user]
+	delete(e.prepared, user)
+	e.pool.ReleaseAll(s.pages)
+	s.pages, s.slots = nil, nil
+	s.state = seqDone
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}

@@ -1,0 +1,317 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// The three microserving endpoints. Each decodes its request, sets
+// debug_config.disagg_config as MLC's entrypoints do, and runs it as a
+// completion; they correlate by the request's user field.
+
+// prepRecvEndpoint answers POST /microserving/prep_recv.
+func (s *server) prepRecvEndpoint(w http.ResponseWriter, r *http.Request) {
+	var req protocol.PrepRecvRequest
+	if !s.decodeMicro(w, r, &req, &req.CompletionRequest) {
+		return
+	}
+	req.Stream, req.StreamOptions = false, nil
+	end := req.End
+	setDisagg(&req.CompletionRequest, protocol.DisaggConfig{Kind: protocol.DisaggPrepareReceive, KVWindowEnd: &end})
+	res, _, perr := s.prepRecv(&req.CompletionRequest)
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	writeJSON(w, res)
+}
+
+// remoteSendEndpoint answers POST /microserving/remote_send.
+func (s *server) remoteSendEndpoint(w http.ResponseWriter, r *http.Request) {
+	var req protocol.RemoteSendRequest
+	if !s.decodeMicro(w, r, &req, &req.CompletionRequest) {
+		return
+	}
+	begin, end, rank := req.Begin, req.End, req.RecvRank
+	setDisagg(&req.CompletionRequest, protocol.DisaggConfig{
+		Kind: protocol.DisaggRemoteSend, KVAppendMetadata: req.KVAddrInfo,
+		KVWindowBegin: &begin, KVWindowEnd: &end, DstGroupOffset: &rank,
+	})
+	if perr := s.remoteSend(r.Context(), &req.CompletionRequest); perr != nil {
+		perr.Write(w)
+		return
+	}
+	writeJSON(w, struct{}{})
+}
+
+// startGenerateEndpoint answers POST /microserving/start_generate.
+func (s *server) startGenerateEndpoint(w http.ResponseWriter, r *http.Request) {
+	var req protocol.StartGenerateRequest
+	if !s.decodeMicro(w, r, &req, &req.CompletionRequest) {
+		return
+	}
+	begin := req.Begin
+	setDisagg(&req.CompletionRequest, protocol.DisaggConfig{Kind: protocol.DisaggStartGeneration, KVWindowBegin: &begin})
+	s.startGeneration(w, r, &req.CompletionRequest)
+}
+
+// decodeMicro reads a microserving request into v, whose completion part
+// is req, and validates it.
+func (s *server) decodeMicro(w http.ResponseWriter, r *http.Request, v any, req *protocol.CompletionRequest) bool {
+	perr := s.requireDebug()
+	if perr == nil {
+		var b []byte
+		if b, perr = protocol.ReadBody(r.Body, 0); perr == nil {
+			if perr = protocol.DecodeJSON(b, v); perr == nil {
+				perr = req.Validate()
+			}
+		}
+	}
+	if perr != nil {
+		perr.Write(w)
+		return false
+	}
+	return true
+}
+
+func (s *server) requireDebug() *protocol.Error {
+	if !s.e.opts.EnableDebug {
+		return protocol.InvalidRequest("", "microserving needs an engine started with --enable-debug")
+	}
+	return nil
+}
+
+// setDisagg sets the request's disagg_config.
+func setDisagg(req *protocol.CompletionRequest, dc protocol.DisaggConfig) {
+	if req.DebugConfig == nil {
+		req.DebugConfig = &protocol.DebugConfig{}
+	}
+	req.DebugConfig.DisaggConfig = &dc
+}
+
+// userOf returns the request's user, which ties the microserving calls of
+// one request together.
+func userOf(req *protocol.CompletionRequest) (string, *protocol.Error) {
+	if req.User == nil || *req.User == "" {
+		return "", protocol.InvalidRequest("user", "microserving requests need the user field: it ties prep_recv, remote_send and start_generate together")
+	}
+	return *req.User, nil
+}
+
+// window resolves a Python-style index into [0, n].
+func window(name string, i *int, def, n int) (int, *protocol.Error) {
+	v := def
+	if i != nil {
+		v = *i
+	}
+	r := protocol.ResolveIndex(v, n)
+	if r < 0 || r > n {
+		return 0, protocol.InvalidRequest(name, "%s %d is outside the prompt of %d tokens", name, v, n)
+	}
+	return r, nil
+}
+
+// prepRecv reserves the decode engine's KV for [0, end) of the prompt.
+func (s *server) prepRecv(req *protocol.CompletionRequest) (protocol.PrepRecvResponse, int, *protocol.Error) {
+	var res protocol.PrepRecvResponse
+	user, perr := userOf(req)
+	if perr != nil {
+		return res, 0, perr
+	}
+	tokens, perr := s.tokenize(req.Prompt)
+	if perr != nil {
+		return res, 0, perr
+	}
+	end, perr := window("end", req.DebugConfig.DisaggConfig.KVWindowEnd, -1, len(tokens))
+	if perr != nil {
+		return res, 0, perr
+	}
+	var meta protocol.KVAppendMetadata
+	err := s.e.do(func() { meta, res.PrefixMatchedLength, perr = s.e.prepRecv(user, tokens, end) })
+	if err != nil {
+		return res, 0, unavailable(err)
+	}
+	if perr != nil {
+		return res, 0, perr
+	}
+	res.KVAppendMetadata = meta.Encode()
+	s.e.logf("prep_recv %q: %d tokens, end %d, prefix matched %d", user, len(tokens), end, res.PrefixMatchedLength)
+	return res, len(tokens), nil
+}
+
+// prepRecvCompletion answers a prepare_receive completion: no choices,
+// and the reservation in usage.extra.
+func (s *server) prepRecvCompletion(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest) {
+	res, n, perr := s.prepRecv(req)
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	resp := s.response(req, &request{id: newID()})
+	resp.Usage = &protocol.Usage{PromptTokens: n, TotalTokens: n, Extra: map[string]json.RawMessage{}}
+	resp.Usage.Extra["kv_append_metadata"] = jsonString(res.KVAppendMetadata)
+	resp.Usage.Extra["prefix_matched_length"] = jsonInt(res.PrefixMatchedLength)
+	resp.Usage.Extra["prompt_length"] = jsonInt(n)
+	writeJSON(w, resp)
+}
+
+// remoteSendCompletion answers a remote_send completion with no choices.
+func (s *server) remoteSendCompletion(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest) {
+	if perr := s.remoteSend(r.Context(), req); perr != nil {
+		perr.Write(w)
+		return
+	}
+	writeJSON(w, s.response(req, &request{id: newID()}))
+}
+
+// startGeneration prefills [begin, len(prompt)) on the user's reservation
+// and generates.
+func (s *server) startGeneration(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest) {
+	user, perr := userOf(req)
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	tokens, perr := s.tokenize(req.Prompt)
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	begin, perr := window("begin", req.DebugConfig.DisaggConfig.KVWindowBegin, 0, len(tokens))
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	s.generate(w, r, req, user, begin)
+}
+
+// remoteSend computes the KV of the window [begin, end) and writes it into
+// the KV slots of the decode engine that holds PE recv_rank, returning once
+// that engine has acknowledged the data.
+func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest) *protocol.Error {
+	t, peerAddr, tokens, perr := s.planSend(req)
+	if perr != nil || len(t.slots) == 0 {
+		return perr
+	}
+	cr := &request{id: t.user, prompt: tokens, computeOnly: true, sendBegin: t.begin, events: newEventQueue()}
+	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: &output{tok: s.e.tok}}}
+	if err := s.e.do(func() { s.e.submit(cr) }); err != nil {
+		return unavailable(err)
+	}
+	payload, perr := s.awaitPayload(ctx, cr)
+	if perr != nil {
+		return perr
+	}
+	t.data = payload
+	if perr := sendKV(ctx, s.client, peerAddr, t); perr != nil {
+		return perr
+	}
+	s.e.logf("remote_send %q: tokens [%d, %d) to %s", t.user, t.begin, t.begin+len(t.slots), peerAddr)
+	return nil
+}
+
+// planSend checks a remote_send request and returns the transfer to fill,
+// the destination and the tokens [0, end) to compute.
+func (s *server) planSend(req *protocol.CompletionRequest) (*transfer, string, []int, *protocol.Error) {
+	user, perr := userOf(req)
+	if perr != nil {
+		return nil, "", nil, perr
+	}
+	tokens, perr := s.tokenize(req.Prompt)
+	if perr != nil {
+		return nil, "", nil, perr
+	}
+	dc := req.DebugConfig.DisaggConfig
+	begin, perr := window("begin", dc.KVWindowBegin, 0, len(tokens))
+	if perr != nil {
+		return nil, "", nil, perr
+	}
+	end, perr := window("end", dc.KVWindowEnd, -1, len(tokens))
+	if perr != nil {
+		return nil, "", nil, perr
+	}
+	if begin > end {
+		return nil, "", nil, protocol.InvalidRequest("begin", "begin %d is after end %d", begin, end)
+	}
+	meta, err := protocol.DecodeKVAppendMetadata(dc.KVAppendMetadata, 1)
+	if err != nil {
+		return nil, "", nil, protocol.InvalidRequest("kv_addr_info", "%v", err)
+	}
+	if n := meta.Tokens(0); n != end-begin {
+		return nil, "", nil, protocol.InvalidRequest("kv_addr_info", "kv_addr_info holds %d tokens, the window [%d, %d) has %d", n, begin, end, end-begin)
+	}
+	rank := -1
+	if dc.DstGroupOffset != nil {
+		rank = *dc.DstGroupOffset
+	}
+	p, err := s.world.peerOf(rank)
+	if err != nil {
+		return nil, "", nil, protocol.InvalidRequest("recv_rank", "%v", err)
+	}
+	c := s.e.model.Config()
+	t := &transfer{fingerprint: s.e.model.Fingerprint(), layers: c.Layers, dim: c.Dim, user: user, begin: begin}
+	for _, seg := range meta[0] {
+		for i := 0; i < seg.Length; i++ {
+			t.slots = append(t.slots, seg.Start+i)
+		}
+	}
+	return t, p.Addr, tokens[:end], nil
+}
+
+// awaitPayload waits for a computeOnly request's keys and values.
+func (s *server) awaitPayload(ctx context.Context, cr *request) ([]byte, *protocol.Error) {
+	for {
+		evs, err := cr.events.wait(ctx)
+		if err != nil {
+			s.abort(cr)
+			return nil, protocol.Errorf(499, protocol.ErrTypeServer, "client went away")
+		}
+		for _, ev := range evs {
+			switch {
+			case !ev.done:
+				continue
+			case ev.payload != nil:
+				return ev.payload, nil
+			case ev.aborted:
+				return nil, unavailable(errStopped)
+			default:
+				return nil, protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
+					"remote_send was preempted: KV cache full").WithCode(protocol.FinishPreempt)
+			}
+		}
+	}
+}
+
+// kvTransfer answers POST /microserving/kv_transfer: another engine of the
+// world writes keys and values into this engine's reserved slots.
+func (s *server) kvTransfer(w http.ResponseWriter, r *http.Request) {
+	if s.world == nil {
+		protocol.InvalidRequest("", "KV transfer needs an engine in disaggregation mode").Write(w)
+		return
+	}
+	b, perr := protocol.ReadBody(r.Body, maxTransferBytes)
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	t, err := decodeTransfer(b)
+	if err != nil {
+		protocol.InvalidRequest("", "%v", err).Write(w)
+		return
+	}
+	if perr := s.e.checkTransfer(t); perr != nil {
+		perr.Write(w)
+		return
+	}
+	if err := s.e.do(func() { perr = s.e.receiveKV(t) }); err != nil {
+		perr = unavailable(err)
+	}
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	writeJSON(w, struct{}{})
+}

@@ -1,0 +1,103 @@
+package builtin
+
+import (
+	"context"
+	"sync"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// genParams are a request's generation settings, resolved.
+type genParams struct {
+	n           int
+	maxTokens   int
+	stop        []string
+	ignoreEOS   bool
+	temperature float64
+	topP        float64
+	seed        *int64
+	presence    float64
+	frequency   float64
+	logitBias   map[int]float32
+}
+
+// request is one completion (n sequences) or one remote_send computation,
+// owned by the scheduler goroutine once submitted.
+type request struct {
+	id     string
+	prompt []int
+	params genParams
+	seqs   []*sequence
+	events *eventQueue
+
+	live             int // sequences not finished
+	completionTokens int
+	prefixMatched    int
+
+	// computeOnly requests (remote_send) compute the keys and values of
+	// prompt[:len(prompt)] without sampling, then hand back those of
+	// [sendBegin, len(prompt)) as payload.
+	computeOnly bool
+	sendBegin   int
+}
+
+// seqState is where a sequence is in the scheduler.
+type seqState int
+
+const (
+	seqWaiting seqState = iota
+	seqRunning
+	seqPrepared // holds prep_recv pages, waiting for start_generate
+	seqDone
+)
+
+// event is what the scheduler tells a request's handler.
+type event struct {
+	choice  int
+	text    string
+	finish  string          // "" while the choice goes on
+	done    bool            // last event of the request
+	usage   *protocol.Usage // with done
+	payload []byte          // with done, for computeOnly requests
+	aborted bool            // with done: the engine is shutting down
+}
+
+// eventQueue is an unbounded queue from the scheduler (which never blocks
+// on it) to one handler.
+type eventQueue struct {
+	mu     sync.Mutex
+	events []event
+	notify chan struct{}
+}
+
+func newEventQueue() *eventQueue { return &eventQueue{notify: make(chan struct{}, 1)} }
+
+// push appends an event and wakes the reader.
+func (q *eventQueue) push(e event) {
+	q.mu.Lock()
+	q.events = append(q.events, e)
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns the queued events, waiting for at least one, or ctx's
+// error.
+func (q *eventQueue) wait(ctx context.Context) ([]event, error) {
+	for {
+		q.mu.Lock()
+		evs := q.events
+		q.events = nil
+		q.mu.Unlock()
+		if len(evs) > 0 {
+			return evs, nil
+		}
+		select {
+		case <-q.notify:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

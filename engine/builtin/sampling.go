@@ -1,0 +1,116 @@
+package builtin
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// sampler picks the next token of one sequence from the model's logits.
+type sampler struct {
+	p       *genParams
+	allowed []bool // ids the model may sample
+	rng     *rand.Rand
+	counts  map[int]int // generated tokens, for the penalties
+	probs   []float64
+	order   []int
+}
+
+func newSampler(p *genParams, allowed []bool, choice int) *sampler {
+	s := &sampler{p: p, allowed: allowed, counts: map[int]int{}}
+	if p.temperature > 0 {
+		seed := rand.Uint64()
+		if p.seed != nil {
+			seed = uint64(*p.seed)
+		}
+		s.rng = rand.New(rand.NewPCG(seed, uint64(choice)))
+	}
+	return s
+}
+
+// adjust applies logit_bias and the presence and frequency penalties.
+func (s *sampler) adjust(logits []float32) {
+	for id, b := range s.p.logitBias {
+		if id < len(logits) {
+			logits[id] += b
+		}
+	}
+	if s.p.presence == 0 && s.p.frequency == 0 {
+		return
+	}
+	for id, n := range s.counts {
+		logits[id] -= float32(s.p.presence + s.p.frequency*float64(n))
+	}
+}
+
+// pick returns the next token and records it.
+func (s *sampler) pick(logits []float32) int {
+	s.adjust(logits)
+	var id int
+	if s.rng == nil {
+		id = s.greedy(logits)
+	} else {
+		id = s.draw(logits)
+	}
+	s.counts[id]++
+	return id
+}
+
+// greedy returns the allowed id of the highest logit, the lowest on a tie.
+func (s *sampler) greedy(logits []float32) int {
+	best := -1
+	for id, l := range logits {
+		if s.allowed[id] && (best < 0 || l > logits[best]) {
+			best = id
+		}
+	}
+	return best
+}
+
+// draw samples from softmax(logits/temperature) restricted to top_p.
+func (s *sampler) draw(logits []float32) int {
+	maxL := math.Inf(-1)
+	for id, l := range logits {
+		if s.allowed[id] {
+			maxL = math.Max(maxL, float64(l))
+		}
+	}
+	s.probs = s.probs[:0]
+	s.order = s.order[:0]
+	var sum float64
+	for id, l := range logits {
+		p := 0.0
+		if s.allowed[id] {
+			p = math.Exp((float64(l) - maxL) / s.p.temperature)
+			s.order = append(s.order, id)
+		}
+		s.probs = append(s.probs, p)
+		sum += p
+	}
+	sort.SliceStable(s.order, func(i, j int) bool { return s.probs[s.order[i]] > s.probs[s.order[j]] })
+	keep, mass := s.topP(sum)
+	u := s.rng.Float64() * mass
+	for _, id := range s.order[:keep] {
+		u -= s.probs[id]
+		if u < 0 {
+			return id
+		}
+	}
+	return s.order[keep-1]
+}
+
+// topP returns how many of the ordered ids make up top_p of the mass, and
+// their mass.
+func (s *sampler) topP(sum float64) (int, float64) {
+	if s.p.topP >= 1 {
+		return len(s.order), sum
+	}
+	var mass float64
+	for i, id := range s.order {
+		mass += s.probs[id]
+		if mass >= s.p.topP*sum {
+			return i + 1, mass
+		}
+	}
+	return len(s.order), mass
+}

@@ -1,0 +1,177 @@
+package builtin
+
+import (
+	"slices"
+)
+
+// step is one scheduler iteration: admit waiting sequences while pages
+// allow, prefill up to prefill_chunk_size prompt tokens, then decode one
+// token of every running sequence.
+func (e *Engine) step() {
+	e.admit()
+	e.prefill()
+	e.decode()
+}
+
+// admissible returns the first waiting sequence if it can start now.
+func (e *Engine) admissible() *sequence {
+	if len(e.waiting) == 0 || len(e.running) >= e.opts.Overrides.MaxNumSequence {
+		return nil
+	}
+	s := e.waiting[0]
+	if pagesFor(s.target())-len(s.pages) > e.pool.Available() {
+		return nil
+	}
+	return s
+}
+
+// admit moves waiting sequences to running, in order.
+func (e *Engine) admit() {
+	for s := e.admissible(); s != nil; s = e.admissible() {
+		e.waiting = e.waiting[1:]
+		if len(s.pages) == 0 && s.kvLen == 0 {
+			e.matchPrefix(s)
+		}
+		e.admitSeq++
+		s.admitted = e.admitSeq
+		s.state = seqRunning
+		e.running = append(e.running, s)
+	}
+}
+
+// matchPrefix starts s from the prefix cache. A sampling sequence always
+// computes its last token itself, for the logits.
+func (e *Engine) matchPrefix(s *sequence) {
+	limit := s.target() - 1
+	if s.req.computeOnly {
+		limit = s.target()
+	}
+	pages, matched := e.pool.Match(s.tokens, limit)
+	s.setPages(pages)
+	s.kvLen = matched
+	if s.index == 0 && s.generated == 0 {
+		s.req.prefixMatched = matched
+	}
+}
+
+// prefill computes prompt positions of sequences that have not started
+// decoding, up to prefill_chunk_size positions in all.
+func (e *Engine) prefill() {
+	budget := e.opts.Overrides.PrefillChunkSize
+	for _, s := range slices.Clone(e.running) {
+		if budget == 0 {
+			return
+		}
+		if s.state != seqRunning || s.decoding {
+			continue
+		}
+		n := min(budget, s.target()-s.kvLen)
+		if !e.reserve(s, s.kvLen+n) {
+			continue
+		}
+		for i := 0; i < n; i++ {
+			e.forward(s, s.kvLen+1 == s.target() && !s.req.computeOnly)
+		}
+		budget -= n
+		e.stats.prefillTokens += int64(n)
+		if s.kvLen < s.target() {
+			continue
+		}
+		if s.req.computeOnly {
+			e.finishCompute(s)
+			continue
+		}
+		s.decoding = true
+		e.sample(s)
+	}
+}
+
+// decode feeds the last token of every decoding sequence and samples.
+func (e *Engine) decode() {
+	for _, s := range slices.Clone(e.running) {
+		if s.state != seqRunning || !s.decoding {
+			continue
+		}
+		if !e.reserve(s, s.kvLen+1) {
+			continue
+		}
+		e.forward(s, true)
+		e.stats.decodeTokens++
+		e.sample(s)
+	}
+}
+
+// forward runs the model on the next position of s.
+func (e *Engine) forward(s *sequence, wantLogits bool) {
+	var logits []float32
+	if wantLogits {
+		logits = e.logits
+	}
+	e.model.Forward(e.pool.KV, s.slots[:s.kvLen+1], s.tokens[s.kvLen], e.scratch, logits)
+	s.kvLen++
+}
+
+// reserve gives s pages for positions [0, upto), evicting cached pages
+// and then preempting the most recently admitted running sequence as
+// needed. It reports false when s itself had to go or nothing could.
+func (e *Engine) reserve(s *sequence, upto int) bool {
+	for len(s.slots) < upto {
+		if page, ok := e.pool.Alloc(); ok {
+			s.addPage(page)
+			continue
+		}
+		v := e.victim()
+		if v == nil {
+			return false
+		}
+		e.preempt(v)
+		if v == s {
+			return false
+		}
+	}
+	return true
+}
+
+// victim is the most recently admitted running sequence.
+func (e *Engine) victim() *sequence {
+	var v *sequence
+	for _, s := range e.running {
+		if v == nil || s.admitted > v.admitted {
+			v = s
+		}
+	}
+	return v
+}
+
+// preempt evicts s's KV cache. In disaggregation mode s ends with
+// finish_reason "preempt" (the router retries it); otherwise it waits at
+// the head of the queue and resumes from its prompt and generated tokens.
+func (e *Engine) preempt(s *sequence) {
+	e.stats.preemptions++
+	e.logf("preempt request %s choice %d at %d tokens", s.req.id, s.index, len(s.tokens))
+	if e.disagg {
+		e.finish(s, finishPreempt)
+		return
+	}
+	e.dropPages(s)
+	e.removeRunning(s)
+	s.decoding = false
+	s.state = seqWaiting
+	e.waiting = append([]*sequence{s}, e.waiting...)
+}
+
+// dropPages offers s's computed pages to the prefix cache and releases
+// them.
+func (e *Engine) dropPages(s *sequence) {
+	e.pool.Insert(s.tokens[:min(s.kvLen, len(s.tokens))], s.pages)
+	e.pool.ReleaseAll(s.pages)
+	s.pages, s.slots, s.kvLen = nil, nil, 0
+}
+
+func (e *Engine) removeRunning(s *sequence) {
+	e.running = slices.DeleteFunc(e.running, func(r *sequence) bool { return r == s })
+}
+
+func (e *Engine) removeWaiting(s *sequence) {
+	e.waiting = slices.DeleteFunc(e.waiting, func(r *sequence) bool { return r == s })
+}

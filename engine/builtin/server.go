@@ -1,0 +1,319 @@
+package builtin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// defaultMaxTokens bounds a generation that sets no max_tokens.
+const defaultMaxTokens = 256
+
+// maxTransferBytes bounds a kv_transfer body.
+const maxTransferBytes = 1 << 30
+
+// server is the engine's HTTP API.
+type server struct {
+	e       *Engine
+	world   *world
+	client  *http.Client
+	created int64
+}
+
+func newServer(e *Engine, w *world) *server {
+	return &server{e: e, world: w, client: &http.Client{}, created: time.Now().Unix()}
+}
+
+// route is one endpoint.
+type route struct {
+	method  string
+	handler http.HandlerFunc
+}
+
+// handler returns the engine's HTTP handler.
+func (s *server) handler() http.Handler {
+	routes := map[string]route{
+		protocol.PathModels:        {http.MethodGet, s.models},
+		protocol.PathCompletions:   {http.MethodPost, s.completions},
+		protocol.PathPrepRecv:      {http.MethodPost, s.prepRecvEndpoint},
+		protocol.PathRemoteSend:    {http.MethodPost, s.remoteSendEndpoint},
+		protocol.PathStartGenerate: {http.MethodPost, s.startGenerateEndpoint},
+		PathKVTransfer:             {http.MethodPost, s.kvTransfer},
+		"/metrics":                 {http.MethodGet, s.metrics},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt, ok := routes[r.URL.Path]
+		switch {
+		case !ok:
+			protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "no such endpoint: %s", r.URL.Path).Write(w)
+		case r.Method != rt.method:
+			w.Header().Set("Allow", rt.method)
+			protocol.Errorf(http.StatusMethodNotAllowed, protocol.ErrTypeInvalidRequest, "%s takes %s, not %s", r.URL.Path, rt.method, r.Method).Write(w)
+		default:
+			rt.handler(w, r)
+		}
+	})
+}
+
+// models answers GET /v1/models.
+func (s *server) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, protocol.NewModelList(s.created, "caddy-mlc", s.e.opts.Model))
+}
+
+// completions answers POST /v1/completions.
+func (s *server) completions(w http.ResponseWriter, r *http.Request) {
+	req, perr := protocol.DecodeCompletionRequest(r.Body, 0)
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	if !s.e.opts.EnableDebug {
+		req.DebugConfig = nil
+	}
+	s.dispatch(w, r, req)
+}
+
+// dispatch runs a completion request by its debug_config.
+func (s *server) dispatch(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest) {
+	dc := req.DebugConfig
+	if dc != nil && dc.SpecialRequest != nil && *dc.SpecialRequest == protocol.SpecialQueryEngineMetrics {
+		s.metricsCompletion(w, req)
+		return
+	}
+	if dc == nil || dc.DisaggConfig == nil || dc.DisaggConfig.Kind == "" {
+		s.generate(w, r, req, "", 0)
+		return
+	}
+	switch dc.DisaggConfig.Kind {
+	case protocol.DisaggPrepareReceive:
+		s.prepRecvCompletion(w, r, req)
+	case protocol.DisaggRemoteSend:
+		s.remoteSendCompletion(w, r, req)
+	case protocol.DisaggStartGeneration:
+		s.startGeneration(w, r, req)
+	default:
+		protocol.InvalidRequest("debug_config", "unknown disagg_config.kind %q", dc.DisaggConfig.Kind).Write(w)
+	}
+}
+
+// generate runs a completion; with a user, generation starts at begin on
+// that user's prep_recv reservation.
+func (s *server) generate(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest, user string, begin int) {
+	cr, perr := s.newRequest(req, user)
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	err := s.e.do(func() {
+		if user != "" {
+			if perr = s.e.attachPrepared(cr, user, begin); perr != nil {
+				return
+			}
+		}
+		s.e.submit(cr)
+	})
+	if err != nil {
+		perr = unavailable(err)
+	}
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	if req.Stream {
+		s.stream(w, r.Context(), req, cr)
+	} else {
+		s.collect(w, r.Context(), req, cr)
+	}
+}
+
+// abort cancels cr on the scheduler.
+func (s *server) abort(cr *request) { _ = s.e.do(func() { s.e.abort(cr) }) }
+
+// collect answers a whole completion once it is done.
+func (s *server) collect(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
+	resp := s.response(req, cr)
+	for i := range cr.seqs {
+		resp.Choices = append(resp.Choices, protocol.CompletionChoice{Index: i})
+	}
+	for {
+		evs, err := cr.events.wait(ctx)
+		if err != nil {
+			s.abort(cr)
+			return
+		}
+		for _, ev := range evs {
+			if ev.done {
+				if ev.aborted {
+					unavailable(errStopped).Write(w)
+					return
+				}
+				resp.Usage = ev.usage
+				writeJSON(w, resp)
+				return
+			}
+			resp.Choices[ev.choice].Text += ev.text
+			if ev.finish != "" {
+				resp.Choices[ev.choice].FinishReason = protocol.StringPtr(ev.finish)
+			}
+		}
+	}
+}
+
+// stream answers a completion as server-sent events.
+func (s *server) stream(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
+	sse := protocol.NewSSEWriter(w)
+	for {
+		evs, err := cr.events.wait(ctx)
+		if err != nil {
+			s.abort(cr)
+			return
+		}
+		for _, ev := range evs {
+			if ev.done {
+				s.endStream(sse, req, cr, ev)
+				return
+			}
+			chunk := s.response(req, cr)
+			choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text}
+			if ev.finish != "" {
+				choice.FinishReason = protocol.StringPtr(ev.finish)
+			}
+			chunk.Choices = []protocol.CompletionChoice{choice}
+			if sse.WriteJSON(chunk) != nil {
+				s.abort(cr)
+				return
+			}
+		}
+	}
+}
+
+// endStream writes the usage chunk, when asked for, and the end marker.
+func (s *server) endStream(sse *protocol.SSEWriter, req *protocol.CompletionRequest, cr *request, ev event) {
+	if ev.aborted {
+		s.e.logf("request %s: stream ended by shutdown", cr.id)
+	} else if req.IncludeUsage() {
+		chunk := s.response(req, cr)
+		chunk.Choices = []protocol.CompletionChoice{}
+		chunk.Usage = ev.usage
+		_ = sse.WriteJSON(chunk)
+	}
+	_ = sse.WriteDone()
+}
+
+// response returns an empty completion response for cr.
+func (s *server) response(req *protocol.CompletionRequest, cr *request) protocol.CompletionResponse {
+	m := req.Model
+	if m == "" {
+		m = s.e.opts.Model
+	}
+	return protocol.CompletionResponse{ID: "cmpl-" + cr.id, Object: protocol.ObjectTextCompletion, Created: time.Now().Unix(), Model: m, Choices: []protocol.CompletionChoice{}}
+}
+
+// newRequest tokenizes and resolves a completion request.
+func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*request, *protocol.Error) {
+	tokens, perr := s.tokenize(req.Prompt)
+	if perr != nil {
+		return nil, perr
+	}
+	p, perr := s.params(req)
+	if perr != nil {
+		return nil, perr
+	}
+	id := user
+	if id == "" {
+		id = newID()
+	}
+	cr := &request{id: id, prompt: tokens, params: p, events: newEventQueue()}
+	for i := 0; i < p.n; i++ {
+		cr.seqs = append(cr.seqs, &sequence{
+			req: cr, index: i, tokens: append([]int(nil), tokens...),
+			sampler: newSampler(&cr.params, s.e.allowed, i),
+			out:     &output{tok: s.e.tok, stop: p.stop},
+		})
+	}
+	return cr, nil
+}
+
+// tokenize returns the prompt's token ids.
+func (s *server) tokenize(p protocol.Prompt) ([]int, *protocol.Error) {
+	ids := p.IDs
+	if p.IsText {
+		ids = s.e.tok.Encode(p.Text)
+	}
+	vocab := s.e.model.Config().Vocab
+	for i, id := range ids {
+		if id >= vocab {
+			return nil, protocol.InvalidRequest("prompt", "prompt[%d]: token id %d is outside the vocabulary of %d", i, id, vocab)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
+	}
+	if limit := s.e.opts.Overrides.MaxTotalSeqLength; len(ids) >= limit {
+		return nil, protocol.InvalidRequest("prompt", "prompt has %d tokens; this engine holds at most %d (max_total_seq_length)", len(ids), limit-1)
+	}
+	return ids, nil
+}
+
+// params resolves the generation settings of req.
+func (s *server) params(req *protocol.CompletionRequest) (genParams, *protocol.Error) {
+	p := genParams{
+		n: req.NOr(), maxTokens: req.MaxTokensOr(defaultMaxTokens), stop: req.Stop,
+		temperature: 1, topP: 1, seed: req.Seed,
+	}
+	if req.Temperature != nil {
+		p.temperature = *req.Temperature
+	}
+	if req.TopP != nil {
+		p.topP = *req.TopP
+	}
+	if req.PresencePenalty != nil {
+		p.presence = *req.PresencePenalty
+	}
+	if req.FrequencyPenalty != nil {
+		p.frequency = *req.FrequencyPenalty
+	}
+	if req.DebugConfig != nil {
+		p.ignoreEOS = req.DebugConfig.IgnoreEOS
+	}
+	if len(req.LogitBias) > 0 {
+		p.logitBias = map[int]float32{}
+	}
+	for k, v := range req.LogitBias {
+		id, err := strconv.Atoi(k)
+		if err != nil || id < 0 || id >= s.e.model.Config().Vocab {
+			return p, protocol.InvalidRequest("logit_bias", "logit_bias key %q is not a token id of this model", k)
+		}
+		p.logitBias[id] = float32(v)
+	}
+	return p, nil
+}
+
+// unavailable is the answer while the engine shuts down.
+func unavailable(err error) *protocol.Error {
+	return protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable, "%v", err)
+}
+
+// writeJSON answers v with status 200.
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "encode response: %v", err).Write(w)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// newID returns a random request id.
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
