@@ -1,3 +1,5 @@
+//go:build linux
+
 package engine
 
 import (
@@ -169,6 +171,7 @@ func commandSpec(t *testing.T, gpus ...int) Spec {
 
 func TestFleetCommandEngines(t *testing.T) {
 	h := newHarness(t)
+	t.Setenv(envGrandchild, "1") // Stop and restarts must take it down too
 	uid := &fixedUID{uid: []int{9, 8, 7, 0, 255}}
 	spec := commandSpec(t, 2, 1, 1)
 	f := h.newFleet(spec, Options{UIDSource: uid})
@@ -230,6 +233,7 @@ func testRestart(t *testing.T, h *harness, spec Spec, uid []int) {
 		t.Fatal(err)
 	}
 	h.waitFor("engine 1 to be restarted", func() bool { return f.Restarts(1) == 1 && f.State(1) == StateReady })
+	assertGroupsGone(t, old) // the killed engine's own child is gone as well
 	h.notePIDs()
 	h.mu.Lock()
 	tr := h.transitions[1]

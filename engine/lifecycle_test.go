@@ -1,6 +1,9 @@
+//go:build linux
+
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -96,5 +99,24 @@ func TestSpawnerUsesOneThread(t *testing.T) {
 	}
 	if err := sp.do(func() {}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestFleetStartCanceled(t *testing.T) {
+	h := newHarness(t)
+	spec := commandSpec(t, 1)
+	t.Setenv(envHangPort, strconv.Itoa(spec.Endpoints[0].Port))
+	f := h.newFleet(spec, Options{UIDSource: &fixedUID{uid: []int{1}}})
+	ctx, cancel := context.WithCancel(t.Context())
+	changed := f.Changed()
+	go func() {
+		<-changed // the engine is starting
+		cancel()
+	}()
+	if err := f.Start(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start = %v, want context.Canceled", err)
+	}
+	if f.State(0) != StateStopped {
+		t.Errorf("state %s after a canceled Start", f.State(0))
 	}
 }

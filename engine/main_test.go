@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -23,6 +24,7 @@ const (
 	envExitPort      = "FLEET_TEST_EXIT_PORT"       // the engine on this port dies at startup
 	envHangPort      = "FLEET_TEST_HANG_PORT"       // the engine on this port never gets ready
 	envIgnoreTerm    = "FLEET_TEST_IGNORE_TERM"     // "1": engines ignore SIGTERM
+	envGrandchild    = "FLEET_TEST_GRANDCHILD"      // "1": engines start a child of their own
 )
 
 // fakeUID is what the fake uid helper prints.
@@ -64,6 +66,12 @@ func fakeEngine(args []string) int {
 	writeRecord("engine-"+port, args)
 	if os.Getenv(envIgnoreTerm) == "1" {
 		signal.Ignore(syscall.SIGTERM)
+	}
+	if os.Getenv(envGrandchild) == "1" {
+		// Same process group; outlives the engine unless the fleet kills it.
+		if err := exec.Command("sleep", "600").Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "fake engine:", err)
+		}
 	}
 	if port == os.Getenv(envExitPort) {
 		for i := 1; i <= 30; i++ {

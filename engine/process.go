@@ -89,12 +89,6 @@ func (p *process) wait() {
 	close(p.exited)
 }
 
-// signalGroup sends sig to the process's whole group. The group id stays
-// reserved while any member lives, so this is safe after the leader exits.
-func (p *process) signalGroup(sig syscall.Signal) {
-	_ = syscall.Kill(-p.pid, sig)
-}
-
 // stop sends SIGTERM to the group, then SIGKILL once the leader has exited
 // or grace has passed, and waits until the leader is reaped. The final
 // SIGKILL also takes down members that outlived the leader.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -122,6 +123,7 @@ func (e *engine) launch(ctx context.Context) error {
 	}
 	defer e.setProc(nil)
 	if errors.Is(err, errExited) {
+		p.signalGroup(syscall.SIGKILL) // whatever it left behind
 		return fmt.Errorf("engine %s exited before it was ready: %w", e.ep.Addr(), p.exitError())
 	}
 	p.stop(e.f.spec.StopGrace)
@@ -162,6 +164,7 @@ func (e *engine) monitor(ctx context.Context) bool {
 	for {
 		select {
 		case <-p.exited:
+			p.signalGroup(syscall.SIGKILL) // leftovers would hold the port and GPUs
 			e.setProc(nil)
 			e.log.Error("engine exited", zap.Error(p.exitError()))
 			return true

@@ -58,8 +58,7 @@ sys.stdin.read()
 
 // NVSHMEMHelper is a UIDSource that gets the id from NVSHMEM itself, the
 // way MLC's router does, by running `<Python> -c <script>` with TVM. The
-// helper process stays alive until Close, which closes its stdin (and
-// kills its group after a grace period). If caddy dies, the helper's stdin
+// helper process stays alive until Close. If caddy dies, the helper's stdin
 // closes too, and Pdeathsig kills it.
 type NVSHMEMHelper struct {
 	// Python is the interpreter; python3 when empty.
@@ -69,10 +68,11 @@ type NVSHMEMHelper struct {
 	// Grace is how long Close waits for the helper to exit by itself.
 	Grace time.Duration
 
-	sp    *spawner
-	mu    sync.Mutex
-	proc  *process
-	stdin *os.File
+	sp      *spawner
+	mu      sync.Mutex
+	proc    *process
+	stdin   *os.File
+	closing chan struct{} // closed by Close
 }
 
 // UID starts the helper and reads the id from its first line of output.
@@ -88,6 +88,7 @@ func (h *NVSHMEMHelper) UID(ctx context.Context) ([]int, error) {
 	}
 	first := make(chan string, 1)
 	h.sp = newSpawner()
+	h.closing = make(chan struct{})
 	p, err := startProcess(h.sp, procConfig{
 		program: orDefault(h.Python, DefaultPython),
 		args:    []string{"-c", nvshmemUIDScript},
@@ -105,7 +106,11 @@ func (h *NVSHMEMHelper) UID(ctx context.Context) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nvshmem uid helper: %w", err)
 	}
-	return readUID(ctx, p, first)
+	uid, err := readUID(ctx, p, first)
+	if err == nil {
+		go h.watch(p)
+	}
+	return uid, err
 }
 
 // readUID parses the helper's first stdout line as a JSON int list.
@@ -130,14 +135,15 @@ func readUID(ctx context.Context, p *process, first <-chan string) ([]int, error
 	return uid, nil
 }
 
-// Close stops the helper: its stdin is closed, and its process group gets
-// SIGTERM then SIGKILL if it has not exited after Grace.
+// Close stops the helper: it closes the helper's stdin, waits up to Grace
+// for it to exit, then kills its process group.
 func (h *NVSHMEMHelper) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sp == nil {
 		return nil
 	}
+	close(h.closing)
 	h.stdin.Close()
 	if h.proc == nil { // the helper did not start
 		h.sp.close()
@@ -153,4 +159,15 @@ func (h *NVSHMEMHelper) Close() error {
 	h.sp.close()
 	h.sp = nil
 	return nil
+}
+
+// watch logs an exit of the helper before Close: the engines keep running,
+// but NVSHMEM may have lost its bootstrap.
+func (h *NVSHMEMHelper) watch(p *process) {
+	select {
+	case <-p.exited:
+		orDefault(h.Logger, zap.NewNop()).Error("nvshmem uid helper exited while the engines run",
+			zap.Error(p.exitError()))
+	case <-h.closing:
+	}
 }

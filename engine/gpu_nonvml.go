@@ -1,0 +1,15 @@
+//go:build !(linux && cgo)
+
+package engine
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+)
+
+// Inventory cannot use NVML in this build: go-nvml needs cgo on Linux. It
+// returns an error wrapping ErrNoNVML.
+func Inventory(*zap.Logger) ([]GPU, error) {
+	return nil, fmt.Errorf("%w: built without cgo or not on Linux", ErrNoNVML)
+}

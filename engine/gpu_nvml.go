@@ -1,0 +1,60 @@
+//go:build linux && cgo
+
+package engine
+
+import (
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/dustin/go-humanize"
+	"go.uber.org/zap"
+)
+
+// Inventory lists this machine's GPUs through NVML and logs each one. It
+// returns an error wrapping ErrNoNVML when the NVML library is missing.
+// go-nvml loads libnvidia-ml with dlopen, so this builds and runs without
+// the driver.
+func Inventory(logger *zap.Logger) ([]GPU, error) {
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		if ret == nvml.ERROR_LIBRARY_NOT_FOUND || ret == nvml.ERROR_DRIVER_NOT_LOADED {
+			return nil, fmt.Errorf("%w: %v", ErrNoNVML, ret)
+		}
+		return nil, fmt.Errorf("nvml init: %w", ret)
+	}
+	defer nvml.Shutdown()
+	n, ret := nvml.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvml device count: %w", ret)
+	}
+	gpus := make([]GPU, 0, n)
+	for i := range n {
+		gpu, err := deviceInfo(i)
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("GPU", zap.Int("index", i), zap.String("name", gpu.Name),
+			zap.String("memory", humanize.IBytes(gpu.MemoryTotal)),
+			zap.String("free", humanize.IBytes(gpu.MemoryFree)), zap.String("uuid", gpu.UUID))
+		gpus = append(gpus, gpu)
+	}
+	return gpus, nil
+}
+
+// deviceInfo reads GPU i. NVML must be initialised.
+func deviceInfo(i int) (GPU, error) {
+	dev, ret := nvml.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return GPU{}, fmt.Errorf("nvml device %d: %w", i, ret)
+	}
+	gpu := GPU{Index: i}
+	if gpu.Name, ret = dev.GetName(); ret != nvml.SUCCESS {
+		return GPU{}, fmt.Errorf("nvml device %d name: %w", i, ret)
+	}
+	gpu.UUID, _ = dev.GetUUID() // informational only
+	mem, ret := dev.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return GPU{}, fmt.Errorf("nvml device %d memory: %w", i, ret)
+	}
+	gpu.MemoryTotal, gpu.MemoryFree = mem.Total, mem.Free
+	return gpu, nil
+}
