@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	caddy.RegisterModule(App{})
+	caddy.RegisterModule(new(App))
 }
 
 // fleets holds the running engine fleets of every loaded config, keyed by
@@ -38,7 +38,7 @@ type App struct {
 }
 
 // CaddyModule returns the Caddy module information.
-func (App) CaddyModule() caddy.ModuleInfo {
+func (*App) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: "mlc", New: func() caddy.Module { return new(App) }}
 }
 

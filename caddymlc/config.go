@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 )
 
 // Routing modes.
@@ -85,6 +86,8 @@ type Router struct {
 	// Set by Provision.
 	logger   *zap.Logger
 	tok      Tokenizer
+	chatTmpl chat.Template
+	chatErr  error
 	fleet    *fleetHandle
 	client   *engineClient
 	bal      *balancer

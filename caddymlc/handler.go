@@ -38,6 +38,10 @@ func (r *Router) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
 	}
 	r.tok = tok
+	if r.chatTmpl, err = loadChatTemplate(r.Model); err != nil {
+		r.chatErr = err
+		r.logger.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
+	}
 	spec, err := r.fleetSpec()
 	if err != nil {
 		return err
@@ -132,6 +136,12 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyh
 		}
 		r.serveCompletion(w, req)
 		return nil
+	case path == protocol.PathChatCompletions:
+		if !allowMethod(w, req, http.MethodPost) {
+			return nil
+		}
+		r.serveChat(w, req)
+		return nil
 	case path == "/v1/models":
 		if !allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			return nil
@@ -166,25 +176,34 @@ func (r *Router) serveCompletion(w http.ResponseWriter, hreq *http.Request) {
 		apiErr.Write(w)
 		return
 	}
-	c := &completion{r: r, id: newID("cmpl-"), req: req}
-	c.prompt = req.Prompt.IDs
+	prompt := req.Prompt.IDs
 	if req.Prompt.IsText {
-		c.prompt = r.tok.Encode(req.Prompt.Text)
-		if len(c.prompt) == 0 {
+		prompt = r.tok.Encode(req.Prompt.Text)
+		if len(prompt) == 0 {
 			protocol.InvalidRequest("prompt", "prompt encodes to no tokens").Write(w)
 			return
 		}
 	}
-	c.log = r.logger.With(zap.String("request_id", c.id))
+	c := r.newCompletion("cmpl-", req, prompt)
 	var out sink
 	if req.Stream {
 		out = newCompletionStream(w, c.id, r.Model, req.IncludeUsage())
 	} else {
 		out = newCompletionWhole(w, c.id, r.Model, req.NOr())
 	}
+	r.run(hreq, c, out, begin)
+}
+
+func (r *Router) newCompletion(idPrefix string, req *protocol.CompletionRequest, prompt []int) *completion {
+	id := newID(idPrefix)
+	return &completion{r: r, id: id, req: req, prompt: prompt, log: r.logger.With(zap.String("request_id", id))}
+}
+
+// run serves c to out, then logs and counts it.
+func (r *Router) run(hreq *http.Request, c *completion, out sink, begin time.Time) {
 	rec := &outcomeSink{sink: out}
 	st := c.run(hreq.Context(), rec)
-	r.record(c, req, rec, st, begin)
+	r.record(c, c.req, rec, st, begin)
 }
 
 // record logs and counts a finished request.

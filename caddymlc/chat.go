@@ -1,0 +1,168 @@
+package caddymlc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	"github.com/caddy-mlc/caddy-mlc/engine/chat"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// loadChatTemplate returns the model's chat template: the built-in one for
+// tiny, else the model directory's (mlc-chat-config.json's conv_template,
+// or tokenizer_config.json's Jinja chat_template).
+func loadChatTemplate(model string) (chat.Template, error) {
+	if model == builtin.TinyModel {
+		return chat.Tiny(), nil
+	}
+	return chat.Load(model)
+}
+
+// serveChat renders the conversation with the model's template, tokenizes
+// it, and serves it as a completion whose text is the assistant's answer.
+func (r *Router) serveChat(w http.ResponseWriter, hreq *http.Request) {
+	begin := time.Now()
+	creq, apiErr := r.decodeChat(hreq)
+	if apiErr != nil {
+		r.metrics.requests.WithLabelValues(r.Mode, "client_error").Inc()
+		apiErr.Write(w)
+		return
+	}
+	prompt, stops, apiErr := r.renderChat(creq)
+	if apiErr != nil {
+		r.metrics.requests.WithLabelValues(r.Mode, "client_error").Inc()
+		apiErr.Write(w)
+		return
+	}
+	req := creq.Completion(prompt)
+	req.Stop = append(append(protocol.StopList(nil), creq.Stop...), stops...)
+	c := r.newCompletion("chatcmpl-", req, prompt)
+	var out sink
+	if req.Stream {
+		out = newChatStream(w, c.id, r.Model, req.IncludeUsage())
+	} else {
+		out = newChatWhole(w, c.id, r.Model, req.NOr())
+	}
+	r.run(hreq, c, out, begin)
+}
+
+func (r *Router) decodeChat(hreq *http.Request) (*protocol.ChatCompletionRequest, *protocol.Error) {
+	b, e := protocol.ReadBody(hreq.Body, r.maxBody())
+	if e != nil {
+		return nil, e
+	}
+	var creq protocol.ChatCompletionRequest
+	if e := protocol.DecodeJSON(b, &creq); e != nil {
+		return nil, e
+	}
+	if e := creq.Validate(); e != nil {
+		return nil, e
+	}
+	return &creq, nil
+}
+
+// renderChat returns the prompt ids of the conversation and the stop
+// strings its template implies.
+func (r *Router) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []string, *protocol.Error) {
+	if r.chatTmpl == nil {
+		return nil, nil, protocol.InvalidRequest("messages", "model %s has no chat template (%v); use /v1/completions", r.Model, r.chatErr)
+	}
+	msgs := make([]chat.Message, len(creq.Messages))
+	for i, raw := range creq.Messages {
+		if err := json.Unmarshal(raw, &msgs[i]); err != nil || msgs[i].Role == "" {
+			return nil, nil, protocol.InvalidRequest("messages", "messages[%d]: want an object with a role and a content", i)
+		}
+	}
+	opts := chat.DefaultOptions()
+	opts.Vars = creq.ChatTemplateKwargs
+	if !bytes.Equal(bytes.TrimSpace(creq.ToolChoice), []byte(`"none"`)) {
+		opts.Tools = creq.Tools
+	}
+	text, err := r.chatTmpl.Render(msgs, opts)
+	if errors.Is(err, chat.ErrUnsupported) {
+		return nil, nil, protocol.InvalidRequest("messages", "%v", err)
+	}
+	if err != nil {
+		return nil, nil, protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "rendering the chat template: %v", err)
+	}
+	var prompt []int
+	if t, ok := r.chatTmpl.(chat.TokenIDTemplate); ok {
+		prompt = append(prompt, t.PrefixTokenIDs()...)
+	}
+	prompt = append(prompt, r.tok.Encode(text)...)
+	if len(prompt) == 0 {
+		return nil, nil, protocol.InvalidRequest("messages", "the conversation renders to no tokens")
+	}
+	return prompt, r.chatTmpl.StopStrings(), nil
+}
+
+// chatStream streams a chat completion as chat.completion.chunk events.
+type chatStream struct {
+	*completionStream
+	roleSent map[int]bool
+}
+
+func newChatStream(w http.ResponseWriter, id, model string, includeUsage bool) *chatStream {
+	return &chatStream{completionStream: newCompletionStream(w, id, model, includeUsage), roleSent: map[int]bool{}}
+}
+
+func (s *chatStream) chatChunk(choices []protocol.ChatChunkChoice, usage *protocol.Usage) protocol.ChatCompletionChunk {
+	if choices == nil {
+		choices = []protocol.ChatChunkChoice{}
+	}
+	return protocol.ChatCompletionChunk{ID: s.id, Object: protocol.ObjectChatCompletionChunk, Created: s.created, Model: s.model, Choices: choices, Usage: usage}
+}
+
+func (s *chatStream) delta(index int, text string, _ json.RawMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := protocol.ChatDelta{Content: &text}
+	if !s.roleSent[index] {
+		d.Role = "assistant"
+		s.roleSent[index] = true
+	}
+	return s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, Logprobs: nullJSON}}, nil))
+}
+
+func (s *chatStream) finish(index int, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := protocol.ChatDelta{}
+	if !s.roleSent[index] {
+		d.Role = "assistant"
+		s.roleSent[index] = true
+	}
+	_ = s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, FinishReason: &reason, Logprobs: nullJSON}}, nil))
+}
+
+func (s *chatStream) done(usage protocol.Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.includeUsage {
+		_ = s.write(s.chatChunk(nil, &usage))
+	}
+	if !s.broken && s.sse != nil {
+		_ = s.sse.WriteDone()
+	}
+}
+
+// chatWhole answers a chat completion as one JSON body.
+type chatWhole struct{ *completionWhole }
+
+func newChatWhole(w http.ResponseWriter, id, model string, n int) *chatWhole {
+	return &chatWhole{newCompletionWhole(w, id, model, n)}
+}
+
+func (c *chatWhole) done(usage protocol.Usage) {
+	choices := make([]protocol.ChatChoice, len(c.choices))
+	for i, ch := range c.choices {
+		choices[i] = protocol.ChatChoice{Index: i, Message: protocol.ChatMessage{Role: "assistant", Content: ch.Text}, FinishReason: ch.FinishReason, Logprobs: nullJSON}
+	}
+	writeJSON(c.w, http.StatusOK, protocol.ChatCompletionResponse{
+		ID: c.id, Object: protocol.ObjectChatCompletion, Created: time.Now().Unix(), Model: c.model, Choices: choices, Usage: &usage,
+	})
+}
