@@ -2,7 +2,9 @@ package tokenizer
 
 import (
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -90,8 +92,6 @@ func newBPE(m *bpeJSON) (*bpe, error) {
 		// A repeated pair keeps its last rank, as in the reference.
 		b.merges[pairKey(int32(a), int32(c))] = merge{int32(rank), int32(n)}
 	}
-	b.cache.m = make(map[string][]int)
-	b.rawCache.m = make(map[string][]int)
 	return b, nil
 }
 
@@ -309,28 +309,29 @@ func (h *mergeQueue) pop() queued {
 	return top
 }
 
-// wordCache maps words to their ids. It is safe for concurrent use and
-// is emptied when it reaches maxCacheEntries, which bounds its memory
-// while keeping the hot vocabulary of a workload cached.
+// wordCache maps words to their ids. It is safe for concurrent use
+// (reads take no lock) and is emptied when it reaches maxCacheEntries,
+// which bounds its memory while keeping the hot vocabulary of a
+// workload cached.
 type wordCache struct {
-	mu sync.RWMutex
-	m  map[string][]int
+	m sync.Map // string -> []int
+	n atomic.Int64
 }
 
 const maxCacheEntries = 1 << 16
 
 func (c *wordCache) get(w string) ([]int, bool) {
-	c.mu.RLock()
-	ids, ok := c.m[w]
-	c.mu.RUnlock()
-	return ids, ok
+	v, ok := c.m.Load(w)
+	if !ok {
+		return nil, false
+	}
+	return v.([]int), true
 }
 
 func (c *wordCache) put(w string, ids []int) {
-	c.mu.Lock()
-	if len(c.m) >= maxCacheEntries {
-		clear(c.m)
+	if c.n.Add(1) > maxCacheEntries {
+		c.n.Store(0)
+		c.m.Clear()
 	}
-	c.m[w] = ids
-	c.mu.Unlock()
+	c.m.Store(strings.Clone(w), ids)
 }

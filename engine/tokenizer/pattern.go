@@ -24,7 +24,7 @@ var errUnsupported = errors.New("not supported")
 type pattern struct {
 	literal string
 	re      *regexp2.Regexp
-	fast    func(string) [][2]int // hand-compiled re, when known
+	fast    func(dst [][2]int, s string) [][2]int // hand-compiled re, when known
 }
 
 // compilePattern compiles a {"String": ...} or {"Regex": ...} pattern.
@@ -52,10 +52,10 @@ func compilePattern(p *patternJSON) (*pattern, error) {
 	}
 }
 
-// findAll returns the byte offsets [start, end) of the successive
-// non-overlapping, non-empty matches in s.
-func (p *pattern) findAll(s string) [][2]int {
-	var out [][2]int
+// findAll appends to dst the byte offsets [start, end) of the
+// successive non-overlapping, non-empty matches in s.
+func (p *pattern) findAll(dst [][2]int, s string) [][2]int {
+	out := dst
 	if p.re == nil {
 		for off := 0; ; {
 			i := strings.Index(s[off:], p.literal)
@@ -68,21 +68,21 @@ func (p *pattern) findAll(s string) [][2]int {
 		}
 	}
 	if p.fast != nil {
-		return p.fast(s)
+		return p.fast(dst, s)
 	}
-	return p.regexpFindAll(s)
+	return p.regexpFindAll(dst, s)
 }
 
 // regexpFindAll is findAll with regexp2 only.
-func (p *pattern) regexpFindAll(s string) [][2]int {
+func (p *pattern) regexpFindAll(dst [][2]int, s string) [][2]int {
 	idx, err := p.re.FindAllStringIndex(s, -1)
 	if err != nil {
 		// Only a timeout or stack limit can fail a match, and neither is
 		// set; should one happen anyway, treat the text as unmatched
 		// rather than panic on user input.
-		return nil
+		return dst
 	}
-	out := make([][2]int, 0, len(idx))
+	out := dst
 	for _, m := range idx {
 		if m[1] > m[0] {
 			out = append(out, [2]int{m[0], m[1]})
@@ -96,7 +96,7 @@ func (p *pattern) replaceAll(s, repl string) string {
 	if p.re == nil {
 		return strings.ReplaceAll(s, p.literal, repl)
 	}
-	ms := p.findAll(s)
+	ms := p.findAll(nil, s)
 	if len(ms) == 0 {
 		return s
 	}

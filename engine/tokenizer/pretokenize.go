@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -20,10 +21,20 @@ type piece struct {
 
 // A preTokenizer splits pieces into smaller pieces (and may rewrite
 // them, as ByteLevel and Metaspace do). The model encodes each resulting
-// piece on its own.
+// piece on its own. preTokenize appends the pieces ps split into to dst
+// (which must not alias ps) and may use sc for temporary storage.
 type preTokenizer interface {
-	preTokenize(ps []piece) []piece
+	preTokenize(sc *scratch, dst, ps []piece) []piece
 }
+
+// scratch holds buffers reused across calls to EncodeSpecial.
+type scratch struct {
+	pieces  [3][]piece
+	matches [][2]int
+	depth   int // nesting of preTokenizerSeq
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // gpt2Pattern is the split expression ByteLevel uses when use_regex is
 // true.
@@ -118,11 +129,27 @@ func isPunctuation(r rune) bool {
 // preTokenizerSeq applies its members in order.
 type preTokenizerSeq []preTokenizer
 
-func (q preTokenizerSeq) preTokenize(ps []piece) []piece {
-	for _, p := range q {
-		ps = p.preTokenize(ps)
+func (q preTokenizerSeq) preTokenize(sc *scratch, dst, ps []piece) []piece {
+	// Intermediate results ping-pong between two scratch buffers, or,
+	// in a nested sequence, between fresh ones.
+	var bufs [2][]piece
+	if sc.depth == 0 {
+		bufs = [2][]piece{sc.pieces[1], sc.pieces[2]}
 	}
-	return ps
+	sc.depth++
+	defer func() { sc.depth-- }()
+	for i, p := range q {
+		if i == len(q)-1 {
+			if sc.depth == 1 {
+				sc.pieces[1], sc.pieces[2] = bufs[0], bufs[1]
+			}
+			return p.preTokenize(sc, dst, ps)
+		}
+		out := p.preTokenize(sc, bufs[i%2][:0], ps)
+		bufs[i%2] = out
+		ps = out
+	}
+	return append(dst, ps...)
 }
 
 // behavior is the reference's SplitDelimiterBehavior: what becomes of
@@ -155,9 +182,8 @@ func parseBehavior(s string) (behavior, error) {
 
 // runeMatcher returns a find function matching each rune for which f
 // holds, one match per rune.
-func runeMatcher(f func(rune) bool) func(string) [][2]int {
-	return func(s string) [][2]int {
-		var out [][2]int
+func runeMatcher(f func(rune) bool) func([][2]int, string) [][2]int {
+	return func(out [][2]int, s string) [][2]int {
 		for i, r := range s {
 			if f(r) {
 				out = append(out, [2]int{i, i + utf8.RuneLen(r)})
@@ -169,7 +195,7 @@ func runeMatcher(f func(rune) bool) func(string) [][2]int {
 
 // A splitter splits each piece at the matches of find.
 type splitter struct {
-	find     func(string) [][2]int
+	find     func(dst [][2]int, s string) [][2]int
 	behavior behavior
 	invert   bool
 }
@@ -180,23 +206,24 @@ type segment struct {
 	match      bool
 }
 
-func (sp *splitter) preTokenize(ps []piece) []piece {
-	out := make([]piece, 0, len(ps)*2)
+func (sp *splitter) preTokenize(sc *scratch, dst, ps []piece) []piece {
 	for _, p := range ps {
-		out = sp.split(out, p)
+		dst = sp.split(sc, dst, p)
 	}
-	return out
+	return dst
 }
 
 // split appends the pieces p splits into to out, following the
 // reference's NormalizedString::split.
-func (sp *splitter) split(out []piece, p piece) []piece {
+func (sp *splitter) split(sc *scratch, out []piece, p piece) []piece {
 	s := p.text
 	if s == "" {
 		return out
 	}
-	matches := sp.find(s)
+	sc.matches = sp.find(sc.matches[:0], s)
+	matches := sc.matches
 	if sp.behavior == isolated {
+		out = slices.Grow(out, 2*len(matches)+1)
 		// Every match and every gap is a piece (invert changes nothing).
 		prev := 0
 		for _, m := range matches {
@@ -296,19 +323,19 @@ type byteLevelPre struct {
 	deferMap bool
 }
 
-func (b *byteLevelPre) preTokenize(ps []piece) []piece {
-	out := make([]piece, 0, len(ps))
+func (b *byteLevelPre) preTokenize(sc *scratch, out, ps []piece) []piece {
+	start := len(out)
 	for _, p := range ps {
 		if b.addPrefixSpace && !strings.HasPrefix(p.text, " ") {
 			p.text = " " + p.text
 		}
 		if b.split != nil {
-			out = b.split.split(out, p)
+			out = b.split.split(sc, out, p)
 		} else if p.text != "" {
 			out = append(out, p)
 		}
 	}
-	for i := range out {
+	for i := start; i < len(out); i++ {
 		if b.deferMap {
 			out[i].raw = true
 		} else {
@@ -325,6 +352,7 @@ type metaspace struct {
 	replacement string
 	scheme      string // "always", "first" or "never"
 	split       bool
+	sp          *splitter // before each replacement character
 }
 
 func newMetaspace(c *componentJSON) (*metaspace, error) {
@@ -344,11 +372,12 @@ func newMetaspace(c *componentJSON) (*metaspace, error) {
 	default:
 		return nil, fmt.Errorf("metaspace prepend_scheme %q: %w", c.PrependScheme, errUnsupported)
 	}
+	lit := &pattern{literal: m.replacement}
+	m.sp = &splitter{find: lit.findAll, behavior: mergedWithNext}
 	return m, nil
 }
 
-func (m *metaspace) preTokenize(ps []piece) []piece {
-	out := make([]piece, 0, len(ps)*4)
+func (m *metaspace) preTokenize(sc *scratch, out, ps []piece) []piece {
 	for _, p := range ps {
 		p.text = strings.ReplaceAll(p.text, " ", m.replacement)
 		if !strings.HasPrefix(p.text, m.replacement) &&
@@ -361,12 +390,7 @@ func (m *metaspace) preTokenize(ps []piece) []piece {
 			}
 			continue
 		}
-		out = m.splitter().split(out, p)
+		out = m.sp.split(sc, out, p)
 	}
 	return out
-}
-
-func (m *metaspace) splitter() *splitter {
-	lit := &pattern{literal: m.replacement}
-	return &splitter{find: lit.findAll, behavior: mergedWithNext}
 }

@@ -20,22 +20,22 @@ const (
 
 // fastFinder returns a hand-compiled find function for a known
 // pattern, or nil.
-func fastFinder(expr string) func(string) [][2]int {
+func fastFinder(expr string) func([][2]int, string) [][2]int {
 	switch expr {
 	case llama3Pattern:
-		return func(s string) [][2]int { return scanAll(s, 3, llama3Match) }
+		return func(dst [][2]int, s string) [][2]int { return scanAll(dst, s, 3, llama3Match) }
 	case qwen2Pattern:
-		return func(s string) [][2]int { return scanAll(s, 1, llama3Match) }
+		return func(dst [][2]int, s string) [][2]int { return scanAll(dst, s, 1, llama3Match) }
 	case gpt2Pattern:
-		return func(s string) [][2]int { return scanAll(s, 0, gpt2Match) }
+		return func(dst [][2]int, s string) [][2]int { return scanAll(dst, s, 0, gpt2Match) }
 	}
 	return nil
 }
 
 // scanAll collects successive matches. Every rune starts a match in
 // these patterns, so the matches tile s.
-func scanAll(s string, digits int, match func(s string, i, digits int) int) [][2]int {
-	out := make([][2]int, 0, len(s)/4+1)
+func scanAll(dst [][2]int, s string, digits int, match func(s string, i, digits int) int) [][2]int {
+	out := dst
 	for i := 0; i < len(s); {
 		end := match(s, i, digits)
 		if end <= i { // cannot happen; never loop forever

@@ -276,6 +276,8 @@ func (t *HF) EncodeSpecial(text string, addSpecial bool) []int {
 		text = validUTF8(text)
 	}
 	ids := make([]int, 0, len(text)/3+4)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
 	var buf [1]piece
 	t.added.split(text, t.normalizer, func(tok int, p piece) {
 		if tok >= 0 {
@@ -285,7 +287,8 @@ func (t *HF) EncodeSpecial(text string, addSpecial bool) []int {
 		buf[0] = p
 		pieces := buf[:]
 		if t.pre != nil {
-			pieces = t.pre.preTokenize(pieces)
+			sc.pieces[0] = t.pre.preTokenize(sc, sc.pieces[0][:0], pieces)
+			pieces = sc.pieces[0]
 		}
 		for _, q := range pieces {
 			if q.raw {
