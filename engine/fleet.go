@@ -108,7 +108,8 @@ func (f *Fleet) ReadyEndpoints() []int {
 	return ready
 }
 
-// Restarts returns how many times engine i was restarted.
+// Restarts returns how many times the fleet tried to restart engine i
+// after its process died.
 func (f *Fleet) Restarts(i int) int { return f.engines[i].getRestarts() }
 
 // PID returns the process id of engine i, or 0 if it has no process.
@@ -193,7 +194,8 @@ func (f *Fleet) start(ctx context.Context) error {
 	if err := f.launchAll(sctx); err != nil {
 		return err
 	}
-	f.log.Info("engine fleet ready", zap.Int("engines", len(f.engines)),
+	f.log.Info("engine fleet started", zap.Int("spawned", f.spawned()),
+		zap.Int("external", len(f.engines)-f.spawned()),
 		zap.Int("gpus", f.spec.DeviceIDStarts()[len(f.engines)]),
 		zap.Stringer("took", time.Since(t0).Round(time.Millisecond)))
 	return nil
@@ -203,20 +205,29 @@ func (f *Fleet) start(ctx context.Context) error {
 // engine is ready, or the first failure.
 func (f *Fleet) launchAll(sctx context.Context) error {
 	results := make(chan error, len(f.engines))
-	spawned := 0
 	for _, e := range f.engines {
 		f.wg.Add(1)
 		if e.ep.External {
 			go func() { defer f.wg.Done(); e.watchExternal(f.ctx) }()
 			continue
 		}
-		spawned++
 		go func() { defer f.wg.Done(); e.run(sctx, f.ctx, results) }()
 	}
-	for range spawned {
+	for range f.spawned() {
 		if err := <-results; err != nil {
 			return fmt.Errorf("starting engine fleet: %w", err)
 		}
 	}
 	return nil
+}
+
+// spawned returns the number of engines the fleet runs itself.
+func (f *Fleet) spawned() int {
+	n := 0
+	for _, e := range f.engines {
+		if !e.ep.External {
+			n++
+		}
+	}
+	return n
 }

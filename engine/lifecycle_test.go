@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -118,5 +119,22 @@ func TestFleetStartCanceled(t *testing.T) {
 	}
 	if f.State(0) != StateStopped {
 		t.Errorf("state %s after a canceled Start", f.State(0))
+	}
+}
+
+func TestFleetPortInUse(t *testing.T) {
+	h := newHarness(t)
+	spec := commandSpec(t, 1)
+	ln, err := net.Listen("tcp", spec.Endpoints[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f := h.newFleet(spec, Options{UIDSource: &fixedUID{uid: []int{1}}})
+	if err := f.Start(t.Context()); !errors.Is(err, ErrPortInUse) {
+		t.Fatalf("Start = %v, want ErrPortInUse", err)
+	}
+	if argvs, _ := h.scriptRecords(spec.Endpoints[0].Port); len(argvs) != 0 {
+		t.Error("an engine was spawned on a taken port")
 	}
 }

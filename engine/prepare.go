@@ -40,7 +40,11 @@ func (f *Fleet) uidSource() UIDSource {
 	case f.opts.UIDSource != nil:
 		return f.opts.UIDSource
 	case f.spec.UID == UIDNVSHMEM:
-		return &NVSHMEMHelper{Python: f.spec.Program, Logger: f.log, Grace: f.spec.StopGrace}
+		python := DefaultPython
+		if f.spec.Kind == KindMLC {
+			python = f.spec.Program
+		}
+		return &NVSHMEMHelper{Python: python, Logger: f.log, Grace: f.spec.StopGrace}
 	default:
 		return RandomUID{}
 	}

@@ -96,14 +96,16 @@ func (e *engine) setProc(p *process) {
 func (e *engine) run(startCtx, ctx context.Context, initial chan<- error) {
 	e.setState(StateStarting)
 	err := e.launch(startCtx)
-	initial <- err
 	switch {
 	case err == nil:
-		e.supervise(ctx)
-	case startCtx.Err() != nil:
-		e.setState(StateStopped)
+	case errors.Is(err, context.Canceled):
+		e.setState(StateStopped) // Stop, or another engine failed
 	default:
 		e.setState(StateFailed)
+	}
+	initial <- err
+	if err == nil {
+		e.supervise(ctx)
 	}
 }
 
@@ -111,6 +113,9 @@ func (e *engine) run(startCtx, ctx context.Context, initial chan<- error) {
 // process is left.
 func (e *engine) launch(ctx context.Context) error {
 	t0 := time.Now()
+	if err := checkPortFree(e.ep); err != nil {
+		return fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
+	}
 	p, err := startProcess(e.f.sp, procConfig{program: e.program, args: e.args, env: e.env, logger: e.log})
 	if err != nil {
 		return fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
