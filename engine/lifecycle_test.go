@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
@@ -136,5 +138,28 @@ func TestFleetPortInUse(t *testing.T) {
 	}
 	if argvs, _ := h.scriptRecords(spec.Endpoints[0].Port); len(argvs) != 0 {
 		t.Error("an engine was spawned on a taken port")
+	}
+}
+
+// The kernel sends Pdeathsig when the thread that forked the child exits.
+// The spawner's thread exits when it is closed, so its children must die
+// then: this shows both that Pdeathsig is set and which thread it follows.
+func TestPdeathsigFollowsSpawnerThread(t *testing.T) {
+	sp := newSpawner()
+	p, err := startProcess(sp, procConfig{program: "sleep", args: []string{"60"}, logger: zap.NewNop()})
+	if err != nil {
+		sp.close()
+		t.Fatal(err)
+	}
+	sp.close()
+	select {
+	case <-p.exited:
+	case <-time.After(waitTimeout):
+		p.stop(0)
+		t.Fatal("child survived the thread that forked it")
+	}
+	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("child ended with %v, want SIGKILL", p.waitErr)
 	}
 }
