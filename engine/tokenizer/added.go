@@ -92,6 +92,10 @@ func (v *addedVocab) find(s string, t *trie) []span {
 	}
 	last := 0 // end of the previous emitted span
 	for i := 0; i < len(s); {
+		if !t.first[s[i]] {
+			i++
+			continue
+		}
 		tok, n := t.longest(s[i:])
 		if tok < 0 {
 			i++
@@ -152,8 +156,9 @@ func startsWithWord(s string) bool {
 
 // trie is a byte trie of token contents.
 type trie struct {
-	next map[byte]*trie
-	tok  int // index of the token ending here, or -1
+	next  map[byte]*trie
+	tok   int         // index of the token ending here, or -1
+	first *[256]bool // at the root: the bytes tokens start with
 }
 
 func newTrie() *trie { return &trie{tok: -1} }
@@ -161,6 +166,12 @@ func newTrie() *trie { return &trie{tok: -1} }
 func (t *trie) empty() bool { return len(t.next) == 0 }
 
 func (t *trie) insert(s string, tok int) {
+	if t.first == nil {
+		t.first = new([256]bool)
+	}
+	if s != "" {
+		t.first[s[0]] = true
+	}
 	n := t
 	for i := 0; i < len(s); i++ {
 		c, ok := n.next[s[i]]
