@@ -163,3 +163,18 @@ func TestPdeathsigFollowsSpawnerThread(t *testing.T) {
 		t.Errorf("child ended with %v, want SIGKILL", p.waitErr)
 	}
 }
+
+func TestFleetEngineOutputNeverBlocks(t *testing.T) {
+	h := newHarness(t)
+	t.Setenv(envSpam, "1")
+	f := h.newFleet(commandSpec(t, 1), Options{UIDSource: &fixedUID{uid: []int{1}}})
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if h.logs.FilterMessage("spam done").Len() != 1 {
+		t.Error("the last line before listening was not logged")
+	}
+	if h.logs.FilterField(zap.Bool("truncated", true)).Len() != 1 {
+		t.Error("the 1 MiB line was not logged truncated")
+	}
+}

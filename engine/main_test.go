@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -25,6 +26,7 @@ const (
 	envHangPort      = "FLEET_TEST_HANG_PORT"       // the engine on this port never gets ready
 	envIgnoreTerm    = "FLEET_TEST_IGNORE_TERM"     // "1": engines ignore SIGTERM
 	envGrandchild    = "FLEET_TEST_GRANDCHILD"      // "1": engines start a child of their own
+	envSpam          = "FLEET_TEST_SPAM"            // "1": engines write 4 MiB before listening
 )
 
 // fakeUID is what the fake uid helper prints.
@@ -73,6 +75,9 @@ func fakeEngine(args []string) int {
 			fmt.Fprintln(os.Stderr, "fake engine:", err)
 		}
 	}
+	if os.Getenv(envSpam) == "1" {
+		spam()
+	}
 	if port == os.Getenv(envExitPort) {
 		for i := 1; i <= 30; i++ {
 			fmt.Fprintf(os.Stderr, "fake engine: dying line %d\n", i)
@@ -94,6 +99,18 @@ func fakeEngine(args []string) int {
 	})
 	fmt.Fprintln(os.Stderr, "fake engine:", http.Serve(ln, nil))
 	return 1
+}
+
+// spam writes far more than a pipe holds, to both streams, with one line
+// longer than maxLogLine: the engine blocks unless the fleet reads it all.
+func spam() {
+	line := strings.Repeat("y", 1000) + "\n"
+	for range 2048 {
+		io.WriteString(os.Stdout, line)
+		io.WriteString(os.Stderr, line)
+	}
+	io.WriteString(os.Stdout, strings.Repeat("z", 1<<20)+"\n")
+	fmt.Fprintln(os.Stderr, "spam done")
 }
 
 // fakeUIDHelper prints fakeUID and waits for stdin to close, like the
