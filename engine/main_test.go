@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Environment variables of the test binary re-executed as a fake engine or
@@ -86,7 +87,8 @@ func fakeEngine(args []string) int {
 	}
 	if port == os.Getenv(envHangPort) {
 		fmt.Println("fake engine: hanging")
-		select {}
+		time.Sleep(time.Hour) // not select{}: the runtime would call that a deadlock
+		return 1
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
