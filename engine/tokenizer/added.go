@@ -157,7 +157,7 @@ func startsWithWord(s string) bool {
 // trie is a byte trie of token contents.
 type trie struct {
 	next  map[byte]*trie
-	tok   int         // index of the token ending here, or -1
+	tok   int        // index of the token ending here, or -1
 	first *[256]bool // at the root: the bytes tokens start with
 }
 

@@ -109,6 +109,15 @@ func fromJSON(data []byte) (*HF, error) {
 	if isNull(f.Model) {
 		return nil, errors.New("no model")
 	}
+	var kind struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(f.Model, &kind); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if kind.Type != "" && kind.Type != "BPE" {
+		return nil, fmt.Errorf("model %q: %w", kind.Type, errUnsupported)
+	}
 	var m bpeJSON
 	if err := json.Unmarshal(f.Model, &m); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
