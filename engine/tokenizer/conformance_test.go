@@ -47,13 +47,19 @@ func TestConformance(t *testing.T) {
 // for every corpus string.
 func compareWithReference(t *testing.T, tk *HF, corpus []string, ref *referenceResult) {
 	t.Helper()
-	var idMismatch, decMismatch, roundTrips, refRoundTrips, streamMismatch int
+	var idMismatch, specialMismatch, decMismatch, roundTrips, refRoundTrips, streamMismatch int
 	for i, s := range corpus {
 		got := tk.Encode(s)
 		if !slices.Equal(got, ref.IDs[i]) {
 			idMismatch++
 			if idMismatch <= 10 {
 				t.Errorf("Encode(%q)\n got %v\nwant %v", s, got, ref.IDs[i])
+			}
+		}
+		if sp := tk.EncodeSpecial(s, true); !slices.Equal(sp, ref.IDsSpecial[i]) {
+			specialMismatch++
+			if specialMismatch <= 10 {
+				t.Errorf("EncodeSpecial(%q, true)\n got %v\nwant %v", s, sp, ref.IDsSpecial[i])
 			}
 		}
 		dec := tk.Decode(ref.IDs[i])
@@ -84,6 +90,6 @@ func compareWithReference(t *testing.T, tk *HF, corpus []string, ref *referenceR
 			}
 		}
 	}
-	t.Logf("%d strings: %d id mismatches, %d decode mismatches, %d/%d round trips (where the reference round-trips), %d stream mismatches",
-		len(corpus), idMismatch, decMismatch, roundTrips, refRoundTrips, streamMismatch)
+	t.Logf("%d strings: %d id mismatches, %d with special tokens added, %d decode mismatches, %d/%d round trips (where the reference round-trips), %d stream mismatches",
+		len(corpus), idMismatch, specialMismatch, decMismatch, roundTrips, refRoundTrips, streamMismatch)
 }

@@ -128,9 +128,10 @@ func modelDir(tb testing.TB, model string) string {
 
 // referenceResult is what testdata/reference.cjs writes.
 type referenceResult struct {
-	IDs     [][]int  `json:"ids"`
-	Decoded []string `json:"decoded"`
-	Bench   *struct {
+	IDs        [][]int  `json:"ids"`
+	IDsSpecial [][]int  `json:"ids_special"`
+	Decoded    []string `json:"decoded"`
+	Bench      *struct {
 		Rounds          int     `json:"rounds"`
 		Seconds         float64 `json:"seconds"`
 		Tokens          int     `json:"tokens"`
@@ -179,8 +180,8 @@ func runReference(tb testing.TB, tokenizerJSON, configJSON string, corpus []stri
 	if err := json.Unmarshal(data, &res); err != nil {
 		tb.Fatal(err)
 	}
-	if len(res.IDs) != len(corpus) || len(res.Decoded) != len(corpus) {
-		tb.Fatalf("reference returned %d/%d results for %d strings", len(res.IDs), len(res.Decoded), len(corpus))
+	if len(res.IDs) != len(corpus) || len(res.IDsSpecial) != len(corpus) || len(res.Decoded) != len(corpus) {
+		tb.Fatalf("reference returned %d/%d/%d results for %d strings", len(res.IDs), len(res.IDsSpecial), len(res.Decoded), len(corpus))
 	}
 	return &res
 }

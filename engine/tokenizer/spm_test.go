@@ -210,6 +210,13 @@ func TestSentencePieceReference(t *testing.T) {
 				t.Errorf("Encode(%q)\n got %v\nwant %v", s, got, ref.IDs[i])
 			}
 		}
+		// TemplateProcessing adds <s>.
+		if sp := tk.EncodeSpecial(s, true); !slices.Equal(sp, ref.IDsSpecial[i]) {
+			mismatch++
+			if mismatch <= 10 {
+				t.Errorf("EncodeSpecial(%q, true)\n got %v\nwant %v", s, sp, ref.IDsSpecial[i])
+			}
+		}
 		// The reference decodes invalid byte runs with TextDecoder (one
 		// U+FFFD per maximal invalid subsequence) where the Rust
 		// implementation writes one per byte, so compare decoding only
@@ -232,5 +239,5 @@ func TestSentencePieceReference(t *testing.T) {
 			t.Errorf("streaming %v gave %q, Decode %q", got, sb.String(), tk.Decode(got))
 		}
 	}
-	t.Logf("%d strings: %d id mismatches, %d/%d round trips where the reference round-trips", len(corpus), mismatch, roundTrips, refRoundTrips)
+	t.Logf("%d strings: %d id mismatches (with and without special tokens), %d/%d round trips where the reference round-trips", len(corpus), mismatch, roundTrips, refRoundTrips)
 }

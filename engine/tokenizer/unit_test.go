@@ -277,3 +277,32 @@ func TestUnsupported(t *testing.T) {
 		t.Error("Load of an empty directory succeeded")
 	}
 }
+
+func TestLoadGenerationConfig(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "spm", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id": [2, 0], "bos_token_id": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tk.EOSTokenIDs(); !slices.Equal(got, []int{2, 0}) {
+		t.Errorf("EOSTokenIDs() = %v, want [2 0]", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"eos_token": "<nope>"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil {
+		t.Error("Load accepted an eos_token that is not a token")
+	}
+}

@@ -8,12 +8,14 @@
 //   TOKENIZER_JSON  a tokenizer.json
 //   CONFIG_JSON     its tokenizer_config.json, or - for none
 //   CORPUS_JSON     a JSON array of strings
-//   OUT_JSON        receives {"ids": [[...]...], "decoded": [...], "bench": {...}}
+//   OUT_JSON        receives {"ids": [[...]...], "ids_special": [[...]...],
+//                   "decoded": [...], "bench": {...}}
 //   BENCH_ROUNDS    if > 0, encode the whole corpus this many more times
 //                   and report the throughput
 //
-// Encoding uses add_special_tokens=false; decoding skips nothing and
-// does no clean-up of tokenization spaces, matching the Go API.
+// "ids" uses add_special_tokens=false, "ids_special" true; decoding
+// skips nothing and does no clean-up of tokenization spaces, matching
+// the Go API.
 "use strict";
 
 const fs = require("fs");
@@ -38,6 +40,7 @@ const tokenizer = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfi
 
 const corpus = JSON.parse(fs.readFileSync(corpusPath, "utf8"));
 const ids = corpus.map((s) => tokenizer.encode(s, { add_special_tokens: false }));
+const idsSpecial = corpus.map((s) => tokenizer.encode(s, { add_special_tokens: true }));
 const decoded = ids.map((x) =>
   x.length === 0
     ? ""
@@ -65,4 +68,4 @@ if (rounds > 0) {
   };
 }
 
-fs.writeFileSync(outPath, JSON.stringify({ ids, decoded, bench }));
+fs.writeFileSync(outPath, JSON.stringify({ ids, ids_special: idsSpecial, decoded, bench }));
