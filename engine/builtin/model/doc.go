@@ -1,7 +1,7 @@
 // Package model is the built-in engine's language model: a small
 // Llama-style decoder (RMSNorm, rotary position embeddings, multi-head
-// attention over a slot-addressed KV cache, SwiGLU feed-forward, tied
-// embeddings) whose weights come from a PRNG seeded by the model name, so
+// attention over a slot-addressed KV cache, SwiGLU feed-forward, an
+// untied output projection) whose weights come from a PRNG seeded by the model name, so
 // every process that loads the same name holds the same model.
 //
 // The model runs one token at a time: [Model.Forward] computes the keys and

@@ -14,7 +14,8 @@ type Model struct {
 	name        string
 	cfg         Config
 	fingerprint uint64
-	embed       []float32 // Vocab x Dim, also the output projection
+	embed       []float32 // Vocab x Dim
+	lmHead      []float32 // Vocab x Dim, the output projection
 	layers      []layer
 	finalNorm   []float32
 }
@@ -112,6 +113,6 @@ func (m *Model) layerForward(kv KV, l int, slots []int, s *Scratch, scores []flo
 // logits projects the final hidden state onto the vocabulary.
 func (m *Model) logits(s *Scratch, out []float32) {
 	rmsnorm(s.h, s.x, m.finalNorm, m.cfg.NormEps)
-	matvec(out, m.embed, s.h)
+	matvec(out, m.lmHead, s.h)
 	out[m.cfg.EOS] += m.cfg.EOSBias
 }

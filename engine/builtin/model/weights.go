@@ -37,6 +37,7 @@ func (m *Model) initWeights(name string) {
 		}
 	}
 	m.finalNorm = around1(r, c.Dim)
+	m.lmHead = normal(r, c.Vocab*c.Dim, 0.3)
 }
 
 // normal returns n values drawn from N(0, std²).

@@ -1,0 +1,254 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin/tiny"
+)
+
+func TestCompletionStreamAndWhole(t *testing.T) {
+	te := newTestEngine(t, "", false)
+	req := greedy("the quick brown fox", 20)
+	a := complete(t, te.client, te.url, "/v1/completions", req)
+	b := complete(t, te.client, te.url, "/v1/completions", with(req, "stream", true, "stream_options", map[string]any{"include_usage": true}))
+	if a.texts[0] != b.texts[0] || a.finish[0] != "length" || b.finish[0] != "length" {
+		t.Fatalf("stream %q %v, whole %q %v", b.texts, b.finish, a.texts, a.finish)
+	}
+	if a.usage.CompletionTokens != 20 || b.usage == nil || b.usage.CompletionTokens != 20 || b.usage.PromptTokens != a.usage.PromptTokens {
+		t.Fatalf("usage %+v %+v", a.usage, b.usage)
+	}
+	if !b.rawDone || b.chunks < 2 {
+		t.Fatalf("stream of %d chunks, done %v", b.chunks, b.rawDone)
+	}
+	c := complete(t, te.client, te.url, "/v1/completions", with(req, "stream", true))
+	if c.usage != nil || c.texts[0] != a.texts[0] {
+		t.Fatalf("without include_usage: usage %+v, text %q", c.usage, c.texts[0])
+	}
+	if len(strings.Fields(a.texts[0])) != 20 {
+		t.Errorf("want 20 words, got %q", a.texts[0])
+	}
+}
+
+// TestTokenPromptEqualsText checks that a prompt given as ids is the same
+// prompt as its text.
+func TestTokenPromptEqualsText(t *testing.T) {
+	te := newTestEngine(t, "", false)
+	text := "hello, world: the end"
+	ids := tiny.New().Encode(text)
+	a := complete(t, te.client, te.url, "/v1/completions", greedy(text, 12))
+	b := complete(t, te.client, te.url, "/v1/completions", greedy(ids, 12))
+	if a.texts[0] != b.texts[0] {
+		t.Fatalf("text prompt gives %q, ids give %q", a.texts[0], b.texts[0])
+	}
+}
+
+// TestChunkedPrefill checks that the prefill chunk size does not change a
+// single token.
+func TestChunkedPrefill(t *testing.T) {
+	whole := newTestEngine(t, "prefill_chunk_size=4096", false, "--prefix-cache-mode", "disable")
+	chunked := newTestEngine(t, "prefill_chunk_size=7", false, "--prefix-cache-mode", "disable")
+	for i, p := range prompts(12) {
+		req := greedy(p, 10)
+		a := complete(t, whole.client, whole.url, "/v1/completions", req)
+		b := complete(t, chunked.client, chunked.url, "/v1/completions", req)
+		if a.texts[0] != b.texts[0] {
+			t.Fatalf("prompt %d: whole prefill %q, chunks of 7 %q", i, a.texts[0], b.texts[0])
+		}
+	}
+}
+
+func TestPrefixCache(t *testing.T) {
+	cached := newTestEngine(t, "", false, "--prefix-cache-mode", "radix")
+	plain := newTestEngine(t, "", false, "--prefix-cache-mode", "disable")
+	long := prompts(40)[31] // about 150 words
+	first := complete(t, cached.client, cached.url, "/v1/completions", greedy(long, 8))
+	if n := extraInt(t, first.usage, "prefix_matched_length"); n != 0 {
+		t.Fatalf("first request matched %d tokens", n)
+	}
+	m := cached.waitMetrics(func(m Metrics) bool { return true })
+	if m.Pages.Cached == 0 {
+		t.Fatalf("no page cached after a request: %+v", m.Pages)
+	}
+	second := long + " and then something else happens"
+	got := complete(t, cached.client, cached.url, "/v1/completions", greedy(second, 8))
+	want := complete(t, plain.client, plain.url, "/v1/completions", greedy(second, 8))
+	if n := extraInt(t, got.usage, "prefix_matched_length"); n < 100 {
+		t.Fatalf("second request matched only %d tokens", n)
+	}
+	if got.texts[0] != want.texts[0] {
+		t.Fatalf("with the prefix cache %q, without %q", got.texts[0], want.texts[0])
+	}
+	// The same prompt again: all of it but the last token comes from the cache.
+	again := complete(t, cached.client, cached.url, "/v1/completions", greedy(second, 8))
+	if again.texts[0] != want.texts[0] {
+		t.Fatalf("repeated prompt gives %q, want %q", again.texts[0], want.texts[0])
+	}
+}
+
+func TestEOSEndsGeneration(t *testing.T) {
+	te := newTestEngine(t, "", false)
+	req := with(greedy("the cat", 50), "logit_bias", map[string]float64{fmt.Sprint(tiny.EOS): 100})
+	r := complete(t, te.client, te.url, "/v1/completions", req)
+	if r.finish[0] != "stop" || r.texts[0] != "" || r.usage.CompletionTokens != 1 {
+		t.Fatalf("EOS favoured: %q %v %+v", r.texts, r.finish, r.usage)
+	}
+	r = complete(t, te.client, te.url, "/v1/completions", with(req, "debug_config", map[string]any{"ignore_eos": true}, "max_tokens", 5))
+	if r.finish[0] != "length" || r.usage.CompletionTokens != 5 {
+		t.Fatalf("ignore_eos: %q %v %+v", r.texts, r.finish, r.usage)
+	}
+}
+
+func TestStopStrings(t *testing.T) {
+	te := newTestEngine(t, "", false)
+	base := complete(t, te.client, te.url, "/v1/completions", greedy("a story about the sea", 30)).texts[0]
+	// A stop string that spans two tokens, starting inside a word.
+	words := strings.Fields(base)
+	stop := words[5][1:] + " " + words[6][:1]
+	cut := strings.Index(base, stop)
+	for _, stream := range []bool{false, true} {
+		r := complete(t, te.client, te.url, "/v1/completions", with(greedy("a story about the sea", 30), "stop", []string{"zzz", stop}, "stream", stream))
+		if r.texts[0] != base[:cut] || r.finish[0] != "stop" {
+			t.Fatalf("stream %v: stop %q: got %q (%s), want %q", stream, stop, r.texts[0], r.finish[0], base[:cut])
+		}
+	}
+}
+
+func TestSamplingSeeded(t *testing.T) {
+	te := newTestEngine(t, "", false)
+	req := map[string]any{"prompt": "once upon a time", "max_tokens": 15, "temperature": 0.8, "top_p": 0.9, "seed": 42, "n": 3}
+	a := complete(t, te.client, te.url, "/v1/completions", req)
+	b := complete(t, te.client, te.url, "/v1/completions", req)
+	if len(a.texts) != 3 || strings.Join(a.texts, "|") != strings.Join(b.texts, "|") {
+		t.Fatalf("seeded sampling differs: %q vs %q", a.texts, b.texts)
+	}
+	if a.texts[0] == a.texts[1] && a.texts[1] == a.texts[2] {
+		t.Errorf("three choices are identical: %q", a.texts[0])
+	}
+	g := complete(t, te.client, te.url, "/v1/completions", greedy("once upon a time", 15))
+	if a.texts[0] == g.texts[0] {
+		t.Errorf("sampling at 0.8 gave the greedy text")
+	}
+	pen := complete(t, te.client, te.url, "/v1/completions", with(greedy("once upon a time", 15), "frequency_penalty", 2.0, "presence_penalty", 2.0))
+	if pen.texts[0] == g.texts[0] {
+		t.Errorf("penalties changed nothing: %q", pen.texts[0])
+	}
+}
+
+// TestPreemptionResumes runs 16 long requests through a small KV pool:
+// requests are preempted and resumed, and every one completes with the
+// text it has without pressure.
+func TestPreemptionResumes(t *testing.T) {
+	small := newTestEngine(t, "max_total_seq_length=512;prefill_chunk_size=64", false, "--prefix-cache-mode", "disable")
+	roomy := newTestEngine(t, "", false, "--prefix-cache-mode", "disable")
+	ps := prompts(16)
+	want := make([]string, len(ps))
+	for i, p := range ps {
+		want[i] = complete(t, roomy.client, roomy.url, "/v1/completions", greedy(clip(p, 60), 80)).texts[0]
+	}
+	var wg sync.WaitGroup
+	got := make([]result, len(ps))
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = complete(t, small.client, small.url, "/v1/completions", with(greedy(clip(p, 60), 80), "stream", i%2 == 0))
+		}()
+	}
+	wg.Wait()
+	for i := range ps {
+		if got[i].finish[0] != "length" || got[i].texts[0] != want[i] {
+			t.Errorf("request %d: %s %q, want length %q", i, got[i].finish[0], got[i].texts[0], want[i])
+		}
+	}
+	if m := small.waitMetrics(func(Metrics) bool { return true }); m.Preemptions == 0 {
+		t.Errorf("no preemption under pressure: %+v", m)
+	}
+}
+
+// TestPreemptionInDisaggregation checks that in an NVSHMEM world a
+// preempted request ends with finish_reason "preempt".
+func TestPreemptionInDisaggregation(t *testing.T) {
+	te := newTestEngine(t, "max_total_seq_length=512;prefill_chunk_size=64", true)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	reasons := map[string]int{}
+	for i, p := range prompts(16) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := greedy(clip(p, 60), 80)
+			if i%2 == 0 {
+				req = with(req, "stream", true, "stream_options", map[string]any{"include_usage": true})
+			}
+			r := complete(t, te.client, te.url, "/v1/completions", req)
+			if r.usage == nil {
+				t.Errorf("request %d: no usage", i)
+			}
+			mu.Lock()
+			reasons[r.finish[0]]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if reasons["preempt"] == 0 || reasons["length"] == 0 {
+		t.Fatalf("finish reasons %v, want some preempt and some length", reasons)
+	}
+}
+
+// clip keeps the first n words of s.
+func clip(s string, n int) string {
+	w := strings.Fields(s)
+	return strings.Join(w[:min(n, len(w))], " ")
+}
+
+func TestClientDisconnectFreesPages(t *testing.T) {
+	te := newTestEngine(t, "", false, "--prefix-cache-mode", "disable")
+	for _, stream := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, te.url+"/v1/completions",
+			strings.NewReader(fmt.Sprintf(`{"prompt":"the end of the world","max_tokens":100000,"temperature":0,"debug_config":{"ignore_eos":true},"stream":%v}`, stream)))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			resp, err := te.client.Do(req)
+			if err == nil {
+				buf := make([]byte, 64)
+				_, _ = resp.Body.Read(buf)
+				resp.Body.Close()
+			}
+		}()
+		te.waitMetrics(func(m Metrics) bool { return m.DecodeTokens > 0 && m.Pages.Used > 0 })
+		cancel()
+		<-done
+		te.waitMetrics(func(m Metrics) bool { return m.Running == 0 && m.Pages.Used == 0 })
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	te := newTestEngine(t, "max_total_seq_length=1024", false)
+	complete(t, te.client, te.url, "/v1/completions", greedy("the sun", 5))
+	r := complete(t, te.client, te.url, "/v1/completions", map[string]any{"prompt": "x", "debug_config": map[string]any{"special_request": "query_engine_metrics"}})
+	if len(r.texts) != 0 {
+		t.Fatalf("metrics completion has choices %q", r.texts)
+	}
+	if extraInt(t, r.usage, "kv_pages_total") != 64 || extraInt(t, r.usage, "kv_pages_used") != 0 || extraInt(t, r.usage, "running") != 0 {
+		t.Fatalf("metrics extra %s", r.usage.Extra)
+	}
+	resp, err := te.client.Get(te.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = fmt.Fprint(&b, readAll(t, resp))
+	for _, want := range []string{"mlc_engine_kv_pages_total 64", `mlc_engine_kv_pages{state="used"} 0`, "mlc_engine_decode_tokens_total 4", "mlc_engine_preemptions_total 0", "mlc_engine_running_requests 0"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, b.String())
+		}
+	}
+}

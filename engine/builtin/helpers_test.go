@@ -1,0 +1,281 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// TestMain lets the test binary double as the engine program:
+// `<test binary> mlc-engine <model> [flags]`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "mlc-engine" {
+		os.Exit(Main(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// testEngine is an engine running in the test process behind httptest.
+type testEngine struct {
+	t      *testing.T
+	e      *Engine
+	url    string
+	client *http.Client
+}
+
+// newTestEngine starts an in-process engine for the tiny model with
+// --enable-debug and the given overrides. After the test it checks that
+// no KV page is left in use and no goroutine is left behind.
+func newTestEngine(t *testing.T, overrides string, disagg bool, args ...string) *testEngine {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	opts, err := ParseArgs(append([]string{"tiny", "--enable-debug", "--overrides", overrides}, args...), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(opts, disagg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, loaded := leakChecked.LoadOrStore(t, true); !loaded {
+		// Registered before any engine's cleanup, so it runs after all.
+		t.Cleanup(func() { leakChecked.Delete(t); checkGoroutines(t, before) })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go e.Run(ctx)
+	var w *world
+	if disagg {
+		w = &world{NPEs: 1}
+	}
+	srv := httptest.NewServer(newServer(e, w).handler())
+	te := &testEngine{t: t, e: e, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}}
+	t.Cleanup(func() {
+		te.checkIdle()
+		te.client.CloseIdleConnections()
+		srv.Close()
+		cancel()
+		<-e.Done()
+	})
+	return te
+}
+
+// leakChecked holds the tests whose goroutine check is registered.
+var leakChecked sync.Map
+
+// checkIdle fails the test when pages are still used or requests remain.
+func (te *testEngine) checkIdle() {
+	te.t.Helper()
+	m := te.waitMetrics(func(m Metrics) bool { return m.Running+m.Waiting+m.Prepared == 0 && m.Pages.Used == 0 })
+	if m.Pages.Used+m.Pages.Cached+m.Pages.Free != m.Pages.Total {
+		te.t.Errorf("pages do not add up: %+v", m.Pages)
+	}
+}
+
+// waitMetrics polls the engine's metrics until cond holds (the scheduler
+// frees pages asynchronously after a client goes away) and returns them.
+func (te *testEngine) waitMetrics(cond func(Metrics) bool) Metrics {
+	te.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, err := te.e.Metrics()
+		if err != nil {
+			te.t.Fatal(err)
+		}
+		if cond(m) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			te.t.Fatalf("engine did not settle: %+v", m)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// checkGoroutines fails when more goroutines run than before the test,
+// once transient ones have had a chance to end.
+func checkGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Errorf("goroutine leak: %d running, %d before\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// post sends a JSON body and returns the status and body.
+func post(t *testing.T, c *http.Client, url string, body any) (int, []byte) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, out
+}
+
+// result is a completion reduced to what tests compare.
+type result struct {
+	texts   []string
+	finish  []string
+	usage   *protocol.Usage
+	chunks  int
+	rawDone bool
+}
+
+// complete runs a completion at path on base (streamed or not, as req
+// says) and fails the test on an error status.
+func complete(t *testing.T, c *http.Client, base, path string, req any) result {
+	t.Helper()
+	b, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Post(base+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s: status %d: %s", path, resp.StatusCode, body)
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return readStream(t, resp.Body)
+	}
+	var cr protocol.CompletionResponse
+	if err := json.NewDecoder(resp.Body).Decode(&cr); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	for _, c := range cr.Choices {
+		r.texts = append(r.texts, c.Text)
+		r.finish = append(r.finish, c.Finished())
+	}
+	r.usage = cr.Usage
+	return r
+}
+
+// readStream collects a completion stream.
+func readStream(t *testing.T, body io.Reader) result {
+	t.Helper()
+	var r result
+	sr := protocol.NewSSEReader(body, 0)
+	for {
+		data, err := sr.Next()
+		if err == io.EOF {
+			return r
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.rawDone {
+			t.Fatal("data after [DONE]")
+		}
+		if protocol.IsDone(data) {
+			r.rawDone = true
+			continue
+		}
+		var chunk protocol.CompletionResponse
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			t.Fatal(err)
+		}
+		r.chunks++
+		if chunk.Usage != nil {
+			r.usage = chunk.Usage
+		}
+		for _, c := range chunk.Choices {
+			for len(r.texts) <= c.Index {
+				r.texts = append(r.texts, "")
+				r.finish = append(r.finish, "")
+			}
+			r.texts[c.Index] += c.Text
+			if f := c.Finished(); f != "" {
+				r.finish[c.Index] = f
+			}
+		}
+	}
+}
+
+// greedy returns a greedy completion request.
+func greedy(prompt any, maxTokens int) map[string]any {
+	return map[string]any{"prompt": prompt, "max_tokens": maxTokens, "temperature": 0}
+}
+
+// with returns a copy of m with more fields.
+func with(m map[string]any, kv ...any) map[string]any {
+	c := map[string]any{}
+	for k, v := range m {
+		c[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		c[kv[i].(string)] = kv[i+1]
+	}
+	return c
+}
+
+// extraInt reads an integer of usage.extra.
+func extraInt(t *testing.T, u *protocol.Usage, key string) int {
+	t.Helper()
+	if u == nil || u.Extra[key] == nil {
+		t.Fatalf("usage.extra has no %s: %+v", key, u)
+	}
+	var n int
+	if err := json.Unmarshal(u.Extra[key], &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// prompts returns n varied prompts of lengths from 1 to about 300 words.
+func prompts(n int) []string {
+	words := strings.Fields("the quick brown fox jumps over the lazy dog while people watch from the river bank and talk about music science and the old city")
+	out := make([]string, n)
+	for i := range out {
+		length := 1 + (i*37)%300
+		var b strings.Builder
+		for j := 0; j < length; j++ {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(words[(i*7+j*j+j)%len(words)])
+			if (i+j)%17 == 16 {
+				b.WriteString(".")
+			}
+		}
+		out[i] = fmt.Sprintf("%s %d", b.String(), i)
+	}
+	return out
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
