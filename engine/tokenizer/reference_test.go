@@ -3,12 +3,15 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The conformance tests compare this package with a reference no one
@@ -80,6 +83,16 @@ func installReference() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	// Other test binaries may install into the same directory at the
+	// same time.
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if installed(dir) {
+		return dir, nil
+	}
 	args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error"}, referencePackages...)
 	cmd := exec.Command("npm", args...)
 	var out bytes.Buffer
@@ -91,6 +104,27 @@ func installReference() (string, error) {
 		return "", fmt.Errorf("npm install into %s did not yield version %s of %v", dir, referenceVersion, referencePackages)
 	}
 	return dir, nil
+}
+
+// lockDir takes a lock file next to dir, waiting for (or, after ten
+// minutes, breaking) another holder's.
+func lockDir(dir string) (unlock func(), err error) {
+	path := filepath.Clean(dir) + ".lock"
+	for {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			f.Close()
+			return func() { os.Remove(path) }, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		if fi, err := os.Stat(path); err == nil && time.Since(fi.ModTime()) > 10*time.Minute {
+			os.Remove(path)
+			continue
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // installed reports whether dir holds the pinned reference packages.
