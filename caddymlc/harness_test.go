@@ -52,9 +52,9 @@ func startSite(t *testing.T, engines int, routerOpts string) *site {
 	t.Helper()
 	ports := freePorts(t, engines+1)
 	var eps strings.Builder
-	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: &http.Client{Timeout: 2 * time.Minute}}
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
 	for _, p := range ports[1:] {
-		fmt.Fprintf(&eps, "\t\tendpoint 127.0.0.1:%d\n", p)
+		fmt.Fprintf(&eps, "\t\t\tendpoint 127.0.0.1:%d\n", p)
 		s.engines = append(s.engines, fmt.Sprintf("http://127.0.0.1:%d", p))
 	}
 	cf := fmt.Sprintf(`{
@@ -63,11 +63,12 @@ func startSite(t *testing.T, engines int, routerOpts string) *site {
 	skip_install_trust
 }
 http://127.0.0.1:%d {
-	mlc_router {
-		model tiny
-%s%s
+	route {
+		mlc_router {
+			model tiny
+%s%s		}
+		respond "next handler" 418
 	}
-	respond "next handler" 418
 }
 `, ports[0], eps.String(), routerOpts)
 	loadCaddyfile(t, cf)
@@ -226,3 +227,5 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+func httpClient() *http.Client { return &http.Client{Timeout: 2 * time.Minute} }

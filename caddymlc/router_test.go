@@ -45,10 +45,10 @@ func reference(s *site, engineURL string, body map[string]any) string {
 
 func TestRoutedTextEqualsOneEngine(t *testing.T) {
 	for _, tc := range []struct{ name, opts string }{
-		{"disagg", "\t\tmode disagg\n"},
-		{"disagg_balance", "\t\tmode disagg\n\t\tpd_balance_factor 0.5\n"},
-		{"disagg_prefix_cache", "\t\tmode disagg\n\t\tprefix_cache radix\n"},
-		{"round_robin", "\t\tmode round_robin\n"},
+		{"disagg", "\t\t\tmode disagg\n"},
+		{"disagg_balance", "\t\t\tmode disagg\n\t\t\tpd_balance_factor 0.5\n"},
+		{"disagg_prefix_cache", "\t\t\tmode disagg\n\t\t\tprefix_cache radix\n"},
+		{"round_robin", "\t\t\tmode round_robin\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startSite(t, 2, tc.opts)
@@ -58,6 +58,7 @@ func TestRoutedTextEqualsOneEngine(t *testing.T) {
 				if status != 200 {
 					t.Fatalf("prompt %d: %d %s", i, status, raw)
 				}
+				if i == 0 { t.Logf("prompt %v -> %q", p, want) }
 				if got.Choices[0].Text != want {
 					t.Fatalf("prompt %d (%v):\n routed %q\n engine %q", i, p, got.Choices[0].Text, want)
 				}
@@ -77,7 +78,7 @@ func TestRoutedTextEqualsOneEngine(t *testing.T) {
 }
 
 func TestRequestErrors(t *testing.T) {
-	s := startSite(t, 2, "\t\tmode disagg\n\t\tmax_body_size 1KiB\n")
+	s := startSite(t, 2, "\t\t\tmode disagg\n\t\t\tmax_body_size 1KiB\n")
 	cases := []struct {
 		method, path, body string
 		status             int
@@ -120,7 +121,7 @@ func TestRequestErrors(t *testing.T) {
 // A client's debug_config never reaches the engines: a request asking for
 // engine metrics, or a raw microserving step, gets a plain completion.
 func TestInjectedDebugConfigIsIgnored(t *testing.T) {
-	s := startSite(t, 2, "\t\tmode disagg\n")
+	s := startSite(t, 2, "\t\t\tmode disagg\n")
 	want := reference(s, s.engines[1], greedy("the old king", 12))
 	for _, dc := range []map[string]any{
 		{"special_request": "query_engine_metrics"},
@@ -140,7 +141,7 @@ func TestInjectedDebugConfigIsIgnored(t *testing.T) {
 // Many concurrent streams on engines with a tiny KV pool: engines preempt,
 // the router resumes, and every client sees exactly the unpressured text.
 func TestPreemptionStormIsInvisible(t *testing.T) {
-	s := startSite(t, 2, "\t\tmode disagg\n\t\tengine_args --overrides max_total_seq_length=512;max_num_sequence=64;prefill_chunk_size=64\n\t\tmax_attempts 64\n")
+	s := startSite(t, 2, "\t\t\tmode disagg\n\t\t\tengine_args --overrides max_total_seq_length=512;max_num_sequence=64;prefill_chunk_size=64\n\t\t\tmax_attempts 64\n")
 	const clients = 32
 	const maxTokens = 48
 	prompts := make([]string, clients)
@@ -202,7 +203,7 @@ func TestPreemptionStormIsInvisible(t *testing.T) {
 // A client that goes away mid-stream cancels the engine's request, which
 // frees its KV pages.
 func TestClientDisconnectFreesPages(t *testing.T) {
-	s := startSite(t, 2, "\t\tmode disagg\n")
+	s := startSite(t, 2, "\t\t\tmode disagg\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	body := greedy("a long long story", 2000)
 	body["stream"] = true

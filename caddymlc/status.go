@@ -1,6 +1,10 @@
 package caddymlc
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
 
 // live holds the provisioned routers of the running configs, for the
 // status API and tests.
@@ -32,6 +36,19 @@ func liveInflight() []int64 {
 	var out []int64
 	for r := range live.routers {
 		out = append(out, r.bal.inflight()...)
+	}
+	return out
+}
+
+// liveFleets returns the running fleets of the live routers.
+func liveFleets() []*engine.Fleet {
+	live.Lock()
+	defer live.Unlock()
+	var out []*engine.Fleet
+	for r := range live.routers {
+		if f := r.fleet.get(); f != nil {
+			out = append(out, f)
+		}
 	}
 	return out
 }

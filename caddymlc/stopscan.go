@@ -74,6 +74,9 @@ func (s *stopScanner) heldBack(w string) int {
 }
 
 func (s *stopScanner) remember(delivered string) {
+	if s.maxLen == 0 {
+		return
+	}
 	s.tail += delivered
 	if keep := s.maxLen - 1; len(s.tail) > keep {
 		s.tail = s.tail[len(s.tail)-keep:]

@@ -1,0 +1,166 @@
+package caddymlc
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
+
+func oneFleet(t *testing.T) *engine.Fleet {
+	t.Helper()
+	fs := liveFleets()
+	if len(fs) != 1 {
+		t.Fatalf("%d live fleets, want 1", len(fs))
+	}
+	return fs[0]
+}
+
+func pids(f *engine.Fleet) []int {
+	var out []int
+	for i := 0; i < f.Len(); i++ {
+		out = append(out, f.PID(i))
+	}
+	return out
+}
+
+// children returns the pids of this process's child processes.
+func children(t *testing.T) map[int]bool {
+	t.Helper()
+	out := map[int]bool{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	me := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(me) && fields[0] != "Z" {
+			out[pid] = true
+		}
+	}
+	return out
+}
+
+// waitState waits (on the fleet's change notifications) until engine i is
+// in state want.
+func waitState(t *testing.T, f *engine.Fleet, i int, want engine.State) {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		ch := f.Changed()
+		if f.State(i) == want {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("engine %d is %v, want %v", i, f.State(i), want)
+		}
+	}
+}
+
+func caddyfileFor(httpPort int, enginePorts []int, mode string) []byte {
+	var eps strings.Builder
+	for _, p := range enginePorts {
+		fmt.Fprintf(&eps, "\t\tendpoint 127.0.0.1:%d\n", p)
+	}
+	cf := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode %s\n%s\t}\n}\n", httpPort, mode, eps.String())
+	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+	if err != nil {
+		panic(err)
+	}
+	return cfg
+}
+
+// A reload with the same engines keeps the engine processes; a reload with
+// other engines replaces them; stopping Caddy leaves no engine behind.
+func TestReloadSharesEngines(t *testing.T) {
+	before := children(t)
+	ports := freePorts(t, 5)
+	if err := caddy.Load(caddyfileFor(ports[0], ports[1:3], "round_robin"), true); err != nil {
+		t.Fatal(err)
+	}
+	first := pids(oneFleet(t))
+	// Same engines, another change (mode): the engines stay.
+	if err := caddy.Load(caddyfileFor(ports[0], ports[1:3], "disagg"), true); err != nil {
+		t.Fatal(err)
+	}
+	if got := pids(oneFleet(t)); fmt.Sprint(got) != fmt.Sprint(first) {
+		t.Fatalf("reload with the same engines: pids %v, were %v", got, first)
+	}
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
+	if _, status, raw := s.complete(s.base, greedy("hello there", 4)); status != 200 {
+		t.Fatalf("after reload: %d %s", status, raw)
+	}
+	// Other engines: a new fleet, the old one stopped.
+	if err := caddy.Load(caddyfileFor(ports[0], ports[3:5], "disagg"), true); err != nil {
+		t.Fatal(err)
+	}
+	second := pids(oneFleet(t))
+	for _, p := range first {
+		for _, q := range second {
+			if p == q {
+				t.Fatalf("changed engines kept pid %d", p)
+			}
+		}
+		if children(t)[p] {
+			t.Fatalf("old engine %d still running", p)
+		}
+	}
+	if _, status, raw := s.complete(s.base, greedy("hello there", 4)); status != 200 {
+		t.Fatalf("after the second reload: %d %s", status, raw)
+	}
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for pid := range children(t) {
+		if !before[pid] {
+			t.Fatalf("child %d outlived caddy.Stop", pid)
+		}
+	}
+}
+
+// An engine killed with SIGKILL is restarted; meanwhile the router serves
+// every request on the other engine.
+func TestKilledEngineIsRoutedAround(t *testing.T) {
+	s := startSite(t, 2, "\t\t\tmode round_robin\n")
+	f := oneFleet(t)
+	pid := f.PID(0)
+	ch := f.Changed()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-ch // the fleet saw the death
+	for i := 0; i < 6; i++ {
+		st, err := s.stream(context.Background(), s.base, greedy("the river", 8))
+		if err != nil || !st.done || st.errBody != nil {
+			t.Fatalf("request %d while engine 0 is down: %v %+v", i, err, st)
+		}
+	}
+	waitState(t, f, 0, engine.StateReady)
+	if f.Restarts(0) < 1 || f.PID(0) == pid {
+		t.Fatalf("engine 0 not restarted: restarts %d pid %d", f.Restarts(0), f.PID(0))
+	}
+	if _, status, raw := s.complete(s.engines[0], greedy("the river", 8)); status != 200 {
+		t.Fatalf("restarted engine: %d %s", status, raw)
+	}
+}
