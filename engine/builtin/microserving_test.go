@@ -1,0 +1,164 @@
+package builtin
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin/tiny"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// router runs MLC's disaggregated flow over a prefill and a decode engine.
+type router struct {
+	t                 *testing.T
+	client            *http.Client
+	prefill, decode   string // base URLs
+	decodeRank        int
+	lastMatched       int
+	lastSent, lastEnd int
+}
+
+// prepRecv calls prep_recv and returns its answer.
+func (r *router) prepRecv(user string, ids []int, end int) protocol.PrepRecvResponse {
+	r.t.Helper()
+	status, body := post(r.t, r.client, r.decode+protocol.PathPrepRecv, map[string]any{"prompt": ids, "end": end, "user": user, "temperature": 0})
+	if status != http.StatusOK {
+		r.t.Fatalf("prep_recv: %d %s", status, body)
+	}
+	var res protocol.PrepRecvResponse
+	if err := json.Unmarshal(body, &res); err != nil {
+		r.t.Fatal(err)
+	}
+	return res
+}
+
+// run generates for prompt with the given pd_balance_factor.
+func (r *router) run(user, prompt string, factor float64, extra map[string]any) result {
+	r.t.Helper()
+	ids := tiny.New().Encode(prompt)
+	end := -1
+	if factor > 1e-5 {
+		end = int((1 - factor) * float64(len(ids)))
+	}
+	prep := r.prepRecv(user, ids, end)
+	end = protocol.ResolveIndex(end, len(ids))
+	if prep.PrefixMatchedLength > end {
+		r.t.Fatalf("prefix_matched_length %d > end %d", prep.PrefixMatchedLength, end)
+	}
+	r.lastMatched, r.lastEnd, r.lastSent = prep.PrefixMatchedLength, end, 0
+	if prep.PrefixMatchedLength < end {
+		status, body := post(r.t, r.client, r.prefill+protocol.PathRemoteSend, map[string]any{
+			"prompt": ids, "begin": prep.PrefixMatchedLength, "end": end, "kv_addr_info": prep.KVAppendMetadata,
+			"recv_rank": r.decodeRank, "user": user, "temperature": 0,
+		})
+		if status != http.StatusOK || strings.TrimSpace(string(body)) != "{}" {
+			r.t.Fatalf("remote_send: %d %s", status, body)
+		}
+		r.lastSent = end - prep.PrefixMatchedLength
+	}
+	req := with(extra, "prompt", ids, "begin", end, "user", user)
+	return complete(r.t, r.client, r.decode, protocol.PathStartGenerate, req)
+}
+
+// TestMicroservingExact checks that prep_recv, remote_send and
+// start_generate across two engine processes give exactly the text of one
+// engine's /v1/completions, for 50+ prompts, every pd_balance_factor of
+// {0, 0.3, 0.7}, streamed and not.
+func TestMicroservingExact(t *testing.T) {
+	procs := startWorld(t, 2)
+	r := &router{t: t, client: &http.Client{}, prefill: procs[0].url(""), decode: procs[1].url(""), decodeRank: 1}
+	defer r.client.CloseIdleConnections()
+	sent, matchedRuns := 0, 0
+	for i, p := range prompts(52) {
+		p = clip(p, 1+i*5%90)
+		want := complete(t, r.client, procs[0].url(""), protocol.PathCompletions, greedy(p, 8))
+		for _, f := range []float64{0, 0.3, 0.7} {
+			for _, stream := range []bool{false, true} {
+				user := fmt.Sprintf("req-%d-%v-%v", i, f, stream)
+				got := r.run(user, p, f, with(greedy(nil, 8), "stream", stream))
+				if got.texts[0] != want.texts[0] || got.finish[0] != want.finish[0] {
+					t.Fatalf("prompt %d (%d words) factor %v stream %v: got %q (%s), want %q (%s)",
+						i, len(strings.Fields(p)), f, stream, got.texts[0], got.finish[0], want.texts[0], want.finish[0])
+				}
+				if r.lastSent > 0 {
+					sent++
+				}
+				if r.lastMatched > 0 {
+					matchedRuns++
+				}
+			}
+		}
+	}
+	if sent < 50 || matchedRuns < 50 {
+		t.Errorf("only %d runs transferred KV and %d matched a cached prefix", sent, matchedRuns)
+	}
+}
+
+// TestMicroservingBadInputs checks the 400 answers, and that a rejected
+// transfer writes nothing: the same request then completes exactly.
+func TestMicroservingBadInputs(t *testing.T) {
+	procs := startWorld(t, 2, "--prefix-cache-mode", "disable")
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	r := &router{t: t, client: c, prefill: procs[0].url(""), decode: procs[1].url(""), decodeRank: 1}
+	prompt := clip(prompts(30)[20], 60)
+	ids := tiny.New().Encode(prompt)
+	want := complete(t, c, procs[0].url(""), protocol.PathCompletions, greedy(ids, 8))
+	end := len(ids) - 1
+	prep := r.prepRecv("bad", ids, -1)
+	meta, _ := protocol.DecodeKVAppendMetadata(prep.KVAppendMetadata, 1)
+	shifted := protocol.KVAppendMetadata{{{Start: meta[0][0].Start + 16, Length: end}}}
+	send := func(kv ...any) map[string]any {
+		return with(map[string]any{"prompt": ids, "begin": 0, "end": end, "kv_addr_info": prep.KVAppendMetadata, "recv_rank": 1, "user": "bad"}, kv...)
+	}
+	cases := []struct {
+		name string
+		url  string
+		body map[string]any
+	}{
+		{"metadata not base64", procs[0].url(protocol.PathRemoteSend), send("kv_addr_info", "!!!")},
+		{"metadata of the wrong shape", procs[0].url(protocol.PathRemoteSend), send("kv_addr_info", protocol.KVAppendMetadata{{{Start: 0, Length: end}}, {}}.Encode())},
+		{"rank outside the world", procs[0].url(protocol.PathRemoteSend), send("recv_rank", 2)},
+		{"negative rank", procs[0].url(protocol.PathRemoteSend), send("recv_rank", -1)},
+		{"window outside the prompt", procs[0].url(protocol.PathRemoteSend), send("end", len(ids)+5)},
+		{"begin after end", procs[0].url(protocol.PathRemoteSend), send("begin", end, "end", 2)},
+		{"segment length mismatch", procs[0].url(protocol.PathRemoteSend), send("begin", 1)},
+		{"slots not reserved", procs[0].url(protocol.PathRemoteSend), send("kv_addr_info", shifted.Encode())},
+		{"another user's slots", procs[0].url(protocol.PathRemoteSend), send("user", "other")},
+		{"no user", procs[0].url(protocol.PathRemoteSend), send("user", "")},
+		{"start before the KV arrived", procs[1].url(protocol.PathStartGenerate), map[string]any{"prompt": ids, "begin": end, "user": "bad"}},
+		{"start without prep_recv", procs[1].url(protocol.PathStartGenerate), map[string]any{"prompt": ids, "begin": 3, "user": "nobody"}},
+		{"start with another prompt", procs[1].url(protocol.PathStartGenerate), map[string]any{"prompt": ids[1:], "begin": 0, "user": "bad"}},
+		{"prep_recv end outside", procs[1].url(protocol.PathPrepRecv), map[string]any{"prompt": ids, "end": len(ids) + 1, "user": "x"}},
+		{"prep_recv without user", procs[1].url(protocol.PathPrepRecv), map[string]any{"prompt": ids, "end": -1}},
+		{"token outside the vocabulary", procs[1].url(protocol.PathCompletions), map[string]any{"prompt": []int{1, 99999}}},
+		{"empty prompt", procs[1].url(protocol.PathCompletions), map[string]any{"prompt": ""}},
+		{"bad temperature", procs[1].url(protocol.PathCompletions), map[string]any{"prompt": "a", "temperature": -1}},
+		{"bad logit_bias", procs[1].url(protocol.PathCompletions), map[string]any{"prompt": "a", "logit_bias": map[string]float64{"100000": 1}}},
+	}
+	for _, tc := range cases {
+		status, body := post(t, c, tc.url, tc.body)
+		if status != http.StatusBadRequest || protocol.ParseError(status, body) == nil {
+			t.Errorf("%s: status %d %s, want 400 with an error body", tc.name, status, body)
+		}
+	}
+	status, body := post(t, c, procs[0].url(protocol.PathRemoteSend), send())
+	if status != http.StatusOK {
+		t.Fatalf("remote_send after the rejected ones: %d %s", status, body)
+	}
+	got := complete(t, c, procs[1].url(""), protocol.PathStartGenerate, map[string]any{"prompt": ids, "begin": end, "user": "bad", "max_tokens": 8, "temperature": 0})
+	if got.texts[0] != want.texts[0] {
+		t.Fatalf("after rejected transfers: %q, want %q", got.texts[0], want.texts[0])
+	}
+	resp, err := c.Get(procs[1].url("/no/such/path"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown path: %d", resp.StatusCode)
+	}
+}
