@@ -40,3 +40,13 @@ func benchmarkEncode(b *testing.B, model string) {
 		b.ReportMetric(ref.Bench.MBPerSecond, "js-MB/s")
 	}
 }
+
+// BenchmarkLoadLlama3 measures Load of Llama-3's 9 MB tokenizer.json.
+func BenchmarkLoadLlama3(b *testing.B) {
+	dir := modelDir(b, "llama3")
+	for b.Loop() {
+		if _, err := Load(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -46,12 +46,16 @@ func newBPE(m *bpeJSON) (*bpe, error) {
 	if m.Type != "" && m.Type != "BPE" {
 		return nil, fmt.Errorf("model %q: %w", m.Type, errUnsupported)
 	}
+	vocab, err := parseVocab(m.Vocab)
+	if err != nil {
+		return nil, err
+	}
 	merges, err := parseMerges(m.Merges)
 	if err != nil {
 		return nil, err
 	}
 	b := &bpe{
-		vocab:        m.Vocab,
+		vocab:        vocab,
 		merges:       make(map[uint64]merge, len(merges)),
 		unkID:        -1,
 		fuseUnk:      m.FuseUnk,

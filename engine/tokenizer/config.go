@@ -96,7 +96,7 @@ type templateSpecialJSON struct {
 // bpeJSON is the "model" object of a BPE tokenizer.
 type bpeJSON struct {
 	Type                    string          `json:"type"`
-	Vocab                   map[string]int  `json:"vocab"`
+	Vocab                   json.RawMessage `json:"vocab"`
 	Merges                  json.RawMessage `json:"merges"`
 	UnkToken                *string         `json:"unk_token"`
 	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
@@ -104,6 +104,18 @@ type bpeJSON struct {
 	FuseUnk                 bool            `json:"fuse_unk"`
 	ByteFallback            bool            `json:"byte_fallback"`
 	IgnoreMerges            bool            `json:"ignore_merges"`
+}
+
+// parseVocab decodes the model's {"token": id} vocabulary.
+func parseVocab(raw json.RawMessage) (map[string]int, error) {
+	if v, err := scanVocab(raw); err == nil {
+		return v, nil
+	}
+	var v map[string]int
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("vocab: %w", err)
+	}
+	return v, nil
 }
 
 // isNull reports whether raw is absent or the JSON literal null.
@@ -139,6 +151,14 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
+	if out, err := scanMerges(raw); err == nil {
+		return out, nil
+	}
+	return parseMergesSlow(raw)
+}
+
+// parseMergesSlow is parseMerges with encoding/json only.
+func parseMergesSlow(raw json.RawMessage) ([][2]string, error) {
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, fmt.Errorf("merges: %w", err)

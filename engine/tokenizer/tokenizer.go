@@ -109,18 +109,12 @@ func fromJSON(data []byte) (*HF, error) {
 	if isNull(f.Model) {
 		return nil, errors.New("no model")
 	}
-	var kind struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(f.Model, &kind); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	if kind.Type != "" && kind.Type != "BPE" {
-		return nil, fmt.Errorf("model %q: %w", kind.Type, errUnsupported)
-	}
 	var m bpeJSON
 	if err := json.Unmarshal(f.Model, &m); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
+	}
+	if m.Type != "" && m.Type != "BPE" {
+		return nil, fmt.Errorf("model %q: %w", m.Type, errUnsupported)
 	}
 	if m.Type == "" && m.Merges == nil {
 		return nil, fmt.Errorf("model without type or merges: %w", errUnsupported)
@@ -151,7 +145,7 @@ func fromJSON(data []byte) (*HF, error) {
 	}
 
 	size := 0
-	for _, id := range m.Vocab {
+	for _, id := range t.model.vocab {
 		size = max(size, id+1)
 	}
 	for _, a := range f.AddedTokens {
@@ -159,7 +153,7 @@ func fromJSON(data []byte) (*HF, error) {
 	}
 	t.idToToken = make([]string, size)
 	t.special = make([]bool, size)
-	for tok, id := range m.Vocab {
+	for tok, id := range t.model.vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("model: negative id %d for %q", id, tok)
 		}

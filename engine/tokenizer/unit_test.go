@@ -306,3 +306,44 @@ func TestLoadGenerationConfig(t *testing.T) {
 		t.Error("Load accepted an eos_token that is not a token")
 	}
 }
+
+func TestJSONScanner(t *testing.T) {
+	vocab := `{"a": 0, "\"q\"": 1, "\u00e9\ud83d\ude00": 2, "back\\slash": 3 , "Ġ" :4}`
+	got, err := scanVocab([]byte(vocab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]int
+	if err := json.Unmarshal([]byte(vocab), &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("scanVocab = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("scanVocab[%q] = %d, want %d", k, got[k], v)
+		}
+	}
+	for _, in := range []string{`["a b", "c\" d"]`, `[["a", "b"], ["c\"", "d e"]]`, `[]`} {
+		m, err := scanMerges([]byte(in))
+		if err != nil {
+			t.Fatalf("scanMerges(%s): %v", in, err)
+		}
+		slow, err := parseMergesSlow(json.RawMessage(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(m, slow) {
+			t.Errorf("scanMerges(%s) = %q, want %q", in, m, slow)
+		}
+	}
+	for _, bad := range []string{`{"a": 1.5}`, `{"a": "b"}`, `[1]`} {
+		if _, err := scanVocab([]byte(bad)); err == nil && bad[0] == '{' {
+			t.Errorf("scanVocab(%s) succeeded", bad)
+		}
+		if _, err := scanMerges([]byte(bad)); err == nil && bad[0] == '[' {
+			t.Errorf("scanMerges(%s) succeeded", bad)
+		}
+	}
+}
