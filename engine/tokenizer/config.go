@@ -66,9 +66,7 @@ type componentJSON struct {
 	PrependScheme    string  `json:"prepend_scheme"`
 	Split            *bool   `json:"split"`
 	IndividualDigits bool    `json:"individual_digits"`
-	Prefix           *string `json:"prefix"`
 	Suffix           *string `json:"suffix"`
-	Cleanup          *bool   `json:"cleanup"`
 
 	// TemplateProcessing.
 	Single        []templatePieceJSON            `json:"single"`
