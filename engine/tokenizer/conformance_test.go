@@ -93,3 +93,36 @@ func compareWithReference(t *testing.T, tk *HF, corpus []string, ref *referenceR
 	t.Logf("%d strings: %d id mismatches, %d with special tokens added, %d decode mismatches, %d/%d round trips (where the reference round-trips), %d stream mismatches",
 		len(corpus), idMismatch, specialMismatch, decMismatch, roundTrips, refRoundTrips, streamMismatch)
 }
+
+// TestConformanceMLC compares with MLC's own tokenizer (tokenizers-cpp
+// as WebAssembly), which wraps the Rust implementation.
+func TestConformanceMLC(t *testing.T) {
+	corpus := conformanceCorpus(corpusSize)
+	for _, model := range []string{"llama3", "qwen3"} {
+		t.Run(model, func(t *testing.T) {
+			tk := loadModel(t, model)
+			ref := runMLCReference(t, filepath.Join(modelDir(t, model), "tokenizer.json"), corpus, 3)
+			if b := ref.Bench; b != nil {
+				t.Logf("reference (@mlc-ai/web-tokenizers %s, node, WebAssembly) encodes the corpus at %.0f tokens/s, %.2f MB/s (%d strings, %d rounds)",
+					mlcVersion, b.TokensPerSecond, b.MBPerSecond, len(corpus), b.Rounds)
+			}
+			var idMismatch, decMismatch int
+			for i, s := range corpus {
+				got := tk.Encode(s)
+				if !slices.Equal(got, ref.IDs[i]) {
+					idMismatch++
+					if idMismatch <= 10 {
+						t.Errorf("Encode(%q)\n got %v\nwant %v", s, got, ref.IDs[i])
+					}
+				}
+				if dec := tk.Decode(ref.IDs[i]); dec != ref.Decoded[i] {
+					decMismatch++
+					if decMismatch <= 10 {
+						t.Errorf("Decode(%v) = %q, reference %q", ref.IDs[i], dec, ref.Decoded[i])
+					}
+				}
+			}
+			t.Logf("%d strings: %d id mismatches, %d decode mismatches", len(corpus), idMismatch, decMismatch)
+		})
+	}
+}

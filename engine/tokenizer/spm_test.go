@@ -239,5 +239,52 @@ func TestSentencePieceReference(t *testing.T) {
 			t.Errorf("streaming %v gave %q, Decode %q", got, sb.String(), tk.Decode(got))
 		}
 	}
+	mlc := runMLCReference(t, filepath.Join(dir, "tokenizer.json"), corpus, 0)
+	var mlcMismatch int
+	for i, s := range corpus {
+		got := tk.Encode(s)
+		dec := tk.Decode(got)
+		if !slices.Equal(got, mlc.IDs[i]) || dec != mlc.Decoded[i] {
+			mlcMismatch++
+			if mlcMismatch <= 10 {
+				t.Errorf("Encode(%q) = %v, Decode %q; MLC: %v, %q", s, got, dec, mlc.IDs[i], mlc.Decoded[i])
+			}
+		}
+	}
+	t.Logf("%d strings: %d mismatches with MLC's tokenizer (ids or decoding)", len(corpus), mlcMismatch)
 	t.Logf("%d strings: %d id mismatches (with and without special tokens), %d/%d round trips where the reference round-trips", len(corpus), mismatch, roundTrips, refRoundTrips)
+}
+
+// TestSentencePieceMetaspaceMLC checks the Metaspace layouts against
+// MLC's tokenizer, which wraps the Rust implementation.
+func TestSentencePieceMetaspaceMLC(t *testing.T) {
+	corpus := conformanceCorpus(800)
+	for _, v := range []struct {
+		scheme string
+		split  bool
+	}{{"first", true}, {"always", true}, {"never", false}, {"first", false}} {
+		m := map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": v.scheme, "split": v.split}
+		data := spmVariant(t, map[string]any{"normalizer": nil, "pre_tokenizer": m, "decoder": m})
+		tk, err := FromJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "tokenizer.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mlc := runMLCReference(t, path, corpus, 0)
+		var mismatch int
+		for i, s := range corpus {
+			got := tk.Encode(s)
+			dec := tk.Decode(got)
+			if !slices.Equal(got, mlc.IDs[i]) || dec != mlc.Decoded[i] {
+				mismatch++
+				if mismatch <= 5 {
+					t.Errorf("%s/split=%v: Encode(%q) = %v, Decode %q; MLC: %v, %q", v.scheme, v.split, s, got, dec, mlc.IDs[i], mlc.Decoded[i])
+				}
+			}
+		}
+		t.Logf("Metaspace %s/split=%v: %d strings, %d mismatches with MLC's tokenizer", v.scheme, v.split, len(corpus), mismatch)
+	}
 }
