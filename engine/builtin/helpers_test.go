@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 
 // testEngine is an engine running in the test process behind httptest.
 type testEngine struct {
-	t      *testing.T
+	t      testing.TB
 	e      *Engine
 	url    string
 	client *http.Client
@@ -38,7 +38,7 @@ type testEngine struct {
 // newTestEngine starts an in-process engine for the tiny model with
 // --enable-debug and the given overrides. After the test it checks that
 // no KV page is left in use and no goroutine is left behind.
-func newTestEngine(t *testing.T, overrides string, disagg bool, args ...string) *testEngine {
+func newTestEngine(t testing.TB, overrides string, disagg bool, args ...string) *testEngine {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	opts, err := ParseArgs(append([]string{"tiny", "--enable-debug", "--overrides", overrides}, args...), io.Discard)
@@ -105,7 +105,7 @@ func (te *testEngine) waitMetrics(cond func(Metrics) bool) Metrics {
 
 // checkGoroutines fails when more goroutines run than before the test,
 // once transient ones have had a chance to end.
-func checkGoroutines(t *testing.T, before int) {
+func checkGoroutines(t testing.TB, before int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before {
@@ -119,7 +119,7 @@ func checkGoroutines(t *testing.T, before int) {
 }
 
 // post sends a JSON body and returns the status and body.
-func post(t *testing.T, c *http.Client, url string, body any) (int, []byte) {
+func post(t testing.TB, c *http.Client, url string, body any) (int, []byte) {
 	t.Helper()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -148,7 +148,7 @@ type result struct {
 
 // complete runs a completion at path on base (streamed or not, as req
 // says) and fails the test on an error status.
-func complete(t *testing.T, c *http.Client, base, path string, req any) result {
+func complete(t testing.TB, c *http.Client, base, path string, req any) result {
 	t.Helper()
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -180,7 +180,7 @@ func complete(t *testing.T, c *http.Client, base, path string, req any) result {
 }
 
 // readStream collects a completion stream.
-func readStream(t *testing.T, body io.Reader) result {
+func readStream(t testing.TB, body io.Reader) result {
 	t.Helper()
 	var r result
 	sr := protocol.NewSSEReader(body, 0)
@@ -238,7 +238,7 @@ func with(m map[string]any, kv ...any) map[string]any {
 }
 
 // extraInt reads an integer of usage.extra.
-func extraInt(t *testing.T, u *protocol.Usage, key string) int {
+func extraInt(t testing.TB, u *protocol.Usage, key string) int {
 	t.Helper()
 	if u == nil || u.Extra[key] == nil {
 		t.Fatalf("usage.extra has no %s: %+v", key, u)
@@ -271,7 +271,7 @@ func prompts(n int) []string {
 	return out
 }
 
-func readAll(t *testing.T, resp *http.Response) string {
+func readAll(t testing.TB, resp *http.Response) string {
 	t.Helper()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -279,3 +279,5 @@ func readAll(t *testing.T, resp *http.Response) string {
 	}
 	return string(b)
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -43,8 +43,14 @@ func freePort(t *testing.T) int {
 // page is in use, stops the process with SIGTERM and expects status 0.
 func startProc(t *testing.T, port int, env []string, args ...string) *proc {
 	t.Helper()
+	return startModel(t, TinyModel, port, env, args...)
+}
+
+// startModel is startProc for the given model.
+func startModel(t *testing.T, model string, port int, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{addr: "127.0.0.1:" + strconv.Itoa(port), exited: make(chan struct{})}
-	all := append([]string{"mlc-engine", "tiny", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--enable-debug", "--mode", "server"}, args...)
+	all := append([]string{"mlc-engine", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--enable-debug", "--mode", "server"}, args...)
 	p.cmd = exec.Command(os.Args[0], all...)
 	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
