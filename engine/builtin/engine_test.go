@@ -252,3 +252,35 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestDebugConfigNeedsEnableDebug checks that without --enable-debug the
+// engine ignores debug_config and refuses microserving.
+func TestDebugConfigNeedsEnableDebug(t *testing.T) {
+	te := newTestEngine(t, "", false, "--enable-debug=false")
+	r := complete(t, te.client, te.url, "/v1/completions", with(greedy("the sun", 3), "debug_config", map[string]any{"special_request": "query_engine_metrics"}))
+	if len(r.texts) != 1 || r.usage.CompletionTokens != 3 {
+		t.Fatalf("debug_config honoured without --enable-debug: %+v", r)
+	}
+	status, body := post(t, te.client, te.url+"/microserving/prep_recv", map[string]any{"prompt": "a b", "end": -1, "user": "u"})
+	if status != http.StatusBadRequest {
+		t.Fatalf("prep_recv without --enable-debug: %d %s", status, body)
+	}
+}
+
+// TestResumeFromDeliveredText checks what a router relies on after a
+// preemption: prompt text + delivered text, re-encoded, continues exactly.
+func TestResumeFromDeliveredText(t *testing.T) {
+	te := newTestEngine(t, "", false)
+	tok := tiny.New()
+	for i, p := range prompts(6) {
+		p = clip(p, 30)
+		whole := complete(t, te.client, te.url, "/v1/completions", greedy(p, 24)).texts[0]
+		ids := tok.Encode(whole)
+		k := 3 + i*3
+		delivered := tok.Decode(ids[:k])
+		rest := complete(t, te.client, te.url, "/v1/completions", greedy(p+delivered, 24-k)).texts[0]
+		if delivered+rest != whole {
+			t.Fatalf("prompt %d: resumed after %d tokens: %q + %q, want %q", i, k, delivered, rest, whole)
+		}
+	}
+}

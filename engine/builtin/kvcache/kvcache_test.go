@@ -1,0 +1,112 @@
+package kvcache
+
+import (
+	"slices"
+	"testing"
+)
+
+// seqTokens returns n tokens starting at first.
+func seqTokens(first, n int) []int {
+	t := make([]int, n)
+	for i := range t {
+		t[i] = first + i
+	}
+	return t
+}
+
+func allocN(t *testing.T, p *Pool, n int) []int {
+	t.Helper()
+	var pages []int
+	for i := 0; i < n; i++ {
+		pg, ok := p.Alloc()
+		if !ok {
+			t.Fatalf("Alloc %d of %d failed: %+v", i, n, p.Stats())
+		}
+		pages = append(pages, pg)
+	}
+	return pages
+}
+
+func TestAllocRelease(t *testing.T) {
+	p := NewPool(4, 2, 8, false)
+	pages := allocN(t, p, 4)
+	if _, ok := p.Alloc(); ok {
+		t.Fatal("Alloc beyond the pool succeeded")
+	}
+	if s := p.Stats(); s.Used != 4 || s.Free != 0 {
+		t.Fatalf("%+v", s)
+	}
+	p.Retain(pages[0])
+	p.ReleaseAll(pages)
+	if s := p.Stats(); s.Used != 1 || s.Free != 3 {
+		t.Fatalf("after release: %+v", s)
+	}
+	p.Release(pages[0])
+	if s := p.Stats(); s != (Stats{Free: 4, Total: 4}) {
+		t.Fatalf("all released: %+v", s)
+	}
+}
+
+func TestPrefixMatchAndShare(t *testing.T) {
+	p := NewPool(8, 1, 2, true)
+	tokens := seqTokens(100, 40) // two full pages and a partial one
+	pages := allocN(t, p, 3)
+	for slot := 0; slot < 3*PageSize; slot++ {
+		p.KV.K[0][pages[slot/PageSize]*PageSize*2+slot%PageSize*2] = float32(slot)
+	}
+	p.Insert(tokens, pages)
+	p.ReleaseAll(pages)
+	if s := p.Stats(); s.Cached != 2 || s.Used != 0 || s.Free != 6 {
+		t.Fatalf("after insert: %+v", s)
+	}
+	got, matched := p.Match(append(seqTokens(100, 32), 7, 7), 100)
+	if matched != 32 || !slices.Equal(got, pages[:2]) {
+		t.Fatalf("Match = %v %d, want %v 32", got, matched, pages[:2])
+	}
+	if s := p.Stats(); s.Used != 2 || s.Cached != 0 {
+		t.Fatalf("matched pages are not used: %+v", s)
+	}
+	p.ReleaseAll(got)
+	// A limit inside the second page copies its first slots.
+	got, matched = p.Match(tokens, 20)
+	if matched != 20 || got[0] != pages[0] || got[1] == pages[1] {
+		t.Fatalf("Match(limit 20) = %v %d", got, matched)
+	}
+	for off := 0; off < 4; off++ {
+		if v := p.KV.K[0][(got[1]*PageSize+off)*2]; v != float32(PageSize+off) {
+			t.Fatalf("copied slot %d holds %v", off, v)
+		}
+	}
+	p.ReleaseAll(got)
+	if _, m := p.Match(seqTokens(5, 40), 40); m != 0 {
+		t.Fatalf("unrelated tokens matched %d", m)
+	}
+}
+
+func TestEvictionLRU(t *testing.T) {
+	p := NewPool(4, 1, 2, true)
+	a, b := seqTokens(0, 32), seqTokens(1000, 32)
+	pa, pb := allocN(t, p, 2), allocN(t, p, 2)
+	p.Insert(a, pa)
+	p.Insert(b, pb)
+	p.ReleaseAll(pa)
+	p.ReleaseAll(pb)
+	if p.Available() != 4 {
+		t.Fatalf("Available = %d", p.Available())
+	}
+	used, _ := p.Match(a, 32) // a is now the most recently used, and held
+	pg := allocN(t, p, 2)      // evicts b's leaf, then b's root page
+	if _, m := p.Match(b, 32); m != 0 {
+		t.Fatalf("b still matches %d tokens", m)
+	}
+	if _, ok := p.Alloc(); ok {
+		t.Fatal("Alloc evicted pages in use")
+	}
+	p.ReleaseAll(used)
+	p.ReleaseAll(pg)
+	got, m := p.Match(a, 32)
+	if m != 32 {
+		t.Fatalf("a lost from the cache: %d", m)
+	}
+	p.ReleaseAll(got)
+}
