@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -123,6 +124,77 @@ func TestConformanceMLC(t *testing.T) {
 				}
 			}
 			t.Logf("%d strings: %d id mismatches, %d decode mismatches", len(corpus), idMismatch, decMismatch)
+		})
+	}
+}
+
+// randomIDs returns n seeded random id sequences below vocab, biased
+// towards short ones, with runs of byte tokens when byteLo < byteHi.
+func randomIDs(n, vocab, byteLo, byteHi int) [][]int {
+	rng := rand.New(rand.NewPCG(7, uint64(vocab)))
+	out := make([][]int, n)
+	for i := range out {
+		ids := make([]int, 1+rng.IntN(12))
+		for j := range ids {
+			if byteHi > byteLo && rng.IntN(2) == 0 {
+				ids[j] = byteLo + rng.IntN(byteHi-byteLo)
+			} else {
+				ids[j] = rng.IntN(vocab)
+			}
+		}
+		out[i] = ids
+	}
+	return out
+}
+
+// TestDecodeRandomIDsMLC decodes random id sequences (partial UTF-8,
+// special tokens, anything) and compares with MLC's tokenizer; it also
+// checks that streaming gives the same text.
+func TestDecodeRandomIDsMLC(t *testing.T) {
+	models := []struct {
+		name           string
+		tk             func(*testing.T) *HF
+		path           func(*testing.T) string
+		byteLo, byteHi int
+	}{
+		{"llama3", func(t *testing.T) *HF { return loadModel(t, "llama3") },
+			func(t *testing.T) string { return filepath.Join(modelDir(t, "llama3"), "tokenizer.json") }, 0, 256},
+		{"qwen3", func(t *testing.T) *HF { return loadModel(t, "qwen3") },
+			func(t *testing.T) string { return filepath.Join(modelDir(t, "qwen3"), "tokenizer.json") }, 0, 256},
+		{"spm", func(t *testing.T) *HF { return loadSPM(t) }, func(t *testing.T) string { p, _ := filepath.Abs("testdata/spm/tokenizer.json"); return p }, 3, 259},
+	}
+	for _, m := range models {
+		t.Run(m.name, func(t *testing.T) {
+			tk := m.tk(t)
+			ids := randomIDs(1500, tk.VocabSize(), m.byteLo, m.byteHi)
+			ref := runMLCReferenceIDs(t, m.path(t), nil, 0, ids)
+			var mismatch int
+			for i, x := range ids {
+				got := tk.Decode(x)
+				if got != ref.DecodedIDs[i] {
+					mismatch++
+					if mismatch <= 10 {
+						t.Errorf("Decode(%v) = %q, MLC %q", x, got, ref.DecodedIDs[i])
+					}
+				}
+				var sb strings.Builder
+				sd := NewStreamDecoder(tk)
+				for _, id := range x {
+					sb.WriteString(sd.Push(id))
+				}
+				sb.WriteString(sd.Flush())
+				// Streaming can only differ where a byte-fallback run
+				// turned out invalid (see StreamDecoder), and then only
+				// before the last U+FFFD.
+				stream := sb.String()
+				if i := strings.LastIndex(got, "\uFFFD"); i >= 0 && m.name == "spm" {
+					got, stream = got[i:], stream[max(0, strings.LastIndex(stream, "\uFFFD")):]
+				}
+				if stream != got {
+					t.Errorf("streaming %v gave %q, Decode %q", x, sb.String(), tk.Decode(x))
+				}
+			}
+			t.Logf("%d random id sequences: %d decode mismatches", len(ids), mismatch)
 		})
 	}
 }

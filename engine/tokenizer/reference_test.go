@@ -177,6 +177,7 @@ type referenceResult struct {
 	IDs        [][]int  `json:"ids"`
 	IDsSpecial [][]int  `json:"ids_special"`
 	Decoded    []string `json:"decoded"`
+	DecodedIDs []string `json:"decoded_ids"` // MLC only: decoding of the extra id lists
 	Bench      *struct {
 		Rounds          int     `json:"rounds"`
 		Seconds         float64 `json:"seconds"`
@@ -236,7 +237,15 @@ func runReference(tb testing.TB, tokenizerJSON, configJSON string, corpus []stri
 // @mlc-ai/web-tokenizers (no IDsSpecial), and with benchRounds > 0 also
 // times it.
 func runMLCReference(tb testing.TB, tokenizerJSON string, corpus []string, benchRounds int) *referenceResult {
+	return runMLCReferenceIDs(tb, tokenizerJSON, corpus, benchRounds, nil)
+}
+
+// runMLCReferenceIDs is runMLCReference that also decodes each of ids.
+func runMLCReferenceIDs(tb testing.TB, tokenizerJSON string, corpus []string, benchRounds int, ids [][]int) *referenceResult {
 	tb.Helper()
+	if corpus == nil {
+		corpus = []string{}
+	}
 	dir := referenceDir(tb)
 	tmp := tb.TempDir()
 	corpusPath := filepath.Join(tmp, "corpus.json")
@@ -252,9 +261,21 @@ func runMLCReference(tb testing.TB, tokenizerJSON string, corpus []string, bench
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd := exec.Command("node", script,
+	args := []string{script,
 		filepath.Join(dir, "node_modules", "@mlc-ai", "web-tokenizers"),
-		tokenizerJSON, corpusPath, outPath, fmt.Sprint(benchRounds))
+		tokenizerJSON, corpusPath, outPath, fmt.Sprint(benchRounds)}
+	if ids != nil {
+		idsPath := filepath.Join(tmp, "ids.json")
+		data, err := json.Marshal(ids)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(idsPath, data, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		args = append(args, idsPath)
+	}
+	cmd := exec.Command("node", args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if len(out) > 4000 {
 			out = out[len(out)-4000:]
@@ -269,8 +290,8 @@ func runMLCReference(tb testing.TB, tokenizerJSON string, corpus []string, bench
 	if err := json.Unmarshal(data, &res); err != nil {
 		tb.Fatal(err)
 	}
-	if len(res.IDs) != len(corpus) || len(res.Decoded) != len(corpus) {
-		tb.Fatalf("MLC reference returned %d/%d results for %d strings", len(res.IDs), len(res.Decoded), len(corpus))
+	if len(res.IDs) != len(corpus) || len(res.Decoded) != len(corpus) || len(res.DecodedIDs) != len(ids) {
+		tb.Fatalf("MLC reference returned %d/%d/%d results for %d strings and %d id lists", len(res.IDs), len(res.Decoded), len(res.DecodedIDs), len(corpus), len(ids))
 	}
 	return &res
 }

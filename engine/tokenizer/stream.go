@@ -6,7 +6,12 @@ import "strings"
 // only whole characters: text ending in an incomplete UTF-8 sequence
 // (which decodes to a trailing U+FFFD) is held back until later tokens
 // complete it. The concatenation of all Push results and the final
-// Flush equals Decode of all ids.
+// Flush equals Decode of all ids, with one exception: a byte-fallback
+// decoder (SentencePiece-style models) turns a whole run of byte tokens
+// into one U+FFFD per byte when the run is not valid UTF-8, so invalid
+// bytes generated after valid ones in the same run make Decode replace
+// text that Push has already returned. Push then goes on with the ids
+// it has not returned yet, decoded on their own.
 //
 // It works like the reference's DecodeStream: it decodes a short window
 // of recent ids, so that decoders that look at neighbouring tokens
@@ -31,7 +36,13 @@ func NewStreamDecoder(t Tokenizer) *StreamDecoder {
 func (d *StreamDecoder) Push(id int) string {
 	d.ids = append(d.ids, id)
 	text := d.t.Decode(d.ids)
-	if len(text) <= len(d.prefix) || strings.HasSuffix(text, "\uFFFD") || !strings.HasPrefix(text, d.prefix) {
+	if !strings.HasPrefix(text, d.prefix) {
+		// Text already returned was revised; it cannot be taken back.
+		d.ids = append(d.ids[:0], d.ids[d.read:]...)
+		d.read, d.prefix = 0, ""
+		text = d.t.Decode(d.ids)
+	}
+	if len(text) <= len(d.prefix) || strings.HasSuffix(text, "\uFFFD") {
 		return ""
 	}
 	out := text[len(d.prefix):]

@@ -152,6 +152,22 @@ func TestStreamDecoderHoldsPartialCharacters(t *testing.T) {
 	if got := sd.Flush(); got != "\uFFFD" {
 		t.Errorf("Flush() = %q, want U+FFFD", got)
 	}
+
+	// A byte run that turns invalid after a valid byte: Decode makes
+	// the whole run U+FFFD, but "-" was already returned; streaming
+	// goes on with the rest and does not stall.
+	ids := []int{spmByte('-'), spmByte(0xC8), spmHello, spmWorld}
+	var sb strings.Builder
+	for _, id := range ids {
+		sb.WriteString(sd.Push(id))
+	}
+	sb.WriteString(sd.Flush())
+	if got, want := sb.String(), "-\uFFFD hello world"; got != want {
+		t.Errorf("streaming %v = %q, want %q", ids, got, want)
+	}
+	if got, want := tk.Decode(ids), "\uFFFD\uFFFD hello world"; got != want {
+		t.Errorf("Decode(%v) = %q, want %q", ids, got, want)
+	}
 }
 
 func TestStreamDecoderNeverSplitsCharacters(t *testing.T) {

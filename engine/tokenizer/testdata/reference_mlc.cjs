@@ -3,15 +3,17 @@
 // Hugging Face tokenizers library) compiled to WebAssembly. Its encode
 // is tokenizers-cpp's Encode: no special tokens added.
 //
-// usage: node reference_mlc.cjs MODULE_DIR TOKENIZER_JSON CORPUS_JSON OUT_JSON [BENCH_ROUNDS]
+// usage: node reference_mlc.cjs MODULE_DIR TOKENIZER_JSON CORPUS_JSON OUT_JSON [BENCH_ROUNDS [IDS_JSON]]
 //
-// OUT_JSON receives {"ids": [[...]...], "decoded": [...], "bench": {...}}.
+// OUT_JSON receives {"ids": [[...]...], "decoded": [...], "bench": {...},
+// "decoded_ids": [...]}, the last the decoding of each id list in
+// IDS_JSON (a JSON array of arrays of ids), if given.
 "use strict";
 
 const fs = require("fs");
 const path = require("path");
 
-const [moduleDir, tokenizerPath, corpusPath, outPath, roundsArg] = process.argv.slice(2);
+const [moduleDir, tokenizerPath, corpusPath, outPath, roundsArg, idsPath] = process.argv.slice(2);
 if (!outPath) {
   console.error("usage: node reference_mlc.cjs MODULE_DIR TOKENIZER_JSON CORPUS_JSON OUT_JSON [BENCH_ROUNDS]");
   process.exit(2);
@@ -52,7 +54,11 @@ const { Tokenizer } = mod.exports;
       mb_per_second: (bytes * rounds) / seconds / 1e6,
     };
   }
-  fs.writeFileSync(outPath, JSON.stringify({ ids, decoded, bench }));
+  let decodedIDs = null;
+  if (idsPath) {
+    decodedIDs = JSON.parse(fs.readFileSync(idsPath, "utf8")).map((x) => tokenizer.decode(Int32Array.from(x)));
+  }
+  fs.writeFileSync(outPath, JSON.stringify({ ids, decoded, bench, decoded_ids: decodedIDs }));
   tokenizer.dispose();
 })().catch((e) => {
   console.error(e);
