@@ -48,9 +48,10 @@ func newBalancer(eps []engine.Endpoint, ready func() readiness) *balancer {
 
 // acquire picks the least-loaded ready engine among candidates (ties go to
 // the first), counts one more request on it and returns it with the
-// function that counts the request back. It returns nil when no candidate
-// is ready.
-func (b *balancer) acquire(candidates []int) (*backend, func()) {
+// function that counts the request back. An engine whose address is in
+// avoid (one that just failed this request) is taken only when no other is
+// ready. It returns nil when no candidate is ready.
+func (b *balancer) acquire(candidates []int, avoid map[string]bool) (*backend, func()) {
 	var rd readiness
 	if b.ready != nil {
 		rd = b.ready()
@@ -59,15 +60,9 @@ func (b *balancer) acquire(candidates []int) (*backend, func()) {
 		return nil, nil
 	}
 	b.mu.Lock()
-	var best *backend
-	for _, i := range candidates {
-		be := b.backends[i]
-		if !rd.Ready(i) {
-			continue
-		}
-		if best == nil || be.inflight.Load() < best.inflight.Load() {
-			best = be
-		}
+	best := b.leastLoaded(rd, candidates, avoid)
+	if best == nil && len(avoid) > 0 {
+		best = b.leastLoaded(rd, candidates, nil)
 	}
 	if best != nil {
 		best.inflight.Add(1)
@@ -78,6 +73,20 @@ func (b *balancer) acquire(candidates []int) (*backend, func()) {
 	}
 	var once sync.Once
 	return best, func() { once.Do(func() { best.inflight.Add(-1) }) }
+}
+
+func (b *balancer) leastLoaded(rd readiness, candidates []int, avoid map[string]bool) *backend {
+	var best *backend
+	for _, i := range candidates {
+		be := b.backends[i]
+		if !rd.Ready(i) || avoid[be.addr] {
+			continue
+		}
+		if best == nil || be.inflight.Load() < best.inflight.Load() {
+			best = be
+		}
+	}
+	return best
 }
 
 // inflight returns the in-flight count of every engine.

@@ -137,6 +137,7 @@ type choiceJob struct {
 	seed      *int64
 	stop      *stopScanner
 	delivered strings.Builder // text the client has of this choice
+	avoid     map[string]bool // engines that failed this choice
 	before    int             // tokens delivered before the current attempt
 	st        stats
 	started   time.Time
@@ -255,8 +256,9 @@ func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, in
 // attempt runs one attempt. finished reports that the choice is complete;
 // otherwise err is why the attempt failed, or nil after a preemption.
 func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest, out sink) (finished bool, err error) {
-	stream, release, err := j.c.r.strategy.open(ctx, req)
+	stream, release, err := j.c.r.strategy.open(ctx, req, j.avoid)
 	if err != nil {
+		j.blame(err)
 		return false, err
 	}
 	defer release()
@@ -270,6 +272,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 			break
 		}
 		if err != nil {
+			j.blame(err)
 			return false, err
 		}
 		if chunk.Usage != nil {
@@ -304,6 +307,18 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 	}
 	j.finish(reason, usage, out)
 	return true, nil
+}
+
+// blame remembers the engine that failed an attempt, so the next attempt
+// prefers another.
+func (j *choiceJob) blame(err error) {
+	var ee *engineError
+	if errors.As(err, &ee) && ee.retry && ee.addr != "" {
+		if j.avoid == nil {
+			j.avoid = map[string]bool{}
+		}
+		j.avoid[ee.addr] = true
+	}
 }
 
 // deliver passes text through the stop scanner to the client. hit reports

@@ -29,8 +29,8 @@ func (d *disagg) windowEnd(promptLen int) int {
 	return int((1 - d.balance) * float64(promptLen))
 }
 
-func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest) (*chunkStream, func(), error) {
-	dec, releaseDec := d.bal.acquire(d.decode)
+func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, func(), error) {
+	dec, releaseDec := d.bal.acquire(d.decode, avoid)
 	if dec == nil {
 		return nil, nil, fmt.Errorf("decode: %w", errNoEngine)
 	}
@@ -54,7 +54,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest) (*ch
 			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
 	}
 	if recv.PrefixMatchedLength < end {
-		if err := d.remoteSend(ctx, req, dec, recv, end); err != nil {
+		if err := d.remoteSend(ctx, req, dec, recv, end, avoid); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -69,8 +69,8 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest) (*ch
 
 // remoteSend has a prefill engine compute the window [matched, end) and
 // write its KV into the decode engine.
-func (d *disagg) remoteSend(ctx context.Context, req *protocol.CompletionRequest, dec *backend, recv protocol.PrepRecvResponse, end int) error {
-	pre, release := d.bal.acquire(d.prefill)
+func (d *disagg) remoteSend(ctx context.Context, req *protocol.CompletionRequest, dec *backend, recv protocol.PrepRecvResponse, end int, avoid map[string]bool) error {
+	pre, release := d.bal.acquire(d.prefill, avoid)
 	if pre == nil {
 		return fmt.Errorf("prefill: %w", errNoEngine)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/engine"
 )
 
-func oneFleet(t *testing.T) *engine.Fleet {
+func oneFleet(t testing.TB) *engine.Fleet {
 	t.Helper()
 	fs := liveFleets()
 	if len(fs) != 1 {

@@ -20,7 +20,7 @@ import (
 )
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	var ls []net.Listener
@@ -40,7 +40,7 @@ func freePorts(t *testing.T, n int) []int {
 
 // site is a running Caddy config with an mlc_router.
 type site struct {
-	t       *testing.T
+	t       testing.TB
 	base    string   // the router's base URL
 	engines []string // the engines' base URLs
 	client  *http.Client
@@ -48,7 +48,7 @@ type site struct {
 
 // startSite loads a Caddyfile in this process: %[1]d is the HTTP port, %[2]s
 // the endpoint lines, %[3]s extra router options.
-func startSite(t *testing.T, engines int, routerOpts string) *site {
+func startSite(t testing.TB, engines int, routerOpts string) *site {
 	t.Helper()
 	ports := freePorts(t, engines+1)
 	var eps strings.Builder
@@ -75,7 +75,7 @@ http://127.0.0.1:%d {
 	return s
 }
 
-func loadCaddyfile(t *testing.T, cf string) {
+func loadCaddyfile(t testing.TB, cf string) {
 	t.Helper()
 	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
 	if err != nil {
@@ -123,6 +123,8 @@ type streamed struct {
 	errBody *protocol.Error
 	chunks  int
 	raw     []string
+	// firstAfter is the time from the request to its first text.
+	firstAfter time.Duration
 }
 
 // stream posts a streaming completion and reads it to the end.
@@ -130,6 +132,7 @@ func (s *site) stream(ctx context.Context, url string, body map[string]any) (str
 	body["stream"] = true
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", bytes.NewReader(b))
+	begin := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return streamed{}, err
@@ -139,10 +142,10 @@ func (s *site) stream(ctx context.Context, url string, body map[string]any) (str
 		raw, _ := io.ReadAll(resp.Body)
 		return streamed{}, fmt.Errorf("status %d: %s", resp.StatusCode, raw)
 	}
-	return readStream(resp.Body)
+	return readStream(resp.Body, begin)
 }
 
-func readStream(r io.Reader) (streamed, error) {
+func readStream(r io.Reader, begin time.Time) (streamed, error) {
 	var out streamed
 	sse := protocol.NewSSEReader(r, 0)
 	for {
@@ -174,6 +177,9 @@ func readStream(r io.Reader) (streamed, error) {
 			out.usage = chunk.Usage
 		}
 		for _, c := range chunk.Choices {
+			if c.Text != "" && out.firstAfter == 0 {
+				out.firstAfter = time.Since(begin)
+			}
 			out.text += c.Text
 			if r := c.Finished(); r != "" {
 				out.finish = r
@@ -183,7 +189,7 @@ func readStream(r io.Reader) (streamed, error) {
 }
 
 // engineMetrics asks an engine for its metrics (query_engine_metrics).
-func engineMetrics(t *testing.T, engineURL string) map[string]float64 {
+func engineMetrics(t testing.TB, engineURL string) map[string]float64 {
 	t.Helper()
 	body := `{"prompt":[1],"max_tokens":1,"debug_config":{"special_request":"query_engine_metrics"}}`
 	resp, err := http.Post(engineURL+"/v1/completions", "application/json", strings.NewReader(body))

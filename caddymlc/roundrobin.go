@@ -15,8 +15,8 @@ type roundRobin struct {
 	all    []int
 }
 
-func (r *roundRobin) open(ctx context.Context, req *protocol.CompletionRequest) (*chunkStream, func(), error) {
-	be, release := r.bal.acquire(r.all)
+func (r *roundRobin) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, func(), error) {
+	be, release := r.bal.acquire(r.all, avoid)
 	if be == nil {
 		return nil, nil, fmt.Errorf("any: %w", errNoEngine)
 	}
