@@ -60,4 +60,3 @@ func BenchmarkServe(b *testing.B) {
 		})
 	}
 }
-

@@ -58,7 +58,9 @@ func TestRoutedTextEqualsOneEngine(t *testing.T) {
 				if status != 200 {
 					t.Fatalf("prompt %d: %d %s", i, status, raw)
 				}
-				if i == 0 { t.Logf("prompt %v -> %q", p, want) }
+				if i == 0 {
+					t.Logf("prompt %v -> %q", p, want)
+				}
 				if got.Choices[0].Text != want {
 					t.Fatalf("prompt %d (%v):\n routed %q\n engine %q", i, p, got.Choices[0].Text, want)
 				}
