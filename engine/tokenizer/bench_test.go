@@ -7,8 +7,10 @@ import (
 
 // BenchmarkEncodeLlama3 measures Encode on the conformance corpus with
 // Llama-3's tokenizer, after one warm-up pass (so the word cache is
-// warm, as in a server), and reports the reference's figures for the
-// same corpus, tokenizer and warm-up as js-tokens/s and js-MB/s.
+// warm, as in a server). It also reports the references' figures for
+// the same corpus, tokenizer and warm-up: js-tokens/s and js-MB/s for
+// @lenml/tokenizers, mlc-tokens/s and mlc-MB/s for
+// @mlc-ai/web-tokenizers (Rust compiled to WebAssembly), both on node.
 func BenchmarkEncodeLlama3(b *testing.B) { benchmarkEncode(b, "llama3") }
 
 // BenchmarkEncodeQwen3 is BenchmarkEncodeLlama3 for Qwen3.
@@ -24,6 +26,7 @@ func benchmarkEncode(b *testing.B, model string) {
 	}
 	dir := modelDir(b, model)
 	ref := runReference(b, filepath.Join(dir, "tokenizer.json"), filepath.Join(dir, "tokenizer_config.json"), corpus, 5)
+	mlc := runMLCReference(b, filepath.Join(dir, "tokenizer.json"), corpus, 5)
 
 	tokens, rounds := 0, 0
 	for b.Loop() {
@@ -38,6 +41,10 @@ func benchmarkEncode(b *testing.B, model string) {
 	if ref.Bench != nil {
 		b.ReportMetric(ref.Bench.TokensPerSecond, "js-tokens/s")
 		b.ReportMetric(ref.Bench.MBPerSecond, "js-MB/s")
+	}
+	if mlc.Bench != nil {
+		b.ReportMetric(mlc.Bench.TokensPerSecond, "mlc-tokens/s")
+		b.ReportMetric(mlc.Bench.MBPerSecond, "mlc-MB/s")
 	}
 }
 

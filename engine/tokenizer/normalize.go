@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -78,7 +79,14 @@ func (q normalizerSeq) normalize(s string) string {
 // formNormalizer applies a Unicode normalization form.
 type formNormalizer struct{ f norm.Form }
 
-func (n formNormalizer) normalize(s string) string { return n.f.String(s) }
+func (n formNormalizer) normalize(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return n.f.String(s)
+		}
+	}
+	return s // ASCII is in every normalization form
+}
 
 // lowercase maps the text to lower case.
 type lowercase struct{}
