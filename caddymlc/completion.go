@@ -156,7 +156,7 @@ func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		j.st.attempts = attempt
-		req, remaining := j.attemptRequest(attempt)
+		req, remaining := j.attemptRequest()
 		if remaining == 0 {
 			out.finish(j.index, protocol.FinishLength)
 			j.st.tokens = j.before
@@ -228,7 +228,7 @@ func waitBackoff(ctx context.Context, attempt int, preempted bool) error {
 // attemptRequest builds the engine request of an attempt: the prompt is
 // the client's plus the text already delivered, max_tokens what is left.
 // remaining is 0 when nothing is left to generate, -1 when unbounded.
-func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, int) {
+func (j *choiceJob) attemptRequest() (*protocol.CompletionRequest, int) {
 	src := j.c.req
 	req := src.Clone()
 	prompt := j.c.prompt
@@ -249,7 +249,11 @@ func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, in
 	req.Stream = true
 	req.StreamOptions = &protocol.StreamOptions{IncludeUsage: true}
 	req.DebugConfig = nil // never the client's: engines run with --enable-debug
-	req.User = protocol.StringPtr(fmt.Sprintf("%s-%d-%d", j.c.id, j.index, attempt))
+	// The engines tie the microserving calls of an attempt together by
+	// user. It stays the same across attempts: a retried prep_recv on the
+	// same decode engine then replaces the failed attempt's reservation
+	// instead of leaving it to time out.
+	req.User = protocol.StringPtr(fmt.Sprintf("%s-%d", j.c.id, j.index))
 	return req, remaining
 }
 
