@@ -224,6 +224,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+func timeNow() time.Time { return time.Now() }
+
 var insecureTLS = &tls.Config{InsecureSkipVerify: true}
 
 func mustJSON(v any) string {
