@@ -3,7 +3,6 @@ package builtin
 import (
 	"encoding/binary"
 	"math"
-	"net/http"
 	"slices"
 	"time"
 
@@ -13,26 +12,69 @@ import (
 // The scheduler side of disaggregated serving: prep_recv reservations, KV
 // received from a prefill engine, and the start of generation on them.
 
-// prepRecv matches tokens against the prefix cache and reserves pages for
-// the rest of [0, end) under user, replacing any earlier reservation of
-// the same user (scheduler goroutine).
-func (e *Engine) prepRecv(user string, tokens []int, end int) (protocol.KVAppendMetadata, int, *protocol.Error) {
-	if _, ok := e.prepared[user]; ok {
-		e.dropPrepared(user)
+// prepWait is a prep_recv waiting for KV pages.
+type prepWait struct {
+	user   string
+	tokens []int
+	end    int
+	seq    *sequence       // the reservation, once made
+	done   chan prepResult // buffered; receives one result
+}
+
+// prepResult is a prep_recv's answer.
+type prepResult struct {
+	meta    protocol.KVAppendMetadata
+	matched int
+	err     *protocol.Error
+}
+
+// queuePrepRecv replaces any reservation of the same user and queues w
+// behind earlier prep_recvs; it is served as soon as free or evictable
+// pages allow, without preempting running sequences (scheduler goroutine).
+func (e *Engine) queuePrepRecv(w *prepWait) {
+	if _, ok := e.prepared[w.user]; ok {
+		e.dropPrepared(w.user)
 	}
-	s := &sequence{tokens: tokens, user: user, state: seqPrepared, windowEnd: end}
-	pages, matched := e.pool.Match(tokens, min(end, len(tokens)-1))
+	e.pendingPrep = append(e.pendingPrep, w)
+	e.servePrepRecvs()
+}
+
+// servePrepRecvs makes the queued reservations that fit, in order.
+func (e *Engine) servePrepRecvs() {
+	for len(e.pendingPrep) > 0 && e.tryPrepRecv(e.pendingPrep[0]) {
+		e.pendingPrep = e.pendingPrep[1:]
+	}
+}
+
+// tryPrepRecv matches w's prompt against the prefix cache and reserves
+// pages for the rest of [0, end), reporting false when pages are short.
+func (e *Engine) tryPrepRecv(w *prepWait) bool {
+	s := &sequence{tokens: w.tokens, user: w.user, state: seqPrepared, windowEnd: w.end}
+	pages, matched := e.pool.Match(w.tokens, min(w.end, len(w.tokens)-1))
+	if !e.fits(pagesFor(w.end) - len(pages)) {
+		e.pool.ReleaseAll(pages)
+		return false
+	}
 	s.setPages(pages)
 	s.matched, s.kvLen = matched, matched
-	if !e.reserve(s, end) {
-		e.pool.ReleaseAll(s.pages)
-		return nil, 0, protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
-			"KV cache full: cannot reserve %d tokens", end-matched).WithCode("kv_cache_full")
+	for len(s.slots) < w.end {
+		page, _ := e.pool.Alloc()
+		s.addPage(page)
 	}
-	s.present = make([]bool, end)
+	s.present = make([]bool, w.end)
 	s.deadline = time.Now().Add(e.opts.Overrides.PrepRecvTimeout)
-	e.prepared[user] = s
-	return protocol.KVAppendMetadata{segments(s.slots[matched:end])}, matched, nil
+	e.prepared[w.user] = s
+	w.seq = s
+	w.done <- prepResult{meta: protocol.KVAppendMetadata{segments(s.slots[matched:w.end])}, matched: matched}
+	return true
+}
+
+// cancelPrepRecv withdraws a prep_recv whose client went away.
+func (e *Engine) cancelPrepRecv(w *prepWait) {
+	e.pendingPrep = slices.DeleteFunc(e.pendingPrep, func(p *prepWait) bool { return p == w })
+	if w.seq != nil && e.prepared[w.user] == w.seq {
+		e.dropPrepared(w.user)
+	}
 }
 
 // segments groups slots into runs of consecutive slots.

@@ -30,15 +30,16 @@ type Engine struct {
 	done chan struct{}
 
 	// Owned by the scheduler goroutine.
-	pool     *kvcache.Pool
-	waiting  []*sequence
-	running  []*sequence
-	prepared map[string]*sequence // by user
-	active   map[*request]bool
-	admitSeq uint64
-	scratch  *model.Scratch
-	logits   []float32
-	stats    counters
+	pool        *kvcache.Pool
+	waiting     []*sequence
+	running     []*sequence
+	prepared    map[string]*sequence // by user
+	pendingPrep []*prepWait          // prep_recvs waiting for pages
+	active      map[*request]bool
+	admitSeq    uint64
+	scratch     *model.Scratch
+	logits      []float32
+	stats       counters
 }
 
 // counters are the scheduler's running totals.

@@ -156,7 +156,7 @@ func TestPreemptionResumes(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i] = complete(t, small.client, small.url, "/v1/completions", with(greedy(clip(p, 60), 80), "stream", i%2 == 0))
+			got[i] = complete(goTB{t}, small.client, small.url, "/v1/completions", with(greedy(clip(p, 60), 80), "stream", i%2 == 0))
 		}()
 	}
 	wg.Wait()
@@ -185,7 +185,7 @@ func TestPreemptionInDisaggregation(t *testing.T) {
 			if i%2 == 0 {
 				req = with(req, "stream", true, "stream_options", map[string]any{"include_usage": true})
 			}
-			r := complete(t, te.client, te.url, "/v1/completions", req)
+			r := complete(goTB{t}, te.client, te.url, "/v1/completions", req)
 			if r.usage == nil {
 				t.Errorf("request %d: no usage", i)
 			}

@@ -281,3 +281,21 @@ func readAll(t testing.TB, resp *http.Response) string {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// goTB lets the helpers run on goroutines other than the test's: Fatal
+// records the failure and ends only the calling goroutine.
+type goTB struct{ testing.TB }
+
+// Fatal reports the failure and ends the calling goroutine.
+func (g goTB) Fatal(args ...any) {
+	g.TB.Helper()
+	g.TB.Error(args...)
+	runtime.Goexit()
+}
+
+// Fatalf reports the failure and ends the calling goroutine.
+func (g goTB) Fatalf(format string, args ...any) {
+	g.TB.Helper()
+	g.TB.Errorf(format, args...)
+	runtime.Goexit()
+}

@@ -144,6 +144,10 @@ func (e *Engine) abortAll() {
 	for user := range e.prepared {
 		e.dropPrepared(user)
 	}
+	for _, w := range e.pendingPrep {
+		w.done <- prepResult{err: unavailable(errStopped)}
+	}
+	e.pendingPrep = nil
 }
 
 // expire reclaims prep_recv reservations whose start_generate never came.

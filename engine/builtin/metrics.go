@@ -12,7 +12,7 @@ import (
 // Metrics is a snapshot of the engine's state and totals.
 type Metrics struct {
 	Running       int // sequences being prefilled or decoded
-	Waiting       int // sequences queued (new or preempted)
+	Waiting       int // sequences queued (new or preempted) and prep_recvs waiting for pages
 	Prepared      int // prep_recv reservations waiting for start_generate
 	Pages         kvcache.Stats
 	Preemptions   int64
@@ -29,7 +29,7 @@ func (e *Engine) Metrics() (Metrics, error) {
 
 func (e *Engine) snapshot() Metrics {
 	return Metrics{
-		Running: len(e.running), Waiting: len(e.waiting), Prepared: len(e.prepared),
+		Running: len(e.running), Waiting: len(e.waiting) + len(e.pendingPrep), Prepared: len(e.prepared),
 		Pages:       e.pool.Stats(),
 		Preemptions: e.stats.preemptions, PrefillTokens: e.stats.prefillTokens, DecodeTokens: e.stats.decodeTokens,
 	}

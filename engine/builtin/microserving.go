@@ -21,7 +21,7 @@ func (s *server) prepRecvEndpoint(w http.ResponseWriter, r *http.Request) {
 	req.Stream, req.StreamOptions = false, nil
 	end := req.End
 	setDisagg(&req.CompletionRequest, protocol.DisaggConfig{Kind: protocol.DisaggPrepareReceive, KVWindowEnd: &end})
-	res, _, perr := s.prepRecv(&req.CompletionRequest)
+	res, _, perr := s.prepRecv(r.Context(), &req.CompletionRequest)
 	if perr != nil {
 		perr.Write(w)
 		return
@@ -114,8 +114,9 @@ func window(name string, i *int, def, n int) (int, *protocol.Error) {
 	return r, nil
 }
 
-// prepRecv reserves the decode engine's KV for [0, end) of the prompt.
-func (s *server) prepRecv(req *protocol.CompletionRequest) (protocol.PrepRecvResponse, int, *protocol.Error) {
+// prepRecv reserves the decode engine's KV for [0, end) of the prompt,
+// waiting for pages when the cache is full.
+func (s *server) prepRecv(ctx context.Context, req *protocol.CompletionRequest) (protocol.PrepRecvResponse, int, *protocol.Error) {
 	var res protocol.PrepRecvResponse
 	user, perr := userOf(req)
 	if perr != nil {
@@ -129,14 +130,24 @@ func (s *server) prepRecv(req *protocol.CompletionRequest) (protocol.PrepRecvRes
 	if perr != nil {
 		return res, 0, perr
 	}
-	var meta protocol.KVAppendMetadata
-	err := s.e.do(func() { meta, res.PrefixMatchedLength, perr = s.e.prepRecv(user, tokens, end) })
-	if err != nil {
+	w := &prepWait{user: user, tokens: tokens, end: end, done: make(chan prepResult, 1)}
+	if err := s.e.do(func() { s.e.queuePrepRecv(w) }); err != nil {
 		return res, 0, unavailable(err)
 	}
-	if perr != nil {
-		return res, 0, perr
+	var pr prepResult
+	select {
+	case pr = <-w.done:
+	case <-ctx.Done():
+		_ = s.e.do(func() { s.e.cancelPrepRecv(w) })
+		return res, 0, protocol.Errorf(499, protocol.ErrTypeServer, "client went away")
+	case <-s.e.Done():
+		return res, 0, unavailable(errStopped)
 	}
+	if pr.err != nil {
+		return res, 0, pr.err
+	}
+	meta := pr.meta
+	res.PrefixMatchedLength = pr.matched
 	res.KVAppendMetadata = meta.Encode()
 	s.e.logf("prep_recv %q: %d tokens, end %d, prefix matched %d", user, len(tokens), end, res.PrefixMatchedLength)
 	return res, len(tokens), nil
@@ -145,7 +156,7 @@ func (s *server) prepRecv(req *protocol.CompletionRequest) (protocol.PrepRecvRes
 // prepRecvCompletion answers a prepare_receive completion: no choices,
 // and the reservation in usage.extra.
 func (s *server) prepRecvCompletion(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest) {
-	res, n, perr := s.prepRecv(req)
+	res, n, perr := s.prepRecv(r.Context(), req)
 	if perr != nil {
 		perr.Write(w)
 		return

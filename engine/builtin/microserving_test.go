@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/tiny"
@@ -13,7 +15,7 @@ import (
 
 // router runs MLC's disaggregated flow over a prefill and a decode engine.
 type router struct {
-	t                 *testing.T
+	t                 testing.TB
 	client            *http.Client
 	prefill, decode   string // base URLs
 	decodeRank        int
@@ -161,4 +163,45 @@ func TestMicroservingBadInputs(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown path: %d", resp.StatusCode)
 	}
+}
+
+// TestMicroservingPreemptRetry runs 16 concurrent disaggregated requests
+// against a decode engine with a small KV pool: some are preempted (finish
+// reason "preempt"), and a router that retries them from prep_recv gets
+// exactly the unpressured text for every one.
+func TestMicroservingPreemptRetry(t *testing.T) {
+	procs := startWorld(t, 2, "--overrides", "max_total_seq_length=640;prefill_chunk_size=64")
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	ps := prompts(16)
+	want := make([]string, len(ps))
+	for i, p := range ps {
+		want[i] = complete(t, c, procs[0].url(""), protocol.PathCompletions, greedy(clip(p, 50), 60)).texts[0]
+	}
+	var wg sync.WaitGroup
+	var preempts atomic.Int64
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &router{t: goTB{t}, client: c, prefill: procs[0].url(""), decode: procs[1].url(""), decodeRank: 1}
+			for attempt := 0; attempt < 50; attempt++ {
+				got := r.run(fmt.Sprintf("p%d", i), clip(p, 50), []float64{0, 0.3, 0.7}[i%3], with(greedy(nil, 60), "stream", i%2 == 0))
+				if got.finish[0] == "preempt" {
+					preempts.Add(1)
+					continue
+				}
+				if got.texts[0] != want[i] || got.finish[0] != "length" {
+					t.Errorf("request %d: %s %q, want %q", i, got.finish[0], got.texts[0], want[i])
+				}
+				return
+			}
+			t.Errorf("request %d: preempted 50 times", i)
+		}()
+	}
+	wg.Wait()
+	if preempts.Load() == 0 {
+		t.Error("no request was preempted")
+	}
+	t.Logf("%d preemptions", preempts.Load())
 }

@@ -4,25 +4,35 @@ import (
 	"slices"
 )
 
-// step is one scheduler iteration: admit waiting sequences while pages
-// allow, prefill up to prefill_chunk_size prompt tokens, then decode one
+// step is one scheduler iteration: admit the waiting sequences and make
+// the prep_recv reservations that pages allow, prefill up to prefill_chunk_size prompt tokens, then decode one
 // token of every running sequence.
 func (e *Engine) step() {
 	e.admit()
+	e.servePrepRecvs()
 	e.prefill()
 	e.decode()
 }
 
-// admissible returns the first waiting sequence if it can start now.
+// admissible returns the first waiting sequence if it can start now. A
+// sequence that already holds pages (from prep_recv) always may: it gets
+// more by preemption if need be, so held pages never block the engine.
+// Others need their pages free, plus one per running sequence to grow.
 func (e *Engine) admissible() *sequence {
 	if len(e.waiting) == 0 || len(e.running) >= e.opts.Overrides.MaxNumSequence {
 		return nil
 	}
 	s := e.waiting[0]
-	if pagesFor(s.target())-len(s.pages) > e.pool.Available() {
+	if len(s.pages) == 0 && !e.fits(pagesFor(s.target())) {
 		return nil
 	}
 	return s
+}
+
+// fits reports whether need more pages can be handed out while leaving one
+// for every running sequence.
+func (e *Engine) fits(need int) bool {
+	return need+len(e.running) <= e.pool.Available()
 }
 
 // admit moves waiting sequences to running, in order.

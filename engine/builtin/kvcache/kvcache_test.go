@@ -95,7 +95,7 @@ func TestEvictionLRU(t *testing.T) {
 		t.Fatalf("Available = %d", p.Available())
 	}
 	used, _ := p.Match(a, 32) // a is now the most recently used, and held
-	pg := allocN(t, p, 2)      // evicts b's leaf, then b's root page
+	pg := allocN(t, p, 2)     // evicts b's leaf, then b's root page
 	if _, m := p.Match(b, 32); m != 0 {
 		t.Fatalf("b still matches %d tokens", m)
 	}
