@@ -164,3 +164,15 @@ func TestKilledEngineIsRoutedAround(t *testing.T) {
 		t.Fatalf("restarted engine: %d %s", status, raw)
 	}
 }
+
+func TestAdminStatus(t *testing.T) {
+	startSite(t, 2, "\t\t\tmode disagg\n")
+	st := statusOfLive()
+	if len(st) != 1 || len(st[0].Engines) != 2 {
+		t.Fatalf("%+v", st)
+	}
+	e0, e1 := st[0].Engines[0], st[0].Engines[1]
+	if e0.Role != "prefill" || e1.Role != "decode" || e0.State != "ready" || e1.PEStart != 1 || e0.PID == 0 {
+		t.Fatalf("%+v", st)
+	}
+}
