@@ -142,8 +142,7 @@ func (v *addedVocab) find(s string, t *trie) []span {
 	return out
 }
 
-func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
-
+// endsWithWord and startsWithWord are the reference's \w$ and ^\w.
 func endsWithWord(s string) bool {
 	r, _ := utf8.DecodeLastRuneInString(s)
 	return isWordRune(r)

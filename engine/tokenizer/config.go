@@ -54,8 +54,8 @@ type componentJSON struct {
 	Prepend  string          `json:"prepend"`
 	Behavior string          `json:"behavior"`
 	Invert   bool            `json:"invert"`
-	Left     bool            `json:"left"`
-	Right    bool            `json:"right"`
+	Left     bool            `json:"strip_left"`
+	Right    bool            `json:"strip_right"`
 	Start    int             `json:"start"`
 	Stop     int             `json:"stop"`
 

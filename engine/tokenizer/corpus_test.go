@@ -57,6 +57,7 @@ var (
 		"\u1100\u1161\u11A8", "ﬁ ﬂ ﬃ", "Ⅻ ⅷ ½ ¾ ² ³", "x\u200By\u200Cz\u200Dw", "no\u00A0break",
 		"ideographic\u3000space", "line\u2028sep\u2029para", "nel\u0085here", "soft\u00ADhyphen",
 		"\uFFFD", "tab\tsep\tvalues", "ǲ ǳ Ǳ", "ſ ẞ ß", "K Å Ω", "'ſ 's 'S",
+		"ΟΔΟΣ ΟΔΥΣΣΕΥΣ. Σ ΑΣ'Σ ΣΑΣ\u0301Σ",
 	}
 	corpusNumbers = []string{
 		"0", "7", "42", "123", "1234", "12345", "123456789012345678901234567890",

@@ -88,10 +88,23 @@ func (n formNormalizer) normalize(s string) string {
 	return s // ASCII is in every normalization form
 }
 
-// lowercase maps the text to lower case.
+// lowercase maps the text to lower case one character at a time, as
+// the reference does with Rust's char::to_lowercase: Go's
+// unicode.ToLower, except that İ becomes "i̇" (SpecialCasing.txt), and
+// without the context-dependent final-sigma rule.
 type lowercase struct{}
 
-func (lowercase) normalize(s string) string { return strings.ToLower(s) }
+func (lowercase) normalize(s string) string {
+	if !strings.ContainsRune(s, 'İ') {
+		return strings.Map(unicode.ToLower, s)
+	}
+	return strings.ReplaceAll(strings.Map(func(r rune) rune {
+		if r == 'İ' {
+			return r
+		}
+		return unicode.ToLower(r)
+	}, s), "İ", "i\u0307")
+}
 
 // prepend adds a prefix to non-empty text (Llama-2 style "▁").
 type prepend string

@@ -86,11 +86,9 @@ func newPreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 	case "Metaspace":
 		return newMetaspace(c)
 	case "Whitespace":
-		p, err := compilePattern(&patternJSON{Regex: ptr(`\w+|[^\w\s]+`)})
-		if err != nil {
-			return nil, err
-		}
-		return &splitter{find: p.findAll, behavior: removed, invert: true}, nil
+		// The reference's \w+|[^\w\s]+, with \w as Rust's regex
+		// crate defines it (regexp2's .NET \w lacks spacing marks).
+		return &splitter{find: findWordsAndPunct, behavior: removed, invert: true}, nil
 	case "WhitespaceSplit":
 		return &splitter{find: runeMatcher(unicode.IsSpace), behavior: removed}, nil
 	case "Digits":
@@ -191,6 +189,40 @@ func runeMatcher(f func(rune) bool) func([][2]int, string) [][2]int {
 		}
 		return out
 	}
+}
+
+// isWordRune is \w in Rust's regex crate: Alphabetic, marks, decimal
+// digits, connector punctuation and the joiners.
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == '_' || r >= '0' && r <= '9' || r|0x20 >= 'a' && r|0x20 <= 'z'
+	}
+	return unicode.IsLetter(r) || unicode.Is(unicode.Nl, r) || unicode.Is(unicode.Other_Alphabetic, r) ||
+		unicode.IsMark(r) || unicode.Is(unicode.Nd, r) || unicode.Is(unicode.Pc, r) || r == 0x200C || r == 0x200D
+}
+
+// findWordsAndPunct finds the matches of \w+|[^\w\s]+.
+func findWordsAndPunct(out [][2]int, s string) [][2]int {
+	start, class := 0, 0 // class of the current run: 0 space, 1 word, 2 other
+	for i, r := range s {
+		c := 2
+		switch {
+		case isWordRune(r):
+			c = 1
+		case unicode.IsSpace(r):
+			c = 0
+		}
+		if c != class {
+			if class != 0 && i > start {
+				out = append(out, [2]int{start, i})
+			}
+			start, class = i, c
+		}
+	}
+	if class != 0 && len(s) > start {
+		out = append(out, [2]int{start, len(s)})
+	}
+	return out
 }
 
 // A splitter splits each piece at the matches of find.
