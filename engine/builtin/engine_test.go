@@ -52,8 +52,8 @@ func TestTokenPromptEqualsText(t *testing.T) {
 func TestChunkedPrefill(t *testing.T) {
 	whole := newTestEngine(t, "prefill_chunk_size=4096", false, "--prefix-cache-mode", "disable")
 	chunked := newTestEngine(t, "prefill_chunk_size=7", false, "--prefix-cache-mode", "disable")
-	for i, p := range prompts(12) {
-		req := greedy(p, 10)
+	for i, p := range prompts(10) {
+		req := greedy(clip(p, 150), 10)
 		a := complete(t, whole.client, whole.url, "/v1/completions", req)
 		b := complete(t, chunked.client, chunked.url, "/v1/completions", req)
 		if a.texts[0] != b.texts[0] {
@@ -143,12 +143,12 @@ func TestSamplingSeeded(t *testing.T) {
 // requests are preempted and resumed, and every one completes with the
 // text it has without pressure.
 func TestPreemptionResumes(t *testing.T) {
-	small := newTestEngine(t, "max_total_seq_length=512;prefill_chunk_size=64", false, "--prefix-cache-mode", "disable")
+	small := newTestEngine(t, "max_total_seq_length=384;prefill_chunk_size=64", false, "--prefix-cache-mode", "disable")
 	roomy := newTestEngine(t, "", false, "--prefix-cache-mode", "disable")
 	ps := prompts(16)
 	want := make([]string, len(ps))
 	for i, p := range ps {
-		want[i] = complete(t, roomy.client, roomy.url, "/v1/completions", greedy(clip(p, 60), 80)).texts[0]
+		want[i] = complete(t, roomy.client, roomy.url, "/v1/completions", greedy(clip(p, 40), 40)).texts[0]
 	}
 	var wg sync.WaitGroup
 	got := make([]result, len(ps))
@@ -156,7 +156,7 @@ func TestPreemptionResumes(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i] = complete(goTB{t}, small.client, small.url, "/v1/completions", with(greedy(clip(p, 60), 80), "stream", i%2 == 0))
+			got[i] = complete(goTB{t}, small.client, small.url, "/v1/completions", with(greedy(clip(p, 40), 40), "stream", i%2 == 0))
 		}()
 	}
 	wg.Wait()

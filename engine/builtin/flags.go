@@ -27,18 +27,22 @@ type Options struct {
 // Overrides are the --overrides settings the engine uses.
 type Overrides struct {
 	MaxTotalSeqLength int           // KV capacity in tokens
-	MaxNumSequence    int           // running sequences at most
+	MaxNumSequence    int           // running sequences at most (default by --mode)
 	PrefillChunkSize  int           // prompt tokens prefilled per step at most
 	PrepRecvTimeout   time.Duration // prep_recv pages are reclaimed after this
 	Ignored           []string      // keys accepted but not used
 }
+
+// modeBatch is the default max_num_sequence of each --mode, as MLC sizes
+// its batch: one for interactive use, four locally, many for a server.
+var modeBatch = map[string]int{"interactive": 1, "local": 4, "server": 64}
 
 // errUsage marks command-line errors (exit status 2).
 var errUsage = errors.New("usage")
 
 // defaultOverrides are the settings before --overrides applies.
 func defaultOverrides() Overrides {
-	return Overrides{MaxTotalSeqLength: 16384, MaxNumSequence: 64, PrefillChunkSize: 512, PrepRecvTimeout: time.Minute}
+	return Overrides{MaxTotalSeqLength: 16384, PrefillChunkSize: 512, PrepRecvTimeout: time.Minute}
 }
 
 // ParseArgs parses `<model> [flags]`.
@@ -106,6 +110,9 @@ func (o *Options) validate(overrides string, log io.Writer) error {
 	}
 	if err := o.Overrides.parse(overrides); err != nil {
 		return fmt.Errorf("--overrides: %w", err)
+	}
+	if o.Overrides.MaxNumSequence == 0 {
+		o.Overrides.MaxNumSequence = modeBatch[o.Mode]
 	}
 	for _, k := range o.Overrides.Ignored {
 		fmt.Fprintf(log, "mlc-engine: override %q is ignored by the built-in engine\n", k)

@@ -29,6 +29,14 @@ func TestParseArgs(t *testing.T) {
 	if !strings.Contains(log.String(), "gpu_memory_utilization") {
 		t.Errorf("ignored override not logged: %q", log.String())
 	}
+	if o.Overrides.MaxNumSequence != 8 {
+		t.Errorf("max_num_sequence = %d", o.Overrides.MaxNumSequence)
+	}
+	for mode, want := range map[string]int{"interactive": 1, "local": 4, "server": 64} {
+		if o, err := ParseArgs([]string{"tiny", "--mode", mode}, io.Discard); err != nil || o.Overrides.MaxNumSequence != want {
+			t.Errorf("--mode %s: max_num_sequence %d, want %d (%v)", mode, o.Overrides.MaxNumSequence, want, err)
+		}
+	}
 	// The model may also follow the flags.
 	if o, err := ParseArgs([]string{"--port", "1", "tiny"}, io.Discard); err != nil || o.Model != "tiny" {
 		t.Fatalf("model after flags: %+v %v", o, err)

@@ -41,7 +41,7 @@ type testEngine struct {
 func newTestEngine(t testing.TB, overrides string, disagg bool, args ...string) *testEngine {
 	t.Helper()
 	before := runtime.NumGoroutine()
-	opts, err := ParseArgs(append([]string{"tiny", "--enable-debug", "--overrides", overrides}, args...), io.Discard)
+	opts, err := ParseArgs(append([]string{"tiny", "--enable-debug", "--mode", "server", "--overrides", overrides}, args...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

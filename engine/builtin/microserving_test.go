@@ -71,32 +71,55 @@ func (r *router) run(user, prompt string, factor float64, extra map[string]any) 
 // {0, 0.3, 0.7}, streamed and not.
 func TestMicroservingExact(t *testing.T) {
 	procs := startWorld(t, 2)
-	r := &router{t: t, client: &http.Client{}, prefill: procs[0].url(""), decode: procs[1].url(""), decodeRank: 1}
-	defer r.client.CloseIdleConnections()
-	sent, matchedRuns := 0, 0
-	for i, p := range prompts(52) {
-		p = clip(p, 1+i*5%90)
-		want := complete(t, r.client, procs[0].url(""), protocol.PathCompletions, greedy(p, 8))
-		for _, f := range []float64{0, 0.3, 0.7} {
-			for _, stream := range []bool{false, true} {
-				user := fmt.Sprintf("req-%d-%v-%v", i, f, stream)
-				got := r.run(user, p, f, with(greedy(nil, 8), "stream", stream))
-				if got.texts[0] != want.texts[0] || got.finish[0] != want.finish[0] {
-					t.Fatalf("prompt %d (%d words) factor %v stream %v: got %q (%s), want %q (%s)",
-						i, len(strings.Fields(p)), f, stream, got.texts[0], got.finish[0], want.texts[0], want.finish[0])
-				}
-				if r.lastSent > 0 {
-					sent++
-				}
-				if r.lastMatched > 0 {
-					matchedRuns++
-				}
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	var sent, matched atomic.Int64
+	jobs := make(chan int, 52)
+	var wg sync.WaitGroup
+	for i := 0; i < 52; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &router{t: goTB{t}, client: c, prefill: procs[0].url(""), decode: procs[1].url(""), decodeRank: 1}
+			for i := range jobs {
+				s, m := r.checkPrompt(i, clip(prompts(52)[i], 1+i*5%90))
+				sent.Add(s)
+				matched.Add(m)
+			}
+		}()
+	}
+	wg.Wait()
+	if sent.Load() < 50 || matched.Load() < 50 {
+		t.Errorf("only %d runs transferred KV and %d matched a cached prefix", sent.Load(), matched.Load())
+	}
+}
+
+// checkPrompt compares the disaggregated flow with /v1/completions for one
+// prompt, every factor, streamed and not; it counts the runs that
+// transferred KV and that matched a cached prefix.
+func (r *router) checkPrompt(i int, p string) (sent, matched int64) {
+	want := complete(r.t, r.client, r.prefill, protocol.PathCompletions, greedy(p, 8))
+	for _, f := range []float64{0, 0.3, 0.7} {
+		for _, stream := range []bool{false, true} {
+			user := fmt.Sprintf("req-%d-%v-%v", i, f, stream)
+			got := r.run(user, p, f, with(greedy(nil, 8), "stream", stream))
+			if got.texts[0] != want.texts[0] || got.finish[0] != want.finish[0] {
+				r.t.Fatalf("prompt %d (%d words) factor %v stream %v: got %q (%s), want %q (%s)",
+					i, len(strings.Fields(p)), f, stream, got.texts[0], got.finish[0], want.texts[0], want.finish[0])
+			}
+			if r.lastSent > 0 {
+				sent++
+			}
+			if r.lastMatched > 0 {
+				matched++
 			}
 		}
 	}
-	if sent < 50 || matchedRuns < 50 {
-		t.Errorf("only %d runs transferred KV and %d matched a cached prefix", sent, matchedRuns)
-	}
+	return sent, matched
 }
 
 // TestMicroservingBadInputs checks the 400 answers, and that a rejected
