@@ -170,7 +170,8 @@ func TestMicroservingBadInputs(t *testing.T) {
 			t.Errorf("%s: status %d %s, want 400 with an error body", tc.name, status, body)
 		}
 	}
-	status, body := post(t, c, procs[0].url(protocol.PathRemoteSend), send())
+	// Python-style negative window indices: [-len, -1) is [0, len-1).
+	status, body := post(t, c, procs[0].url(protocol.PathRemoteSend), send("begin", -len(ids), "end", -1))
 	if status != http.StatusOK {
 		t.Fatalf("remote_send after the rejected ones: %d %s", status, body)
 	}
