@@ -82,6 +82,7 @@ func (e *Engine) finish(s *sequence, reason string) {
 // endRequest sends the request's last event.
 func (e *Engine) endRequest(r *request, payload []byte, aborted bool) {
 	delete(e.active, r)
+	e.logf("request %s done: %d prompt tokens (%d from the prefix cache), %d generated", r.id, len(r.prompt), r.prefixMatched, r.completionTokens)
 	r.events.push(event{done: true, usage: e.usage(r), payload: payload, aborted: aborted})
 }
 
@@ -119,6 +120,7 @@ func (e *Engine) abort(r *request) {
 	if !e.active[r] {
 		return
 	}
+	e.logf("request %s aborted: the client went away", r.id)
 	for _, s := range r.seqs {
 		if s.state != seqDone {
 			e.finish(s, finishAbort)
