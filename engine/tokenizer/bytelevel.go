@@ -1,9 +1,6 @@
 package tokenizer
 
-import (
-	"strings"
-	"unicode/utf8"
-)
+import "strings"
 
 // byteToRune and runeToByte implement GPT-2's reversible mapping of the
 // 256 byte values onto printable code points: printable Latin-1 bytes
@@ -52,59 +49,37 @@ func byteLevelDecodeToken(dst []byte, token string) []byte {
 	return dst
 }
 
-// lossyUTF8 converts b to a string, replacing each maximal ill-formed
-// subsequence with one U+FFFD, as Rust's String::from_utf8_lossy and the
-// WHATWG TextDecoder do (Go's strings.ToValidUTF8 would collapse runs of
-// them instead, and a plain conversion would keep them).
-func lossyUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	sb.Grow(len(b) + 8)
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r != utf8.RuneError || size > 1 {
-			sb.Write(b[:size])
-			b = b[size:]
-			continue
-		}
-		sb.WriteRune(utf8.RuneError)
-		b = b[maximalSubpart(b):]
-	}
-	return sb.String()
+// byteLevelPre is the ByteLevel pre-tokenizer: optionally prefix a
+// space, optionally split with the GPT-2 expression, then map bytes to
+// printable code points.
+type byteLevelPre struct {
+	addPrefixSpace bool
+	split          *splitter
+	// deferMap leaves the byte-to-code-point mapping to the model
+	// (pieces are marked raw), so that its word cache is consulted
+	// before the mapping is done. Set only when this is the last
+	// pre-tokenizer.
+	deferMap bool
 }
 
-// maximalSubpart returns the length (at least 1) of the longest prefix
-// of b that starts a well-formed UTF-8 sequence but is not a whole one.
-func maximalSubpart(b []byte) int {
-	c := b[0]
-	var n int
-	lo, hi := byte(0x80), byte(0xBF)
-	switch {
-	case c >= 0xC2 && c <= 0xDF:
-		n = 2
-	case c == 0xE0:
-		n, lo = 3, 0xA0
-	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-		n = 3
-	case c == 0xED:
-		n, hi = 3, 0x9F
-	case c == 0xF0:
-		n, lo = 4, 0x90
-	case c >= 0xF1 && c <= 0xF3:
-		n = 4
-	case c == 0xF4:
-		n, hi = 4, 0x8F
-	default:
-		return 1
-	}
-	i := 1
-	for ; i < n && i < len(b); i++ {
-		if b[i] < lo || b[i] > hi {
-			break
+func (b *byteLevelPre) preTokenize(sc *scratch, out, ps []piece) []piece {
+	start := len(out)
+	for _, p := range ps {
+		if b.addPrefixSpace && !strings.HasPrefix(p.text, " ") {
+			p.text = " " + p.text
 		}
-		lo, hi = 0x80, 0xBF
+		if b.split != nil {
+			out = b.split.split(sc, out, p)
+		} else if p.text != "" {
+			out = append(out, p)
+		}
 	}
-	return i
+	for i := start; i < len(out); i++ {
+		if b.deferMap {
+			out[i].raw = true
+		} else {
+			out[i].text = byteLevelEncode(out[i].text)
+		}
+	}
+	return out
 }

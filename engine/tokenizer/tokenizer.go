@@ -322,16 +322,6 @@ func (t *HF) EncodeSpecial(text string, addSpecial bool) []int {
 	return ids
 }
 
-// validUTF8 replaces each invalid byte of s with U+FFFD.
-func validUTF8(s string) string {
-	var sb strings.Builder
-	sb.Grow(len(s) + 16)
-	for _, r := range s {
-		sb.WriteRune(r)
-	}
-	return sb.String()
-}
-
 // Decode returns the text of ids. See Tokenizer.Decode.
 func (t *HF) Decode(ids []int) string {
 	tokens := make([]string, 0, len(ids))
