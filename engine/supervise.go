@@ -98,6 +98,9 @@ func (e *engine) run(startCtx, ctx context.Context, initial chan<- error) {
 	err := e.launch(startCtx)
 	switch {
 	case err == nil:
+		// Ready before Start learns of it: whoever Start returns to may
+		// route to the engine at once.
+		e.setState(StateReady)
 	case errors.Is(err, context.Canceled):
 		e.setState(StateStopped) // Stop, or another engine failed
 	default:
