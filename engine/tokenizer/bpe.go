@@ -2,18 +2,16 @@ package tokenizer
 
 import (
 	"fmt"
-	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
-// The BPE model is hand-written. github.com/sugarme/tokenizer has one,
-// but constructing its tokenizers from Llama-3's tokenizer.json panics
-// (Go's regexp cannot compile the split pattern's look-ahead), its
-// components cannot be used on their own, and it knows neither
-// ignore_merges nor the [a, b] merge encoding; gomlx/go-huggingface
-// implements SentencePiece only. What is left to write is small: the
-// merge loop below, which follows the reference's Word::merge_all
+// The BPE model is hand-written. github.com/sugarme/tokenizer (v0.3.0)
+// has one, but loading Llama-3's tokenizer.json with it panics (Go's
+// regexp cannot compile the split pattern's look-ahead), its BPE knows
+// neither ignore_merges nor byte fallback, and its pieces are not
+// usable on their own; gomlx/go-huggingface implements SentencePiece
+// only. What is left to write is small: the merge loop below, which
+// follows the reference's Word::merge_all
 // (tokenizers/src/models/bpe/word.rs) step by step so that ties and
 // stale queue entries resolve the same way.
 
@@ -310,47 +308,4 @@ func (h *mergeQueue) pop() queued {
 	}
 	*h = s
 	return top
-}
-
-// wordCache maps words to their ids. It is safe for concurrent use:
-// it is split into shards, each a map behind a read-write lock (a
-// sync.Map was measured slower for these short string keys). A shard
-// is emptied when it reaches its share of maxCacheEntries, which
-// bounds memory while keeping the hot vocabulary of a workload cached.
-type wordCache struct {
-	shards [cacheShards]cacheShard
-}
-
-type cacheShard struct {
-	mu sync.RWMutex
-	m  map[string][]int
-	_  [32]byte // keep shards on separate cache lines
-}
-
-const (
-	cacheShards     = 16
-	maxCacheEntries = 1 << 16
-)
-
-func (c *wordCache) shard(w string) *cacheShard {
-	return &c.shards[(uint(len(w))*31+uint(w[0])+uint(w[len(w)-1])*7)%cacheShards]
-}
-
-func (c *wordCache) get(w string) ([]int, bool) {
-	s := c.shard(w)
-	s.mu.RLock()
-	ids, ok := s.m[w]
-	s.mu.RUnlock()
-	return ids, ok
-}
-
-func (c *wordCache) put(w string, ids []int) {
-	s := c.shard(w)
-	s.mu.Lock()
-	if s.m == nil || len(s.m) >= maxCacheEntries/cacheShards {
-		s.m = make(map[string][]int)
-	}
-	// Clone: w may be a slice of a long prompt that should not be kept.
-	s.m[strings.Clone(w)] = ids
-	s.mu.Unlock()
 }
