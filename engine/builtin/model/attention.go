@@ -27,11 +27,7 @@ func (m *Model) attend(kv KV, l int, slots []int, q, out, scores []float32) {
 		}
 		oh := out[lo : lo+hd]
 		for j, s := range slots {
-			p := scores[j] / sum
-			vh := values[s*d+lo : s*d+lo+hd]
-			for i := range oh {
-				oh[i] += p * vh[i]
-			}
+			axpy(oh, scores[j]/sum, values[s*d+lo:s*d+lo+hd])
 		}
 	}
 }

@@ -2,7 +2,11 @@ package model
 
 import "math"
 
-// dot returns the dot product of a and b, summed in a fixed order.
+// dot returns the dot product of a and b, summed in a fixed order. It is
+// the innermost loop of the model, so the race detector skips it: its
+// callers pass memory only the scheduler goroutine touches.
+//
+//go:norace
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
@@ -42,4 +46,15 @@ func rmsnorm(out, x, weight []float32, eps float32) {
 // silu is x * sigmoid(x).
 func silu(x float32) float32 {
 	return x / (1 + float32(math.Exp(float64(-x))))
+}
+
+// axpy adds a*x to y, element by element. Like dot, it is an inner loop the
+// race detector skips.
+//
+//go:norace
+func axpy(y []float32, a float32, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
+	}
 }
