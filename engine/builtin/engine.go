@@ -52,18 +52,9 @@ type counters struct {
 // NewEngine loads the model of opts and sizes the KV cache. disagg says
 // whether the engine is part of an NVSHMEM world.
 func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
-	tok, err := LoadTokenizer(opts.Model)
+	m, tok, err := loadModel(opts.Model)
 	if err != nil {
 		return nil, err
-	}
-	eosIDs := tok.EOSTokenIDs()
-	eos := 0
-	if len(eosIDs) > 0 {
-		eos = eosIDs[0]
-	}
-	m, err := model.New(modelName(opts.Model), model.DefaultConfig(tok.VocabSize(), eos))
-	if err != nil {
-		return nil, fmt.Errorf("load model: %w", err)
 	}
 	c := m.Config()
 	pages := pagesFor(opts.Overrides.MaxTotalSeqLength)
@@ -79,19 +70,49 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 		logits:   make([]float32, c.Vocab),
 		eos:      map[int]bool{},
 	}
-	for _, id := range eosIDs {
+	for _, id := range tok.EOSTokenIDs() {
 		e.eos[id] = true
 	}
-	e.allowed = allowedIDs(tok, c.Vocab)
+	e.allowed = allowedIDs(tok, c.Vocab, e.eos)
 	return e, nil
 }
 
-// allowedIDs marks the ids the model may sample.
-func allowedIDs(tok Tokenizer, vocab int) []bool {
+// loadModel loads the tokenizer of model and builds the model for its
+// vocabulary, seeded by the model's name.
+func loadModel(name string) (*model.Model, Tokenizer, error) {
+	tok, err := LoadTokenizer(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := model.DefaultConfig(tok.VocabSize(), 0)
+	cfg.EOSBias = 0
+	for _, id := range tok.EOSTokenIDs() {
+		if id >= 0 && id < cfg.Vocab {
+			cfg.EOS, cfg.EOSBias = id, model.DefaultConfig(0, 0).EOSBias
+			break
+		}
+	}
+	m, err := model.New(modelName(name), cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load model: %w", err)
+	}
+	return m, tok, nil
+}
+
+// specialTokens is implemented by tokenizers that know their special
+// tokens (the tokenizer.json ones).
+type specialTokens interface {
+	IsSpecial(id int) bool
+}
+
+// allowedIDs marks the ids the model may sample: what the tokenizer allows,
+// and never a special token other than EOS.
+func allowedIDs(tok Tokenizer, vocab int, eos map[int]bool) []bool {
 	allowed := make([]bool, vocab)
 	g, restricted := tok.(generatable)
+	sp, hasSpecial := tok.(specialTokens)
 	for id := range allowed {
-		allowed[id] = !restricted || g.Generatable(id)
+		allowed[id] = (!restricted || g.Generatable(id)) && (eos[id] || !hasSpecial || !sp.IsSpecial(id))
 	}
 	return allowed
 }
