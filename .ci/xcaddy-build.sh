@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # The user's path: build Caddy with xcaddy and this checkout, and check that
-# the module is in the binary.
+# the module is in the binary:
+#   xcaddy build v2.11.9 --with github.com/caddy-mlc/caddy-mlc/caddymlc \
+#     --replace github.com/caddy-mlc/caddy-mlc=<checkout>
+# (--with names the plugin package, --replace points its module, the repo
+# root, at the checkout; "--with <package>=<checkout>" would replace the
+# package's path, which is not a module.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 checkout=$(pwd)
@@ -9,10 +14,16 @@ if [ ! -x "$gobin/xcaddy" ]; then
   go install github.com/caddyserver/xcaddy/cmd/xcaddy@v0.4.5
 fi
 out=$(mktemp -d)
+# The module is not published, so nothing must look it up in the module
+# proxy (this workplace's proxy answers 403 for unknown modules, which Go
+# treats as fatal rather than falling back to the replacement). Everything
+# else comes from the module cache that the tests filled.
+export GOPROXY=off GOFLAGS=-mod=mod
 trap 'rm -rf "$out"' EXIT
 (cd "$out" && XCADDY_SKIP_CLEANUP=0 "$gobin/xcaddy" build v2.11.9 \
   --output "$out/caddy" \
-  --with "github.com/caddy-mlc/caddy-mlc/caddymlc=$checkout")
+  --with github.com/caddy-mlc/caddy-mlc/caddymlc \
+  --replace "github.com/caddy-mlc/caddy-mlc=$checkout")
 "$out/caddy" list-modules | tee "$out/modules.txt" | grep -E '^(http.handlers.mlc_router|mlc)$'
 grep -qx 'http.handlers.mlc_router' "$out/modules.txt"
 "$out/caddy" mlc-engine --help >/dev/null 2>&1 || "$out/caddy" help mlc-engine | head -3
