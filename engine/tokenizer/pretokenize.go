@@ -34,6 +34,26 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
+// maxPooledPieces bounds the buffers a scratch keeps between calls.
+const maxPooledPieces = 1 << 12
+
+// release returns sc to the pool, first dropping its references to the
+// text just encoded (so that pooled buffers do not keep prompts alive)
+// and any buffer grown unusually large.
+func (sc *scratch) release() {
+	for i, p := range sc.pieces {
+		if cap(p) > maxPooledPieces {
+			sc.pieces[i] = nil
+		} else {
+			clear(p[:cap(p)])
+		}
+	}
+	if cap(sc.matches) > 4*maxPooledPieces {
+		sc.matches = nil
+	}
+	scratchPool.Put(sc)
+}
+
 // gpt2Pattern is the split expression ByteLevel uses when use_regex is
 // true.
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
