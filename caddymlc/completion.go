@@ -306,7 +306,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 	if reason == "" {
 		return false, &engineError{op: "stream", addr: stream.be.addr, retry: true, err: errors.New("stream ended without a finish reason")}
 	}
-	if _, err := j.deliver(j.stop.flush(), nil, out); err != nil {
+	if err := j.send(j.stop.flush(), nil, out); err != nil {
 		return false, err
 	}
 	j.finish(reason, usage, out)
@@ -332,17 +332,22 @@ func (j *choiceJob) deliver(text string, logprobs json.RawMessage, out sink) (hi
 		return false, nil
 	}
 	text, hit = j.stop.push(text)
+	return hit, j.send(text, logprobs, out)
+}
+
+// send gives text that passed the stop scanner to the client.
+func (j *choiceJob) send(text string, logprobs json.RawMessage, out sink) error {
 	if text == "" {
-		return hit, nil
+		return nil
 	}
 	if j.st.firstToken == 0 {
 		j.st.firstToken = time.Since(j.started)
 	}
 	j.delivered.WriteString(text)
 	if err := out.delta(j.index, text, logprobs); err != nil {
-		return hit, fmt.Errorf("writing to the client: %w", context.Canceled)
+		return fmt.Errorf("writing to the client: %w", context.Canceled)
 	}
-	return hit, nil
+	return nil
 }
 
 // finish ends the choice and counts its tokens: those of earlier attempts
