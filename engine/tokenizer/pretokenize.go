@@ -34,8 +34,10 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-// maxPooledPieces bounds the buffers a scratch keeps between calls.
-const maxPooledPieces = 1 << 12
+// maxPooledPieces bounds the buffers a scratch keeps between calls:
+// small enough that clearing them is cheap next to encoding, large
+// enough for typical sections of text.
+const maxPooledPieces = 256
 
 // release returns sc to the pool, first dropping its references to the
 // text just encoded (so that pooled buffers do not keep prompts alive)
@@ -48,7 +50,7 @@ func (sc *scratch) release() {
 			clear(p[:cap(p)])
 		}
 	}
-	if cap(sc.matches) > 4*maxPooledPieces {
+	if cap(sc.matches) > 2*maxPooledPieces {
 		sc.matches = nil
 	}
 	scratchPool.Put(sc)
