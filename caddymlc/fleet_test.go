@@ -176,3 +176,45 @@ func TestAdminStatus(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 }
+
+// An engine killed in the middle of a stream: the router resumes the
+// request on another decode engine from the text already sent, and the
+// client sees exactly the text of an undisturbed run.
+func TestEngineDeathMidStreamIsResumed(t *testing.T) {
+	s := startSite(t, 3, "\t\t\tmode disagg\n")
+	body := greedy("a tale of two rivers and the mill between them", 120)
+	want := reference(s, s.engines[1], body)
+
+	body["stream"] = true
+	resp, err := s.client.Post(s.base+"/v1/completions", "application/json", strings.NewReader(mustJSON(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	killed := false
+	kill := func() {
+		if killed {
+			return
+		}
+		killed = true
+		victim := -1
+		for i, e := range statusOfLive()[0].Engines {
+			if e.Role == "decode" && e.InFlight == 1 {
+				victim = i
+			}
+		}
+		if victim < 0 {
+			t.Fatalf("no decode engine is serving: %+v", statusOfLive())
+		}
+		if err := syscall.Kill(oneFleet(t).PID(victim), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := readStreamHook(resp.Body, time.Now(), kill)
+	if err != nil || !got.done || got.errBody != nil || !killed {
+		t.Fatalf("stream: %v %+v killed=%v", err, got, killed)
+	}
+	if got.text != want {
+		t.Fatalf("after the kill:\n got  %q\n want %q", got.text, want)
+	}
+}

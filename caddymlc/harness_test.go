@@ -146,6 +146,12 @@ func (s *site) stream(ctx context.Context, url string, body map[string]any) (str
 }
 
 func readStream(r io.Reader, begin time.Time) (streamed, error) {
+	return readStreamHook(r, begin, nil)
+}
+
+// readStreamHook reads a stream, calling afterText (if set) after each
+// chunk that carried text.
+func readStreamHook(r io.Reader, begin time.Time, afterText func()) (streamed, error) {
 	var out streamed
 	sse := protocol.NewSSEReader(r, 0)
 	for {
@@ -183,6 +189,9 @@ func readStream(r io.Reader, begin time.Time) (streamed, error) {
 			out.text += c.Text
 			if r := c.Finished(); r != "" {
 				out.finish = r
+			}
+			if c.Text != "" && afterText != nil {
+				afterText()
 			}
 		}
 	}
