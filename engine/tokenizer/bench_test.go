@@ -57,3 +57,29 @@ func BenchmarkLoadLlama3(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeLlama3Cold is BenchmarkEncodeLlama3 with the word
+// caches emptied before every pass, so that every word goes through the
+// merge loop once per pass.
+func BenchmarkEncodeLlama3Cold(b *testing.B) {
+	tk := loadModel(b, "llama3")
+	corpus := conformanceCorpus(corpusSize)
+	size := 0
+	for _, s := range corpus {
+		size += len(s)
+	}
+	tokens, rounds := 0, 0
+	for b.Loop() {
+		b.StopTimer()
+		tk.model.cache.reset()
+		tk.model.rawCache.reset()
+		b.StartTimer()
+		for _, s := range corpus {
+			tokens += len(tk.Encode(s))
+		}
+		rounds++
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(tokens)/sec, "tokens/s")
+	b.ReportMetric(float64(size*rounds)/sec/1e6, "MB/s")
+}

@@ -363,3 +363,30 @@ func TestJSONScanner(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRoundTrip checks that Llama-3's tokenizer (byte-level, no
+// normalizer) gives back any valid text, also when streaming.
+func FuzzRoundTrip(f *testing.F) {
+	for _, s := range conformanceCorpus(200) {
+		f.Add(s)
+	}
+	tk := loadModel(f, "llama3")
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			s = validUTF8(s)
+		}
+		ids := tk.Encode(s)
+		if got := tk.Decode(ids); got != s {
+			t.Fatalf("Decode(Encode(%q)) = %q", s, got)
+		}
+		var sb strings.Builder
+		sd := NewStreamDecoder(tk)
+		for _, id := range ids {
+			sb.WriteString(sd.Push(id))
+		}
+		sb.WriteString(sd.Flush())
+		if sb.String() != s {
+			t.Fatalf("streaming Encode(%q) gave %q", s, sb.String())
+		}
+	})
+}
