@@ -63,6 +63,9 @@ func (e *Engine) tryPrepRecv(w *prepWait) bool {
 	}
 	s.present = make([]bool, w.end)
 	s.deadline = time.Now().Add(e.opts.Overrides.PrepRecvTimeout)
+	if _, ok := e.prepared[w.user]; ok {
+		e.dropPrepared(w.user) // an earlier prep_recv of the same user, served since
+	}
 	e.prepared[w.user] = s
 	w.seq = s
 	w.done <- prepResult{meta: protocol.KVAppendMetadata{segments(s.slots[matched:w.end])}, matched: matched}

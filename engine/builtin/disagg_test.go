@@ -1,7 +1,9 @@
 package builtin
 
 import (
+	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/kvcache"
@@ -9,7 +11,7 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-func prepRecv(t *testing.T, te *testEngine, user string, ids []int, end int) protocol.PrepRecvResponse {
+func prepRecv(t testing.TB, te *testEngine, user string, ids []int, end int) protocol.PrepRecvResponse {
 	t.Helper()
 	r := &router{t: t, client: te.client, decode: te.url}
 	return r.prepRecv(user, ids, end)
@@ -83,5 +85,47 @@ func TestPrepRecvMetadata(t *testing.T) {
 	got := complete(t, te.client, te.url, protocol.PathStartGenerate, with(greedy(ids[:1], 3), "begin", 0, "user", "m"))
 	if got.finish[0] != "length" {
 		t.Fatalf("start_generate on an empty reservation: %v", got.finish)
+	}
+}
+
+// TestPrepRecvWaitsForPages checks that a prep_recv the cache cannot hold
+// waits (it preempts nothing) until pages free up, and that a waiting
+// prep_recv whose client goes away is withdrawn.
+func TestPrepRecvWaitsForPages(t *testing.T) {
+	te := newTestEngine(t, "max_total_seq_length=256", true, "--prefix-cache-mode", "disable")
+	tok := tiny.New()
+	long := tok.Encode(strings.Repeat(" the sun", 100)) // 200 tokens: 13 of 16 pages
+	short := tok.Encode(strings.Repeat(" a cat", 50))   // 100 tokens: 7 pages
+	prepRecv(t, te, "a", long, -1)
+	got := make(chan protocol.PrepRecvResponse, 1)
+	go func() { got <- prepRecv(goTB{t}, te, "b", short, -1) }()
+	te.waitMetrics(func(m Metrics) bool { return m.Waiting == 1 })
+
+	// A client that gives up while waiting leaves nothing behind.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, te.url+protocol.PathPrepRecv,
+		strings.NewReader(`{"prompt":"the end","end":-1,"user":"c"}`))
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		if resp, err := te.client.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	te.waitMetrics(func(m Metrics) bool { return m.Waiting == 2 })
+	cancel()
+	<-gone
+	te.waitMetrics(func(m Metrics) bool { return m.Waiting == 1 })
+
+	prepRecv(t, te, "a", long, 0) // replaces a's reservation with an empty one
+	res := <-got
+	if meta, err := protocol.DecodeKVAppendMetadata(res.KVAppendMetadata, 1); err != nil || meta.Tokens(0) != len(short)-1 {
+		t.Fatalf("b's reservation: %v %v", meta, err)
+	}
+	// b's reservation is replaced first: a's prompt needs its pages.
+	for _, user := range []string{"b", "a"} {
+		ids := map[string][]int{"a": long, "b": short}[user]
+		prepRecv(t, te, user, ids, 0)
+		complete(t, te.client, te.url, protocol.PathStartGenerate, with(greedy(ids, 1), "begin", 0, "user", user))
 	}
 }
