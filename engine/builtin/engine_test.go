@@ -127,6 +127,10 @@ func TestSamplingSeeded(t *testing.T) {
 	if len(a.texts) != 3 || strings.Join(a.texts, "|") != strings.Join(b.texts, "|") {
 		t.Fatalf("seeded sampling differs: %q vs %q", a.texts, b.texts)
 	}
+	st := complete(t, te.client, te.url, "/v1/completions", with(req, "stream", true, "stream_options", map[string]any{"include_usage": true}))
+	if strings.Join(st.texts, "|") != strings.Join(a.texts, "|") || st.usage.CompletionTokens != 45 {
+		t.Fatalf("streamed n=3: %q (usage %+v), want %q", st.texts, st.usage, a.texts)
+	}
 	if a.texts[0] == a.texts[1] && a.texts[1] == a.texts[2] {
 		t.Errorf("three choices are identical: %q", a.texts[0])
 	}
