@@ -26,6 +26,11 @@ type bpe struct {
 	byteFallback bool
 	ignoreMerges bool
 	byteIDs      [256]int // ids of "<0x00>".."<0xFF>", -1 if absent
+	// runeIDs[r] is the id of the one-rune token r (-1 if none), for
+	// the runes byte-level models spell every word with; valid only
+	// when there is no prefix or suffix (runeTable).
+	runeIDs   [runeTableSize]int32
+	runeTable bool
 
 	cache    wordCache // keyed by word
 	rawCache wordCache // keyed by word before the byte-level mapping
@@ -73,6 +78,13 @@ func newBPE(m *bpeJSON) (*bpe, error) {
 		}
 		b.unkID = id
 	}
+	b.runeTable = b.prefix == "" && b.suffix == ""
+	for r := range b.runeIDs {
+		b.runeIDs[r] = -1
+		if id, ok := b.vocab[string(rune(r))]; ok {
+			b.runeIDs[r] = int32(id)
+		}
+	}
 	for i := range b.byteIDs {
 		b.byteIDs[i] = -1
 		if id, ok := b.vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
@@ -95,6 +107,10 @@ func newBPE(m *bpeJSON) (*bpe, error) {
 	}
 	return b, nil
 }
+
+// runeTableSize covers the code points of the byte-level alphabet
+// (U+0021..U+0143).
+const runeTableSize = 0x180
 
 // maxCachedWord is the longest word (in bytes) whose encoding is cached.
 const maxCachedWord = 256
@@ -161,7 +177,19 @@ func (b *bpe) mergeWord(dst []int, w string) []int {
 	}
 	unkID, unkLen := -1, 0
 	for i := 0; i < len(w); {
-		_, size := utf8.DecodeRuneInString(w[i:])
+		r, size := rune(w[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(w[i:])
+		}
+		if b.runeTable && r < runeTableSize && b.runeIDs[r] >= 0 {
+			if unkID >= 0 {
+				add(unkID, unkLen)
+				unkID = -1
+			}
+			add(int(b.runeIDs[r]), size)
+			i += size
+			continue
+		}
 		s := w[i : i+size]
 		if i > 0 && b.prefix != "" {
 			s = b.prefix + s
