@@ -129,3 +129,23 @@ func TestPrepRecvWaitsForPages(t *testing.T) {
 		complete(t, te.client, te.url, protocol.PathStartGenerate, with(greedy(ids, 1), "begin", 0, "user", user))
 	}
 }
+
+// TestReservationsJumpTheQueue checks that a start_generate on pages that
+// prep_recv reserved starts even when a request ahead of it in the queue
+// waits for pages those reservations hold.
+func TestReservationsJumpTheQueue(t *testing.T) {
+	te := newTestEngine(t, "max_total_seq_length=256", true, "--prefix-cache-mode", "disable")
+	tok := tiny.New()
+	long := tok.Encode(strings.Repeat(" the sun", 100)) // 13 of 16 pages
+	prepRecv(t, te, "a", long, -1)
+	other := make(chan result, 1)
+	go func() { other <- complete(goTB{t}, te.client, te.url, protocol.PathCompletions, greedy(strings.Repeat(" a cat", 50), 2)) }()
+	te.waitMetrics(func(m Metrics) bool { return m.Waiting == 1 })
+	got := complete(t, te.client, te.url, protocol.PathStartGenerate, with(greedy(long, 2), "begin", 0, "user", "a"))
+	if got.finish[0] != "length" {
+		t.Fatalf("reserved request: %v", got.finish)
+	}
+	if r := <-other; r.finish[0] != "length" {
+		t.Fatalf("queued request: %v", r.finish)
+	}
+}

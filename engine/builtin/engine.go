@@ -157,7 +157,7 @@ func (e *Engine) drain() {
 
 // busy reports whether a step would do work.
 func (e *Engine) busy() bool {
-	return len(e.running) > 0 || e.admissible() != nil
+	return len(e.running) > 0 || e.admissible() >= 0
 }
 
 // nextDeadline is how long until the first prep_recv reservation expires.

@@ -14,19 +14,26 @@ func (e *Engine) step() {
 	e.decode()
 }
 
-// admissible returns the first waiting sequence if it can start now. A
-// sequence that already holds pages (from prep_recv) always may: it gets
-// more by preemption if need be, so held pages never block the engine.
-// Others need their pages free, plus one per running sequence to grow.
-func (e *Engine) admissible() *sequence {
-	if len(e.waiting) == 0 || len(e.running) >= e.opts.Overrides.MaxNumSequence {
-		return nil
+// admissible returns the index in the queue of the next waiting sequence
+// that can start now, or -1. A sequence that already holds pages (from
+// prep_recv) always may, ahead of any other: it gets more by preemption if
+// need be, so held pages never block the engine. Others go in order, and
+// need their pages free plus one per running sequence to grow.
+func (e *Engine) admissible() int {
+	if len(e.running) >= e.opts.Overrides.MaxNumSequence {
+		return -1
 	}
-	s := e.waiting[0]
-	if len(s.pages) == 0 && !e.fits(pagesFor(s.target())) {
-		return nil
+	blocked := false
+	for i, s := range e.waiting {
+		switch {
+		case len(s.pages) > 0:
+			return i
+		case !blocked && e.fits(pagesFor(s.target())):
+			return i
+		}
+		blocked = true
 	}
-	return s
+	return -1
 }
 
 // fits reports whether need more pages can be handed out while leaving one
@@ -35,10 +42,11 @@ func (e *Engine) fits(need int) bool {
 	return need+len(e.running) <= e.pool.Available()
 }
 
-// admit moves waiting sequences to running, in order.
+// admit moves waiting sequences to running.
 func (e *Engine) admit() {
-	for s := e.admissible(); s != nil; s = e.admissible() {
-		e.waiting = e.waiting[1:]
+	for i := e.admissible(); i >= 0; i = e.admissible() {
+		s := e.waiting[i]
+		e.waiting = slices.Delete(e.waiting, i, i+1)
 		if len(s.pages) == 0 && s.kvLen == 0 {
 			e.matchPrefix(s)
 		}
