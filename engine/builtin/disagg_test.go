@@ -139,7 +139,9 @@ func TestReservationsJumpTheQueue(t *testing.T) {
 	long := tok.Encode(strings.Repeat(" the sun", 100)) // 13 of 16 pages
 	prepRecv(t, te, "a", long, -1)
 	other := make(chan result, 1)
-	go func() { other <- complete(goTB{t}, te.client, te.url, protocol.PathCompletions, greedy(strings.Repeat(" a cat", 50), 2)) }()
+	go func() {
+		other <- complete(goTB{t}, te.client, te.url, protocol.PathCompletions, greedy(strings.Repeat(" a cat", 50), 2))
+	}()
 	te.waitMetrics(func(m Metrics) bool { return m.Waiting == 1 })
 	got := complete(t, te.client, te.url, protocol.PathStartGenerate, with(greedy(long, 2), "begin", 0, "user", "a"))
 	if got.finish[0] != "length" {
