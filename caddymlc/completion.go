@@ -169,10 +169,14 @@ func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
 		if ctx.Err() != nil {
 			return j.st, context.Cause(ctx)
 		}
-		if err != nil && !retryable(err) && !(errors.Is(err, errNoEngine) && attempt > 1) {
-			if errors.Is(err, errNoEngine) {
-				return j.st, noEngineError(strings.SplitN(err.Error(), ":", 2)[0])
-			}
+		// No engine ready: at once on the first attempt (the client
+		// learns now, not after a hang); after a failure, wait for the
+		// fleet to bring one back, within the attempt budget.
+		var none *noEngineError
+		if errors.As(err, &none) && attempt == 1 {
+			return j.st, none.apiError()
+		}
+		if err != nil && none == nil && !retryable(err) {
 			return j.st, err
 		}
 		lastErr = err
@@ -199,6 +203,10 @@ func (j *choiceJob) echo(out sink) error {
 }
 
 func (j *choiceJob) exhausted(last error) *protocol.Error {
+	var none *noEngineError
+	if errors.As(last, &none) {
+		return none.apiError()
+	}
 	msg := fmt.Sprintf("the request did not complete in %d attempts", j.c.r.MaxAttempts)
 	if last != nil {
 		msg += ": last error: " + last.Error()

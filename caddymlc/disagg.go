@@ -32,7 +32,7 @@ func (d *disagg) windowEnd(promptLen int) int {
 func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, func(), error) {
 	dec, releaseDec := d.bal.acquire(d.decode, avoid)
 	if dec == nil {
-		return nil, nil, fmt.Errorf("decode: %w", errNoEngine)
+		return nil, nil, &noEngineError{"decode"}
 	}
 	ok := false
 	defer func() {
@@ -72,7 +72,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 func (d *disagg) remoteSend(ctx context.Context, req *protocol.CompletionRequest, dec *backend, recv protocol.PrepRecvResponse, end int, avoid map[string]bool) error {
 	pre, release := d.bal.acquire(d.prefill, avoid)
 	if pre == nil {
-		return fmt.Errorf("prefill: %w", errNoEngine)
+		return &noEngineError{"prefill"}
 	}
 	defer release()
 	send := protocol.RemoteSendRequest{

@@ -2,7 +2,6 @@ package caddymlc
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -18,7 +17,7 @@ type roundRobin struct {
 func (r *roundRobin) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, func(), error) {
 	be, release := r.bal.acquire(r.all, avoid)
 	if be == nil {
-		return nil, nil, fmt.Errorf("any: %w", errNoEngine)
+		return nil, nil, &noEngineError{"available"}
 	}
 	s, err := r.client.stream(ctx, be, protocol.PathCompletions, req)
 	if err != nil {

@@ -2,7 +2,6 @@ package caddymlc
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -17,12 +16,13 @@ type strategy interface {
 	open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, func(), error)
 }
 
-// errNoEngine is returned when no engine of a needed role is ready.
-var errNoEngine = errors.New("no engine is ready")
+// noEngineError is returned when no engine of a needed role is ready.
+type noEngineError struct{ role string }
 
-// noEngineError is the answer to a client when no engine can take its
-// request.
-func noEngineError(role string) *protocol.Error {
+func (e *noEngineError) Error() string { return "no " + e.role + " engine is ready" }
+
+// apiError is the answer to a client when no engine can take its request.
+func (e *noEngineError) apiError() *protocol.Error {
 	return protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
-		"no %s engine is ready; try again shortly", role).WithCode("engine_unavailable")
+		"%s; try again shortly", e).WithCode("engine_unavailable")
 }
