@@ -182,7 +182,7 @@ func TestAdminStatus(t *testing.T) {
 // client sees exactly the text of an undisturbed run.
 func TestEngineDeathMidStreamIsResumed(t *testing.T) {
 	s := startSite(t, 3, "\t\t\tmode disagg\n")
-	body := greedy("a tale of two rivers and the mill between them", 120)
+	body := greedy("a tale of two rivers and the mill between them", 1500) // long enough to outlast the kill
 	want := reference(s, s.engines[1], body)
 
 	body["stream"] = true
@@ -216,5 +216,37 @@ func TestEngineDeathMidStreamIsResumed(t *testing.T) {
 	}
 	if got.text != want {
 		t.Fatalf("after the kill:\n got  %q\n want %q", got.text, want)
+	}
+}
+
+// When the attempts run out mid-stream, the stream ends with an OpenAI
+// error event (no [DONE]), and what was sent is a prefix of the real text.
+func TestAttemptsExhaustedMidStream(t *testing.T) {
+	s := startSite(t, 2, "\t\t\tmode disagg\n\t\t\tmax_attempts 2\n")
+	body := greedy("the last ferry across the bay", 1500) // long enough to outlast the kill
+	want := reference(s, s.engines[1], body)
+	body["stream"] = true
+	resp, err := s.client.Post(s.base+"/v1/completions", "application/json", strings.NewReader(mustJSON(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	killed := false
+	got, err := readStreamHook(resp.Body, time.Now(), func() {
+		if !killed {
+			killed = true
+			if err := syscall.Kill(oneFleet(t).PID(1), syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err != nil || got.done || got.errBody == nil || got.errBody.Code == nil {
+		t.Fatalf("stream: %v %+v", err, got)
+	}
+	if c := *got.errBody.Code; c != "attempts_exhausted" && c != "engine_unavailable" {
+		t.Fatalf("error %+v", got.errBody)
+	}
+	if !strings.HasPrefix(want, got.text) || got.text == "" {
+		t.Fatalf("sent %q, not a prefix of %q", got.text, want)
 	}
 }
