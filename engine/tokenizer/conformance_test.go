@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
+
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -37,7 +39,7 @@ func TestConformance(t *testing.T) {
 			ref := runReference(t, filepath.Join(dir, "tokenizer.json"), filepath.Join(dir, "tokenizer_config.json"), corpus, 3)
 			if b := ref.Bench; b != nil {
 				t.Logf("reference (@lenml/tokenizers %s, node) encodes the corpus at %.0f tokens/s, %.2f MB/s (%d strings, %d rounds)",
-					referenceVersion, b.TokensPerSecond, b.MBPerSecond, len(corpus), b.Rounds)
+					npmref.ReferenceVersion, b.TokensPerSecond, b.MBPerSecond, len(corpus), b.Rounds)
 			}
 			compareWithReference(t, tk, corpus, ref)
 		})
@@ -105,7 +107,7 @@ func TestConformanceMLC(t *testing.T) {
 			ref := runMLCReference(t, filepath.Join(modelDir(t, model), "tokenizer.json"), corpus, 3)
 			if b := ref.Bench; b != nil {
 				t.Logf("reference (@mlc-ai/web-tokenizers %s, node, WebAssembly) encodes the corpus at %.0f tokens/s, %.2f MB/s (%d strings, %d rounds)",
-					mlcVersion, b.TokensPerSecond, b.MBPerSecond, len(corpus), b.Rounds)
+					npmref.MLCVersion, b.TokensPerSecond, b.MBPerSecond, len(corpus), b.Rounds)
 			}
 			var idMismatch, decMismatch int
 			for i, s := range corpus {
