@@ -50,6 +50,12 @@ type site struct {
 // the endpoint lines, %[3]s extra router options.
 func startSite(t testing.TB, engines int, routerOpts string) *site {
 	t.Helper()
+	return startSiteModel(t, "tiny", engines, routerOpts)
+}
+
+// startSiteModel is startSite for another model.
+func startSiteModel(t testing.TB, model string, engines int, routerOpts string) *site {
+	t.Helper()
 	ports := freePorts(t, engines+1)
 	var eps strings.Builder
 	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
@@ -65,12 +71,12 @@ func startSite(t testing.TB, engines int, routerOpts string) *site {
 http://127.0.0.1:%d {
 	route {
 		mlc_router {
-			model tiny
+			model %q
 %s%s		}
 		respond "next handler" 418
 	}
 }
-`, ports[0], eps.String(), routerOpts)
+`, ports[0], model, eps.String(), routerOpts)
 	loadCaddyfile(t, cf)
 	return s
 }
