@@ -2,6 +2,7 @@ package caddymlc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -248,5 +249,27 @@ func TestAttemptsExhaustedMidStream(t *testing.T) {
 	}
 	if !strings.HasPrefix(want, got.text) || got.text == "" {
 		t.Fatalf("sent %q, not a prefix of %q", got.text, want)
+	}
+}
+
+// Validating a config (caddy validate, caddy adapt --validate) provisions
+// its modules but starts no engine.
+func TestValidateStartsNoEngine(t *testing.T) {
+	before := children(t)
+	ports := freePorts(t, 3)
+	var cfg caddy.Config
+	if err := json.Unmarshal(caddyfileFor(ports[0], ports[1:], "disagg"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := caddy.Validate(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	for pid := range children(t) {
+		if !before[pid] {
+			t.Fatalf("validation started process %d", pid)
+		}
+	}
+	if n := len(liveFleets()); n != 0 {
+		t.Fatalf("%d fleets running after validation", n)
 	}
 }
