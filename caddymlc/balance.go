@@ -30,6 +30,8 @@ type balancer struct {
 	backends []*backend
 	ready    func() readiness // nil before the fleet runs
 	mu       sync.Mutex       // makes pick-and-increment atomic
+	// observe, if set, is told every new in-flight count (metrics).
+	observe func(addr string, inflight int64)
 }
 
 func newBalancer(eps []engine.Endpoint, ready func() readiness) *balancer {
@@ -65,14 +67,20 @@ func (b *balancer) acquire(candidates []int, avoid map[string]bool) (*backend, f
 		best = b.leastLoaded(rd, candidates, nil)
 	}
 	if best != nil {
-		best.inflight.Add(1)
+		b.note(best, best.inflight.Add(1))
 	}
 	b.mu.Unlock()
 	if best == nil {
 		return nil, nil
 	}
 	var once sync.Once
-	return best, func() { once.Do(func() { best.inflight.Add(-1) }) }
+	return best, func() { once.Do(func() { b.note(best, best.inflight.Add(-1)) }) }
+}
+
+func (b *balancer) note(be *backend, n int64) {
+	if b.observe != nil {
+		b.observe(be.addr, n)
+	}
 }
 
 func (b *balancer) leastLoaded(rd readiness, candidates []int, avoid map[string]bool) *backend {

@@ -63,6 +63,15 @@ func (c *completion) run(ctx context.Context, out sink) stats {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				// A bug here must fail this request, not the server: the
+				// goroutine is ours, so net/http's recovery does not cover it.
+				if p := recover(); p != nil {
+					c.log.Error("panic serving a choice", zap.Any("panic", p), zap.Stack("stack"))
+					errs[i] = protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "internal error")
+					cancel(errs[i])
+				}
+			}()
 			results[i], errs[i] = c.choice(i).run(ctx, out)
 			if errs[i] != nil {
 				cancel(errs[i])

@@ -54,6 +54,7 @@ func (r *Router) Provision(ctx caddy.Context) error {
 	r.client = newEngineClient()
 	r.bal = newBalancer(r.Endpoints, r.readiness)
 	r.metrics = sharedMetrics()
+	r.bal.observe = func(addr string, n int64) { r.metrics.inflight.WithLabelValues(addr).Set(float64(n)) }
 	if err := r.metrics.register(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}
