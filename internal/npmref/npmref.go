@@ -167,7 +167,6 @@ func unavailable(tb testing.TB, err error) {
 	tb.Skip(msg + " (set " + RequireEnv + "=1 to fail instead of skipping)")
 }
 
-
 // ModelDir returns the directory with tokenizer.json and
 // tokenizer_config.json of a reference package ("llama3" or "qwen3").
 func ModelDir(tb testing.TB, model string) string {
