@@ -178,14 +178,10 @@ func TestAdminStatus(t *testing.T) {
 	}
 }
 
-// An engine killed in the middle of a stream: the router resumes the
-// request on another decode engine from the text already sent, and the
-// client sees exactly the text of an undisturbed run.
-func TestEngineDeathMidStreamIsResumed(t *testing.T) {
-	s := startSite(t, 3, "\t\t\tmode disagg\n")
-	body := greedy("a tale of two rivers and the mill between them", 1500) // long enough to outlast the kill
-	want := reference(s, s.engines[1], body)
-
+// streamKilling streams body through the router and, once the first text
+// has arrived, kills the engine victim names (SIGKILL).
+func streamKilling(t *testing.T, s *site, body map[string]any, victim func() int) (streamed, error) {
+	t.Helper()
 	body["stream"] = true
 	resp, err := s.client.Post(s.base+"/v1/completions", "application/json", strings.NewReader(mustJSON(body)))
 	if err != nil {
@@ -193,27 +189,40 @@ func TestEngineDeathMidStreamIsResumed(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	killed := false
-	kill := func() {
+	got, err := readStreamHook(resp.Body, time.Now(), func() {
 		if killed {
 			return
 		}
 		killed = true
-		victim := -1
-		for i, e := range statusOfLive()[0].Engines {
-			if e.Role == "decode" && e.InFlight == 1 {
-				victim = i
-			}
-		}
-		if victim < 0 {
-			t.Fatalf("no decode engine is serving: %+v", statusOfLive())
-		}
-		if err := syscall.Kill(oneFleet(t).PID(victim), syscall.SIGKILL); err != nil {
+		if err := syscall.Kill(oneFleet(t).PID(victim()), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+	})
+	if !killed {
+		t.Fatal("the stream carried no text; nothing was killed")
 	}
-	got, err := readStreamHook(resp.Body, time.Now(), kill)
-	if err != nil || !got.done || got.errBody != nil || !killed {
-		t.Fatalf("stream: %v %+v killed=%v", err, got, killed)
+	return got, err
+}
+
+// An engine killed in the middle of a stream: the router resumes the
+// request on another decode engine from the text already sent, and the
+// client sees exactly the text of an undisturbed run.
+func TestEngineDeathMidStreamIsResumed(t *testing.T) {
+	s := startSite(t, 3, "\t\t\tmode disagg\n")
+	body := greedy("a tale of two rivers and the mill between them", 1500) // long enough to outlast the kill
+	want := reference(s, s.engines[1], body)
+	serving := func() int {
+		for i, e := range statusOfLive()[0].Engines {
+			if e.Role == "decode" && e.InFlight == 1 {
+				return i
+			}
+		}
+		t.Fatalf("no decode engine is serving: %+v", statusOfLive())
+		return -1
+	}
+	got, err := streamKilling(t, s, body, serving)
+	if err != nil || !got.done || got.errBody != nil {
+		t.Fatalf("stream: %v %+v", err, got)
 	}
 	if got.text != want {
 		t.Fatalf("after the kill:\n got  %q\n want %q", got.text, want)
@@ -226,21 +235,7 @@ func TestAttemptsExhaustedMidStream(t *testing.T) {
 	s := startSite(t, 2, "\t\t\tmode disagg\n\t\t\tmax_attempts 2\n")
 	body := greedy("the last ferry across the bay", 1500) // long enough to outlast the kill
 	want := reference(s, s.engines[1], body)
-	body["stream"] = true
-	resp, err := s.client.Post(s.base+"/v1/completions", "application/json", strings.NewReader(mustJSON(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	killed := false
-	got, err := readStreamHook(resp.Body, time.Now(), func() {
-		if !killed {
-			killed = true
-			if err := syscall.Kill(oneFleet(t).PID(1), syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	got, err := streamKilling(t, s, body, func() int { return 1 }) // the only decode engine
 	if err != nil || got.done || got.errBody == nil || got.errBody.Code == nil {
 		t.Fatalf("stream: %v %+v", err, got)
 	}
