@@ -35,12 +35,11 @@ type balancer struct {
 }
 
 func newBalancer(eps []engine.Endpoint, ready func() readiness) *balancer {
-	starts := make([]int, len(eps))
-	sum := 0
+	gpus := make([]int, len(eps))
 	for i, ep := range eps {
-		starts[i] = sum
-		sum += ep.GPUs
+		gpus[i] = ep.GPUs
 	}
+	starts := engine.DeviceIDStarts(gpus)
 	b := &balancer{ready: ready}
 	for i, ep := range eps {
 		b.backends = append(b.backends, &backend{index: i, url: ep.URL(), addr: ep.Addr(), peStart: starts[i]})

@@ -152,9 +152,6 @@ type choiceJob struct {
 	started   time.Time
 }
 
-// errAttemptsExhausted ends a request whose attempts all failed.
-var errAttemptsExhausted = errors.New("attempts exhausted")
-
 func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
 	j.started = time.Now()
 	if j.c.req.Echo {
@@ -162,7 +159,6 @@ func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
 			return j.st, err
 		}
 	}
-	var lastErr error
 	for attempt := 1; ; attempt++ {
 		j.st.attempts = attempt
 		req, remaining := j.attemptRequest()
@@ -188,9 +184,8 @@ func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
 		if err != nil && none == nil && !retryable(err) {
 			return j.st, err
 		}
-		lastErr = err
 		if attempt >= j.c.r.MaxAttempts {
-			return j.st, j.exhausted(lastErr)
+			return j.st, j.exhausted(err)
 		}
 		j.c.r.metrics.retry(err == nil)
 		j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", attempt), zap.Bool("preempted", err == nil), zap.Error(err))
@@ -211,6 +206,8 @@ func (j *choiceJob) echo(out sink) error {
 	return out.delta(j.index, text, nil)
 }
 
+// exhausted is the answer when the attempts ran out; last is the last
+// attempt's error, nil after a preemption.
 func (j *choiceJob) exhausted(last error) *protocol.Error {
 	var none *noEngineError
 	if errors.As(last, &none) {

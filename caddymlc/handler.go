@@ -3,7 +3,6 @@ package caddymlc
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -268,6 +267,3 @@ func newID(prefix string) string {
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
 }
-
-// errClientGone is returned by a sink whose client stopped reading.
-var errClientGone = errors.New("client gone")

@@ -2,12 +2,16 @@ package caddymlc
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
+
+// errClientGone is returned by a sink whose client stopped reading.
+var errClientGone = errors.New("client gone")
 
 // completionStream streams a completion to the client as server-sent
 // events. Headers are written with the first event, so a request that
