@@ -14,6 +14,7 @@ if [ ! -x "$gobin/xcaddy" ]; then
   go install github.com/caddyserver/xcaddy/cmd/xcaddy@v0.4.5
 fi
 out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 # Fill the module cache with what the xcaddy build needs: the same main
 # package in a scratch module, resolved once through the proxy (which also
 # checks every module against the checksum database).
@@ -30,10 +31,13 @@ import (
 
 func main() { caddycmd.Main() }
 GO
-(cd "$out/warm" && go mod init caddy >/dev/null 2>&1 &&
-  go mod edit -replace "github.com/caddy-mlc/caddy-mlc=$checkout" &&
-  go get github.com/caddyserver/caddy/v2@v2.11.9 >/dev/null 2>&1 &&
-  go mod tidy >/dev/null)
+(
+  cd "$out/warm"
+  go mod init caddy 2>/dev/null
+  go mod edit -replace "github.com/caddy-mlc/caddy-mlc=$checkout"
+  go get github.com/caddyserver/caddy/v2@v2.11.9 2>&1 | grep -v '^go: ' || true
+  go mod tidy
+)
 # The module is not published, so nothing must look it up in the module
 # proxy (this workplace's proxy answers 403 for unknown modules, which Go
 # treats as fatal rather than falling back to the replacement). Everything
@@ -41,7 +45,6 @@ GO
 # checksum database) just above; with the proxy off the database cannot be
 # reached again, hence GOSUMDB=off.
 export GOPROXY=off GOSUMDB=off GOFLAGS=-mod=mod
-trap 'rm -rf "$out"' EXIT
 (cd "$out" && XCADDY_SKIP_CLEANUP=0 "$gobin/xcaddy" build v2.11.9 \
   --output "$out/caddy" \
   --with github.com/caddy-mlc/caddy-mlc/caddymlc \
