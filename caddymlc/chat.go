@@ -68,6 +68,9 @@ func (r *Router) decodeChat(hreq *http.Request) (*protocol.ChatCompletionRequest
 // renderChat returns the prompt ids of the conversation and the stop
 // strings its template implies.
 func (r *Router) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []string, *protocol.Error) {
+	if r.tok == nil {
+		return nil, nil, r.noTokenizer("messages", "a chat completion")
+	}
 	if r.chatTmpl == nil {
 		return nil, nil, protocol.InvalidRequest("messages", "model %s has no chat template (%v); use /v1/completions", r.Model, r.chatErr)
 	}

@@ -187,6 +187,10 @@ func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
 		if attempt >= j.c.r.MaxAttempts {
 			return j.st, j.exhausted(err)
 		}
+		if j.delivered.Len() > 0 && j.c.r.tok == nil {
+			return j.st, protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
+				"the engine stopped this request after text was sent, and without the model's tokenizer the router cannot resume it").WithCode("cannot_resume")
+		}
 		j.c.r.metrics.retry(err == nil)
 		j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", attempt), zap.Bool("preempted", err == nil), zap.Error(err))
 		if err := waitBackoff(ctx, attempt, err == nil); err != nil {
@@ -368,8 +372,11 @@ func (j *choiceJob) send(text string, logprobs json.RawMessage, out sink) error 
 // plus what the last attempt's engine reports (or, without a report, the
 // tokens of the delivered text).
 func (j *choiceJob) finish(reason string, usage *protocol.Usage, out sink) {
-	if usage != nil {
-		j.st.tokens = j.before + usage.CompletionTokens
+	if usage != nil || j.c.r.tok == nil {
+		j.st.tokens = j.before
+		if usage != nil {
+			j.st.tokens += usage.CompletionTokens
+		}
 	} else {
 		j.st.tokens = len(j.c.r.tok.Encode(j.delivered.String()))
 	}

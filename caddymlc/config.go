@@ -85,7 +85,8 @@ type Router struct {
 
 	// Set by Provision.
 	logger   *zap.Logger
-	tok      Tokenizer
+	tok      Tokenizer // nil when it could not be loaded (see tokErr)
+	tokErr   error
 	chatTmpl chat.Template
 	chatErr  error
 	fleet    *fleetHandle

@@ -32,11 +32,10 @@ func (r *Router) Provision(ctx caddy.Context) error {
 		return err
 	}
 	r.logger = ctx.Logger()
-	tok, err := builtin.LoadTokenizer(r.Model)
-	if err != nil {
-		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
+	if err := r.loadTokenizer(); err != nil {
+		return err
 	}
-	r.tok = tok
+	var err error
 	if r.chatTmpl, err = loadChatTemplate(r.Model); err != nil {
 		r.chatErr = err
 		r.logger.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
@@ -63,6 +62,31 @@ func (r *Router) Provision(ctx caddy.Context) error {
 	}
 	addLive(r)
 	return nil
+}
+
+// loadTokenizer loads the model's tokenizer. The built-in engine cannot
+// run without one, so neither can the router; other engines may load
+// models the router cannot read (an HF:// name, say): the router then
+// serves token-id prompts only, and says so.
+func (r *Router) loadTokenizer() error {
+	tok, err := builtin.LoadTokenizer(r.Model)
+	if err == nil {
+		r.tok = tok
+		return nil
+	}
+	if r.Engine.Kind == string(engine.KindBuiltin) {
+		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
+	}
+	r.tokErr = err
+	r.logger.Warn("no tokenizer: only token-id prompts are served; string prompts, chat, echo and resuming a partly sent answer are off",
+		zap.String("model", r.Model), zap.Error(err))
+	return nil
+}
+
+// noTokenizer is the answer to a request that needs the tokenizer the
+// router could not load.
+func (r *Router) noTokenizer(param, what string) *protocol.Error {
+	return protocol.InvalidRequest(param, "%s needs the model's tokenizer, which this router could not load (%v); send the prompt as token ids", what, r.tokErr)
 }
 
 // readiness is the fleet once it runs, or nil before.
@@ -176,6 +200,11 @@ func (r *Router) serveCompletion(w http.ResponseWriter, hreq *http.Request) {
 		apiErr.Write(w)
 		return
 	}
+	if e := r.needsTokenizer(req); e != nil {
+		r.metrics.requests.WithLabelValues(r.Mode, "client_error").Inc()
+		e.Write(w)
+		return
+	}
 	prompt := req.Prompt.IDs
 	if req.Prompt.IsText {
 		prompt = r.tok.Encode(req.Prompt.Text)
@@ -192,6 +221,19 @@ func (r *Router) serveCompletion(w http.ResponseWriter, hreq *http.Request) {
 		out = newCompletionWhole(w, c.id, r.Model, req.NOr())
 	}
 	r.run(hreq, c, out, begin)
+}
+
+// needsTokenizer refuses what cannot be served without a tokenizer.
+func (r *Router) needsTokenizer(req *protocol.CompletionRequest) *protocol.Error {
+	switch {
+	case r.tok != nil:
+		return nil
+	case req.Prompt.IsText:
+		return r.noTokenizer("prompt", "a string prompt")
+	case req.Echo:
+		return r.noTokenizer("echo", "echo")
+	}
+	return nil
 }
 
 func (r *Router) newCompletion(idPrefix string, req *protocol.CompletionRequest, prompt []int) *completion {
