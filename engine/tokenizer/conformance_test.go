@@ -1,14 +1,14 @@
 package tokenizer
 
 import (
-	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
-
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
 )
 
 // corpusSize is the number of strings in the conformance corpus.

@@ -1,14 +1,14 @@
 package tokenizer
 
 import (
-	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
-
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
 )
 
 // The conformance tests compare this package with references no one
@@ -38,45 +38,18 @@ type referenceResult struct {
 // and configJSON ("" for none), and with benchRounds > 0 also times it.
 func runReference(tb testing.TB, tokenizerJSON, configJSON string, corpus []string, benchRounds int) *referenceResult {
 	tb.Helper()
-	dir := npmref.Dir(tb)
-	tmp := tb.TempDir()
-	corpusPath := filepath.Join(tmp, "corpus.json")
-	outPath := filepath.Join(tmp, "out.json")
-	data, err := json.Marshal(corpus)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(corpusPath, data, 0o644); err != nil {
-		tb.Fatal(err)
-	}
 	if configJSON == "" {
 		configJSON = "-"
 	}
-	script, err := filepath.Abs(filepath.Join("testdata", "reference.cjs"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd := exec.Command("node", script,
-		filepath.Join(dir, "node_modules", "@lenml", "tokenizers"),
-		tokenizerJSON, configJSON, corpusPath, outPath, fmt.Sprint(benchRounds))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		if len(out) > 4000 {
-			out = out[len(out)-4000:]
-		}
-		tb.Fatalf("node %v: %v\n...%s", cmd.Args, err, out)
-	}
-	data, err = os.ReadFile(outPath)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var res referenceResult
-	if err := json.Unmarshal(data, &res); err != nil {
-		tb.Fatal(err)
-	}
+	tmp := tb.TempDir()
+	out := filepath.Join(tmp, "out.json")
+	res := runNode(tb, "reference.cjs", out,
+		filepath.Join(npmref.Dir(tb), "node_modules", "@lenml", "tokenizers"),
+		tokenizerJSON, configJSON, writeJSONFile(tb, tmp, "corpus.json", corpus), out, fmt.Sprint(benchRounds))
 	if len(res.IDs) != len(corpus) || len(res.IDsSpecial) != len(corpus) || len(res.Decoded) != len(corpus) {
 		tb.Fatalf("reference returned %d/%d/%d results for %d strings", len(res.IDs), len(res.IDsSpecial), len(res.Decoded), len(corpus))
 	}
-	return &res
+	return res
 }
 
 // runMLCReference encodes and decodes corpus with
@@ -92,52 +65,59 @@ func runMLCReferenceIDs(tb testing.TB, tokenizerJSON string, corpus []string, be
 	if corpus == nil {
 		corpus = []string{}
 	}
-	dir := npmref.Dir(tb)
 	tmp := tb.TempDir()
-	corpusPath := filepath.Join(tmp, "corpus.json")
-	outPath := filepath.Join(tmp, "out.json")
-	data, err := json.Marshal(corpus)
-	if err != nil {
-		tb.Fatal(err)
+	out := filepath.Join(tmp, "out.json")
+	args := []string{
+		filepath.Join(npmref.Dir(tb), "node_modules", "@mlc-ai", "web-tokenizers"),
+		tokenizerJSON, writeJSONFile(tb, tmp, "corpus.json", corpus), out, fmt.Sprint(benchRounds),
 	}
-	if err := os.WriteFile(corpusPath, data, 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	script, err := filepath.Abs(filepath.Join("testdata", "reference_mlc.cjs"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	args := []string{script,
-		filepath.Join(dir, "node_modules", "@mlc-ai", "web-tokenizers"),
-		tokenizerJSON, corpusPath, outPath, fmt.Sprint(benchRounds)}
 	if ids != nil {
-		idsPath := filepath.Join(tmp, "ids.json")
-		data, err := json.Marshal(ids)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(idsPath, data, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-		args = append(args, idsPath)
+		args = append(args, writeJSONFile(tb, tmp, "ids.json", ids))
 	}
-	cmd := exec.Command("node", args...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		if len(out) > 4000 {
-			out = out[len(out)-4000:]
-		}
-		tb.Fatalf("node %v: %v\n...%s", cmd.Args, err, out)
+	res := runNode(tb, "reference_mlc.cjs", out, args...)
+	if len(res.IDs) != len(corpus) || len(res.Decoded) != len(corpus) || len(res.DecodedIDs) != len(ids) {
+		tb.Fatalf("MLC reference returned %d/%d/%d results for %d strings and %d id lists", len(res.IDs), len(res.Decoded), len(res.DecodedIDs), len(corpus), len(ids))
 	}
-	data, err = os.ReadFile(outPath)
+	return res
+}
+
+// writeJSONFile writes v as JSON to dir/name and returns the path.
+func writeJSONFile(tb testing.TB, dir, name string, v any) string {
+	tb.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// runNode runs node on testdata/<script> with args and decodes the
+// result the script wrote to out.
+func runNode(tb testing.TB, script, out string, args ...string) *referenceResult {
+	tb.Helper()
+	path, err := filepath.Abs(filepath.Join("testdata", script))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	argv := append([]string{path}, args...)
+	cmd := exec.Command(npmref.Node(tb), argv...)
+	if output, err := cmd.CombinedOutput(); err != nil {
+		if len(output) > 4000 {
+			output = output[len(output)-4000:]
+		}
+		tb.Fatalf("node %v: %v\n...%s", cmd.Args, err, output)
+	}
+	data, err := os.ReadFile(out)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var res referenceResult
 	if err := json.Unmarshal(data, &res); err != nil {
 		tb.Fatal(err)
-	}
-	if len(res.IDs) != len(corpus) || len(res.Decoded) != len(corpus) || len(res.DecodedIDs) != len(ids) {
-		tb.Fatalf("MLC reference returned %d/%d/%d results for %d strings and %d id lists", len(res.IDs), len(res.Decoded), len(res.DecodedIDs), len(corpus), len(ids))
 	}
 	return &res
 }
