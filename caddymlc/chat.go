@@ -25,29 +25,32 @@ func loadChatTemplate(model string) (chat.Template, error) {
 // serveChat renders the conversation with the model's template, tokenizes
 // it, and serves it as a completion whose text is the assistant's answer.
 func (r *Router) serveChat(w http.ResponseWriter, hreq *http.Request) {
-	begin := time.Now()
+	r.serve(w, hreq, "chatcmpl-", r.prepareChat, chatSink)
+}
+
+// prepareChat decodes a chat request and returns the completion request
+// that answers it, with the rendered conversation's ids and the template's
+// stop strings.
+func (r *Router) prepareChat(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
 	creq, apiErr := r.decodeChat(hreq)
 	if apiErr != nil {
-		r.metrics.requests.WithLabelValues(r.Mode, "client_error").Inc()
-		apiErr.Write(w)
-		return
+		return nil, nil, apiErr
 	}
 	prompt, stops, apiErr := r.renderChat(creq)
 	if apiErr != nil {
-		r.metrics.requests.WithLabelValues(r.Mode, "client_error").Inc()
-		apiErr.Write(w)
-		return
+		return nil, nil, apiErr
 	}
 	req := creq.Completion(prompt)
 	req.Stop = append(append(protocol.StopList(nil), creq.Stop...), stops...)
-	c := r.newCompletion("chatcmpl-", req, prompt)
-	var out sink
+	return req, prompt, nil
+}
+
+// chatSink writes a chat completion, streamed or whole.
+func chatSink(w http.ResponseWriter, id, model string, req *protocol.CompletionRequest) sink {
 	if req.Stream {
-		out = newChatStream(w, c.id, r.Model, req.IncludeUsage())
-	} else {
-		out = newChatWhole(w, c.id, r.Model, req.NOr())
+		return newChatStream(w, id, model, req.IncludeUsage())
 	}
-	r.run(hreq, c, out, begin)
+	return newChatWhole(w, id, model, req.NOr())
 }
 
 func (r *Router) decodeChat(hreq *http.Request) (*protocol.ChatCompletionRequest, *protocol.Error) {

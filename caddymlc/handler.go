@@ -193,34 +193,42 @@ func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bo
 // serveCompletion is MLC's handle_completion: decode and validate, tokenize
 // a string prompt, then run the request's attempts.
 func (r *Router) serveCompletion(w http.ResponseWriter, hreq *http.Request) {
+	r.serve(w, hreq, "cmpl-", r.prepareCompletion, completionSink)
+}
+
+// serve turns a request into a completion with prepare, then runs it,
+// writing the answer with the sink mk makes.
+func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix string,
+	prepare func(*http.Request) (*protocol.CompletionRequest, []int, *protocol.Error), mk sinkMaker) {
 	begin := time.Now()
-	req, apiErr := protocol.DecodeCompletionRequest(hreq.Body, r.maxBody())
+	req, prompt, apiErr := prepare(hreq)
 	if apiErr != nil {
 		r.metrics.requests.WithLabelValues(r.Mode, "client_error").Inc()
 		apiErr.Write(w)
 		return
 	}
+	c := r.newCompletion(idPrefix, req, prompt)
+	r.run(hreq, c, mk(w, c.id, r.Model, req), begin)
+}
+
+// prepareCompletion decodes a completion request and returns its prompt
+// ids, tokenizing a string prompt.
+func (r *Router) prepareCompletion(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
+	req, apiErr := protocol.DecodeCompletionRequest(hreq.Body, r.maxBody())
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
 	if e := r.needsTokenizer(req); e != nil {
-		r.metrics.requests.WithLabelValues(r.Mode, "client_error").Inc()
-		e.Write(w)
-		return
+		return nil, nil, e
 	}
-	prompt := req.Prompt.IDs
-	if req.Prompt.IsText {
-		prompt = r.tok.Encode(req.Prompt.Text)
-		if len(prompt) == 0 {
-			protocol.InvalidRequest("prompt", "prompt encodes to no tokens").Write(w)
-			return
-		}
+	if !req.Prompt.IsText {
+		return req, req.Prompt.IDs, nil
 	}
-	c := r.newCompletion("cmpl-", req, prompt)
-	var out sink
-	if req.Stream {
-		out = newCompletionStream(w, c.id, r.Model, req.IncludeUsage())
-	} else {
-		out = newCompletionWhole(w, c.id, r.Model, req.NOr())
+	prompt := r.tok.Encode(req.Prompt.Text)
+	if len(prompt) == 0 {
+		return nil, nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
 	}
-	r.run(hreq, c, out, begin)
+	return req, prompt, nil
 }
 
 // needsTokenizer refuses what cannot be served without a tokenizer.

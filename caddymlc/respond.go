@@ -10,6 +10,17 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
+// sinkMaker makes the sink that writes one API's answer to a request.
+type sinkMaker func(w http.ResponseWriter, id, model string, req *protocol.CompletionRequest) sink
+
+// completionSink writes a completion, streamed or whole.
+func completionSink(w http.ResponseWriter, id, model string, req *protocol.CompletionRequest) sink {
+	if req.Stream {
+		return newCompletionStream(w, id, model, req.IncludeUsage())
+	}
+	return newCompletionWhole(w, id, model, req.NOr())
+}
+
 // errClientGone is returned by a sink whose client stopped reading.
 var errClientGone = errors.New("client gone")
 

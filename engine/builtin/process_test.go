@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
 )
 
 // proc is an engine process: the test binary re-executed as
@@ -27,16 +28,8 @@ type proc struct {
 	exited chan struct{}
 }
 
-// freePort returns a port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// freePort returns a TCP port that was free a moment ago.
+func freePort(t *testing.T) int { return testnet.FreePort(t) }
 
 // startProc starts an engine process on port with args and env and waits
 // for its "serving" log line. At the end of the test it checks that no KV
