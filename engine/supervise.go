@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +27,8 @@ type engine struct {
 	state    State
 	restarts int
 	proc     *process
+
+	lastServed atomic.Int64 // unix nanoseconds of the last Served report
 }
 
 func newEngine(f *Fleet, i int, ep Endpoint) *engine {
@@ -52,6 +55,18 @@ func (e *engine) getState() State {
 	defer e.mu.Unlock()
 	return e.state
 }
+
+func (e *engine) status() (State, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pid := 0
+	if e.proc != nil {
+		pid = e.proc.pid
+	}
+	return e.state, pid
+}
+
+func (e *engine) served() { e.lastServed.Store(time.Now().UnixNano()) }
 
 func (e *engine) getRestarts() int {
 	e.mu.Lock()

@@ -103,3 +103,27 @@ func (r *StartGenerateRequest) UnmarshalJSON(b []byte) error {
 	_, err := r.Extra.take("begin", &r.Begin)
 	return err
 }
+
+// PathRelease is caddy-mlc's extension of the microserving API (MLC-LLM
+// has no such call): the router frees a prep_recv reservation it gave up
+// on (the client left, remote_send failed, or the next attempt went to
+// another engine) at once, instead of leaving its KV pages held until the
+// engine's prep_recv timeout. The built-in engine serves it; an engine
+// that does not (MLC's own) answers 404, and the router then falls back
+// to what MLC's API offers (see the README, "Reservations").
+const PathRelease = "/microserving/release"
+
+// ReleaseRequest is the body of POST /microserving/release.
+type ReleaseRequest struct {
+	// User is the user field of the prep_recv to undo: its reservation is
+	// freed, or, when it still waits for pages, it is withdrawn.
+	User string `json:"user"`
+}
+
+// ReleaseResponse is the answer of POST /microserving/release.
+type ReleaseResponse struct {
+	// Released reports that a reservation or a waiting prep_recv of the
+	// user was found and dropped; false when there was none (already
+	// used by start_generate, expired, or never made).
+	Released bool `json:"released"`
+}
