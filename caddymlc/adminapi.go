@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
-)
 
-func init() {
-	caddy.RegisterModule(adminAPI{})
-}
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
 
 // adminAPI serves GET /mlc/engines on Caddy's admin endpoint: the state of
 // every engine of every loaded mlc_router, for operators.
@@ -33,16 +32,34 @@ type engineStatus struct {
 	External bool   `json:"external,omitempty"`
 	PEStart  int    `json:"pe_start"`
 	GPUs     int    `json:"gpus"`
+	// State is the fleet's: starting, ready, unhealthy, restarting,
+	// failed, stopped; "not started" before the mlc app started it.
 	State    string `json:"state"`
 	Restarts int    `json:"restarts"`
 	PID      int    `json:"pid,omitempty"`
 	InFlight int64  `json:"in_flight"`
+	// Breaker is the router's circuit breaker: closed, open, half-open.
+	Breaker  string `json:"breaker"`
+	Draining bool   `json:"draining,omitempty"`
+	// Load is what the engine last reported, when it reports it.
+	Load *loadStatus `json:"load,omitempty"`
+}
+
+// loadStatus is an engine's own report of its load.
+type loadStatus struct {
+	Running     int       `json:"running"`
+	Waiting     int       `json:"waiting"`
+	Prepared    int       `json:"prepared"`
+	KVPagesFree int       `json:"kv_pages_free"`
+	KVPages     int       `json:"kv_pages_total"`
+	At          time.Time `json:"at"`
 }
 
 // routerStatus is one mlc_router in GET /mlc/engines.
 type routerStatus struct {
 	Model   string         `json:"model"`
 	Mode    string         `json:"mode"`
+	Queued  int64          `json:"queued"`
 	Engines []engineStatus `json:"engines"`
 }
 
@@ -65,18 +82,35 @@ func statusOfLive() []routerStatus {
 }
 
 func (r *Router) status() routerStatus {
-	st := routerStatus{Model: r.Model, Mode: r.Mode}
-	f := r.fleet.get()
+	st := routerStatus{Model: r.Model, Mode: r.Mode, Queued: r.queued.Load()}
+	lf := r.handle.get()
 	roles := r.effectiveRoles()
+	starts := engine.DeviceIDStarts(endpointGPUs(r.Endpoints))
 	for i, ep := range r.Endpoints {
 		es := engineStatus{Addr: ep.Addr(), Role: roles[i], External: ep.External, GPUs: ep.GPUs,
-			PEStart: r.bal.backends[i].peStart, InFlight: r.bal.backends[i].inflight.Load(), State: "not started"}
-		if f != nil {
-			es.State, es.Restarts, es.PID = f.State(i).String(), f.Restarts(i), f.PID(i)
+			PEStart: starts[i], State: "not started", Breaker: breakerClosed.String()}
+		if lf != nil {
+			u := lf.upstreams[i]
+			state, pid := lf.Status(i)
+			es.State, es.PID, es.Restarts = state.String(), pid, lf.Restarts(i)
+			es.InFlight, es.Breaker, es.Draining = u.inflight.Load(), u.breaker.state(pid).String(), lf.draining.Load()
+			if l := u.load.Load(); l != nil {
+				es.Load = &loadStatus{Running: l.running, Waiting: l.waiting, Prepared: l.prepared,
+					KVPagesFree: l.pagesFree, KVPages: l.pagesTotal, At: l.at}
+			}
 		}
 		st.Engines = append(st.Engines, es)
 	}
 	return st
+}
+
+// endpointGPUs returns the GPU count of each endpoint.
+func endpointGPUs(eps []engine.Endpoint) []int {
+	gpus := make([]int, len(eps))
+	for i, ep := range eps {
+		gpus[i] = ep.GPUs
+	}
+	return gpus
 }
 
 // effectiveRoles names what each engine is used for in this mode.

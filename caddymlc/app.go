@@ -1,7 +1,6 @@
 package caddymlc
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -9,20 +8,22 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 )
 
-func init() {
-	caddy.RegisterModule(new(App))
-}
-
-// fleets holds the running engine fleets of every loaded config, keyed by
-// engine.Spec.Key. On `caddy reload` the new config is started before the
-// old one is stopped: a fleet with an unchanged spec is then found here and
-// kept, instead of a second set of engines racing for the same ports.
+// fleets holds the engine fleets of every loaded config, keyed by
+// engine.Spec.Key (what defines the processes). On `caddy reload` the new
+// config is started before the old one is stopped: a fleet with the same
+// key is then found here and kept, processes, load counts and breakers
+// alike, instead of a second set of engines racing for the same ports.
 var fleets = caddy.NewUsagePool()
+
+// current is the mlc app of the config that started last: the one whose
+// routers take over the requests of the routers of a stopping config.
+var current atomic.Pointer[App]
 
 // App is the "mlc" Caddy app. mlc_router handlers register their engine
 // fleets with it while they are provisioned; the app starts the fleets when
@@ -30,11 +31,16 @@ var fleets = caddy.NewUsagePool()
 // the app's Start, not in a handler's Provision, is what keeps
 // `caddy validate` and `caddy adapt --validate` from spawning engines: Caddy
 // provisions modules to validate a config, but starts apps only to run it.
+//
+// Caddy starts a config's apps in no fixed order: when the http app starts
+// first, requests wait in the routers' queues until the engines are ready.
 type App struct {
-	logger *zap.Logger
-	mu     sync.Mutex
-	specs  map[string]*fleetHandle // by spec key
-	held   []string                // keys whose fleets this config holds
+	ctx     caddy.Context
+	logger  *zap.Logger
+	mu      sync.Mutex
+	handles map[string]*fleetHandle // by spec key
+	routers []*Router               // in provisioning order
+	held    []string                // keys whose fleets this config holds
 }
 
 // CaddyModule returns the Caddy module information.
@@ -44,87 +50,153 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets up the app.
 func (a *App) Provision(ctx caddy.Context) error {
+	a.ctx = ctx
 	a.logger = ctx.Logger()
-	a.specs = map[string]*fleetHandle{}
+	a.handles = map[string]*fleetHandle{}
 	return nil
 }
 
-// fleetHandle is a handler's view of its fleet: nil until the app starts.
+// fleetHandle is the routers' way to their fleet: nil until the app
+// starts. Routers with the same engines share one.
 type fleetHandle struct {
-	spec  engine.Spec
-	fleet atomic.Pointer[engine.Fleet]
+	spec    engine.Spec
+	lf      atomic.Pointer[liveFleet]
+	changes notifier // the fleet was attached, or a router was handed over
 }
 
-// get returns the running fleet, or nil before the config started.
-func (h *fleetHandle) get() *engine.Fleet { return h.fleet.Load() }
+// get returns the fleet, or nil before the config started.
+func (h *fleetHandle) get() *liveFleet { return h.lf.Load() }
 
-// register adds a fleet to be started with the config; handlers with the
-// same spec share one.
-func (a *App) register(spec engine.Spec) *fleetHandle {
+// register adds a router and its fleet, to be started with the config.
+func (a *App) register(r *Router, spec engine.Spec) *fleetHandle {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.routers = append(a.routers, r)
 	key := spec.Key()
-	if h, ok := a.specs[key]; ok {
+	if h, ok := a.handles[key]; ok {
 		return h
 	}
 	h := &fleetHandle{spec: spec}
-	a.specs[key] = h
+	a.handles[key] = h
 	return h
 }
 
-// Start starts (or joins, after a reload) every registered fleet and waits
-// until their engines are ready.
+// Start starts (or, after a reload, joins) every registered fleet and
+// waits until their engines are ready.
 func (a *App) Start() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for key, h := range a.specs {
-		f, err := a.acquire(key, h.spec)
+	if err := a.checkPorts(); err != nil {
+		return err
+	}
+	grace := a.drainGrace()
+	for key, h := range a.handles {
+		lf, err := a.acquire(key, h.spec)
 		if err != nil {
 			a.releaseAll()
 			return err
 		}
 		a.held = append(a.held, key)
-		h.fleet.Store(f)
+		lf.grace.Store(int64(grace))
+		// The fleet logs through the newest config that holds it: a
+		// stopped config's log outputs may be closed.
+		lf.logger.Store(a.logger.Named("engine"))
+		if err := lf.Reconfigure(h.spec, lf.log()); err != nil {
+			a.logger.Warn("updating the supervision settings of a kept fleet", zap.Error(err))
+		}
+		h.lf.Store(lf)
+		h.changes.notify()
+	}
+	current.Store(a)
+	for _, r := range a.routers {
+		r.logStart(a.listenAddrs(r))
+	}
+	return nil
+}
+
+// checkPorts refuses a config whose different fleets share an address.
+func (a *App) checkPorts() error {
+	owner := map[string]string{}
+	for key, h := range a.handles {
+		for _, ep := range h.spec.Endpoints {
+			if other, ok := owner[ep.Addr()]; ok && other != key {
+				return fmt.Errorf("mlc: endpoint %s belongs to two mlc_router blocks with different engines; give them the same engine settings, or other ports", ep.Addr())
+			}
+			owner[ep.Addr()] = key
+		}
 	}
 	return nil
 }
 
 // acquire returns the fleet of spec, starting it if no loaded config has
 // it yet.
-func (a *App) acquire(key string, spec engine.Spec) (*engine.Fleet, error) {
+func (a *App) acquire(key string, spec engine.Spec) (*liveFleet, error) {
 	val, loaded, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return a.startFleet(spec)
+		lf, err := newLiveFleet(spec, a.logger.Named("engine"))
+		if err != nil {
+			return nil, err
+		}
+		if err := lf.start(); err != nil {
+			return nil, err
+		}
+		return lf, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	if loaded {
-		a.logger.Info("keeping the running engine fleet", zap.String("fleet", key), zap.Int("engines", len(spec.Endpoints)))
+		a.logger.Info("keeping the running engines", zap.String("fleet", key), zap.Int("engines", len(spec.Endpoints)))
 	}
-	return val.(*runningFleet).Fleet, nil
+	return val.(*liveFleet), nil
 }
 
-func (a *App) startFleet(spec engine.Spec) (*runningFleet, error) {
-	f, err := engine.New(spec, engine.Options{Logger: a.logger.Named("engine")})
-	if err != nil {
-		return nil, fmt.Errorf("mlc: %w", err)
+// drainGrace is Caddy's grace_period when set, else DefaultDrainGrace.
+func (a *App) drainGrace() time.Duration {
+	if app, err := a.ctx.AppIfConfigured("http"); err == nil {
+		if h, ok := app.(*caddyhttp.App); ok && h.GracePeriod > 0 {
+			return time.Duration(h.GracePeriod)
+		}
 	}
-	begin := time.Now()
-	a.logger.Info("starting engine fleet", zap.String("model", spec.Model), zap.String("kind", string(spec.Kind)), zap.Int("engines", len(spec.Endpoints)))
-	if err := f.Start(context.Background()); err != nil {
-		return nil, fmt.Errorf("mlc: starting engines: %w", err)
-	}
-	a.logger.Info("engine fleet ready", zap.Duration("took", time.Since(begin).Round(time.Millisecond)))
-	return &runningFleet{f}, nil
+	return DefaultDrainGrace
 }
 
-// Stop releases this config's fleets; a fleet stops when no loaded config
-// holds it any more.
+// Stop hands this config's routers over to the config that replaced it,
+// then releases its fleets: a fleet no config holds any more drains and
+// stops (see liveFleet.Destruct).
 func (a *App) Stop() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if next := current.Load(); next != nil && next != a {
+		next.adopt(a.routers)
+	}
+	current.CompareAndSwap(a, nil)
 	a.releaseAll()
 	return nil
+}
+
+// adopt makes a's routers the successors of old routers: the k-th old
+// router of a model is replaced by the k-th new router of that model (or
+// the last one). Routers of a model the new config does not serve have no
+// successor and keep serving on their engines while those drain.
+func (a *App) adopt(old []*Router) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := map[string]int{}
+	for _, o := range old {
+		k := seen[o.Model]
+		seen[o.Model]++
+		var same []*Router
+		for _, r := range a.routers {
+			if r.Model == o.Model {
+				same = append(same, r)
+			}
+		}
+		if len(same) == 0 {
+			continue
+		}
+		o.next.Store(same[min(k, len(same)-1)])
+		o.handle.changes.notify()
+	}
 }
 
 func (a *App) releaseAll() {
@@ -136,11 +208,44 @@ func (a *App) releaseAll() {
 	a.held = nil
 }
 
-// runningFleet stops its fleet when the usage pool drops it.
-type runningFleet struct{ *engine.Fleet }
+// listenAddrs returns the addresses of the http servers whose routes
+// hold r, for the start-up log.
+func (a *App) listenAddrs(r *Router) []string {
+	app, err := a.ctx.AppIfConfigured("http")
+	if err != nil {
+		return nil
+	}
+	h, ok := app.(*caddyhttp.App)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, srv := range h.Servers {
+		if routesHold(srv.Routes, r) {
+			out = append(out, srv.Listen...)
+		}
+	}
+	return out
+}
 
-// Destruct stops the engines.
-func (r *runningFleet) Destruct() error { return r.Stop() }
+// routesHold reports whether routes (or their subroutes) hold r.
+func routesHold(routes caddyhttp.RouteList, r *Router) bool {
+	for _, route := range routes {
+		for _, h := range route.Handlers {
+			switch h := h.(type) {
+			case *Router:
+				if h == r {
+					return true
+				}
+			case *caddyhttp.Subroute:
+				if routesHold(h.Routes, r) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
 
 // builtinProgram is the binary that runs built-in engines: this one, whose
 // mlc-engine subcommand is registered by this package.
@@ -156,4 +261,5 @@ func builtinProgram() (string, error) {
 var (
 	_ caddy.App         = (*App)(nil)
 	_ caddy.Provisioner = (*App)(nil)
+	_ caddy.Destructor  = (*liveFleet)(nil)
 )

@@ -1,106 +1,105 @@
 package caddymlc
 
-import (
-	"sync"
-	"sync/atomic"
+import "time"
 
-	"github.com/caddy-mlc/caddy-mlc/engine"
+// lease is an engine chosen for a call: the engine, the process it was
+// chosen as (health reports name the process, so a restarted engine does
+// not inherit the old one's failures), and the hold that counts the call
+// in the engine's load until release.
+type lease struct {
+	*upstream
+	pid     int
+	release func()
+}
+
+// Choice tiers, best first. Within a tier the least-loaded engine wins,
+// ties going round the candidates in turn, so that bursts spread instead
+// of piling on the first engine.
+const (
+	tierGood      = iota // ready, breaker closed, room for the request
+	tierSaturated        // would queue behind held KV pages
+	tierAvoided          // failed this request before
+	tierBroken           // breaker open: only when nothing else is ready
+	tierNone
 )
 
-// backend is one engine as the router sees it: where it is, its first PE
-// in the NVSHMEM world, and how many requests it has in flight.
-type backend struct {
-	index    int
-	url      string
-	addr     string
-	peStart  int
-	inflight atomic.Int64
+// pickOptions say what a call needs.
+type pickOptions struct {
+	avoid     map[string]bool // engines that failed this request
+	needPages int             // KV pages the call will hold, 0 if unknown
+	exclude   *upstream       // not this engine (the decode engine, when choosing a prefill engine)
+	noBroken  bool            // never an engine whose breaker is open (there is a fallback)
 }
 
-// readiness says whether engine i may get requests now.
-type readiness interface {
-	Ready(i int) bool
-}
-
-// balancer picks the least-loaded ready engine of a set. Load is the number
-// of requests in flight, counted by acquire and given back by the release
-// function it returns, which callers defer: the count comes back down on
-// success, error, retry, client disconnect and panic alike.
-type balancer struct {
-	backends []*backend
-	ready    func() readiness // nil before the fleet runs
-	mu       sync.Mutex       // makes pick-and-increment atomic
-	// observe, if set, is told every new in-flight count (metrics).
-	observe func(addr string, inflight int64)
-}
-
-func newBalancer(eps []engine.Endpoint, ready func() readiness) *balancer {
-	gpus := make([]int, len(eps))
-	for i, ep := range eps {
-		gpus[i] = ep.GPUs
+// pick chooses the engine among candidates (endpoint indexes) for a call
+// and holds it, or returns nil when none is ready. Only engines the fleet
+// says are ready are candidates; among them the breaker, the request's
+// own failures and the KV room order the choice, and an engine whose
+// breaker is open is taken as a last resort, when nothing else is ready:
+// an answer from a doubtful engine beats a 503.
+func (lf *liveFleet) pick(candidates []int, o pickOptions) *lease {
+	if len(candidates) == 0 {
+		return nil
 	}
-	starts := engine.DeviceIDStarts(gpus)
-	b := &balancer{ready: ready}
-	for i, ep := range eps {
-		b.backends = append(b.backends, &backend{index: i, url: ep.URL(), addr: ep.Addr(), peStart: starts[i]})
-	}
-	return b
-}
-
-// acquire picks the least-loaded ready engine among candidates (ties go to
-// the first), counts one more request on it and returns it with the
-// function that counts the request back. An engine whose address is in
-// avoid (one that just failed this request) is taken only when no other is
-// ready. It returns nil when no candidate is ready.
-func (b *balancer) acquire(candidates []int, avoid map[string]bool) (*backend, func()) {
-	var rd readiness
-	if b.ready != nil {
-		rd = b.ready()
-	}
-	if rd == nil {
-		return nil, nil
-	}
-	b.mu.Lock()
-	best := b.leastLoaded(rd, candidates, avoid)
-	if best == nil && len(avoid) > 0 {
-		best = b.leastLoaded(rd, candidates, nil)
-	}
-	if best != nil {
-		b.note(best, best.inflight.Add(1))
-	}
-	b.mu.Unlock()
-	if best == nil {
-		return nil, nil
-	}
-	var once sync.Once
-	return best, func() { once.Do(func() { b.note(best, best.inflight.Add(-1)) }) }
-}
-
-func (b *balancer) note(be *backend, n int64) {
-	if b.observe != nil {
-		b.observe(be.addr, n)
-	}
-}
-
-func (b *balancer) leastLoaded(rd readiness, candidates []int, avoid map[string]bool) *backend {
-	var best *backend
-	for _, i := range candidates {
-		be := b.backends[i]
-		if !rd.Ready(i) || avoid[be.addr] {
+	now := time.Now()
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	var best *upstream
+	bestPID, bestTier, bestScore := 0, tierNone, int64(0)
+	var bestFails int
+	var bestReopen time.Time
+	n := len(candidates)
+	first := int(lf.rotation.Add(1) % uint64(n))
+	for k := range n {
+		u := lf.upstreams[candidates[(first+k)%n]]
+		if u == o.exclude {
 			continue
 		}
-		if best == nil || be.inflight.Load() < best.inflight.Load() {
-			best = be
+		ready, pid := u.status()
+		if !ready {
+			continue
 		}
+		tier := tierGood
+		switch {
+		case u.breaker.state(pid) == breakerOpen:
+			if o.noBroken {
+				continue
+			}
+			tier = tierBroken
+		case o.avoid[u.addr]:
+			tier = tierAvoided
+		case u.saturated(now, o.needPages):
+			tier = tierSaturated
+		}
+		if tier > bestTier {
+			continue
+		}
+		if tier == tierBroken {
+			// The least bad: fewest failures in a row, then the first to
+			// cool down.
+			fails, reopen := u.breaker.badness()
+			if tier == bestTier && (fails > bestFails || fails == bestFails && !reopen.Before(bestReopen)) {
+				continue
+			}
+			best, bestPID, bestTier, bestFails, bestReopen = u, pid, tier, fails, reopen
+			continue
+		}
+		score := u.score(now)
+		if tier == bestTier && score >= bestScore {
+			continue
+		}
+		best, bestPID, bestTier, bestScore = u, pid, tier, score
 	}
-	return best
+	if best == nil {
+		return nil
+	}
+	best.breaker.admit(bestPID)
+	return &lease{upstream: best, pid: bestPID, release: best.hold()}
 }
 
-// inflight returns the in-flight count of every engine.
-func (b *balancer) inflight() []int64 {
-	out := make([]int64, len(b.backends))
-	for i, be := range b.backends {
-		out[i] = be.inflight.Load()
-	}
-	return out
-}
+// kvPageTokens is the tokens per KV page of MLC's engines (and of the
+// built-in engine): what a prompt's KV need is estimated in.
+const kvPageTokens = 16
+
+// pagesFor estimates the KV pages a request of n tokens holds.
+func pagesFor(n int) int { return (n + kvPageTokens - 1) / kvPageTokens }

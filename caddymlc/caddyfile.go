@@ -251,6 +251,6 @@ func parseMaxBodySize(r *Router, d *caddyfile.Dispenser) error {
 	if err != nil || n < 1 {
 		return d.Errf("max_body_size %q: want a size such as 4MiB", s)
 	}
-	r.MaxBodyBytes = int64(n)
+	r.MaxBodySize = int64(n)
 	return nil
 }

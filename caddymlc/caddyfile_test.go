@@ -46,7 +46,7 @@ func TestCaddyfileParses(t *testing.T) {
 			{Host: "127.0.0.1", Port: 9001, GPUs: 2, Role: "prefill"},
 			{Host: "::1", Port: 9002, GPUs: 1, Role: "decode", External: true},
 		},
-		StartupTimeout: 30e9, MaxAttempts: 5, MaxBodyBytes: 1 << 20,
+		StartupTimeout: 30e9, MaxAttempts: 5, MaxBodySize: 1 << 20,
 	}
 	if !reflect.DeepEqual(r, want) {
 		t.Fatalf("got  %+v\nwant %+v", r, want)

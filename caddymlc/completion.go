@@ -161,7 +161,7 @@ func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		j.st.attempts = attempt
-		req, remaining := j.attemptRequest()
+		req, remaining := j.attemptRequest(attempt)
 		if remaining == 0 {
 			out.finish(j.index, protocol.FinishLength)
 			j.st.tokens = j.before
@@ -174,14 +174,18 @@ func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
 		if ctx.Err() != nil {
 			return j.st, context.Cause(ctx)
 		}
-		// No engine ready: at once on the first attempt (the client
-		// learns now, not after a hang); after a failure, wait for the
-		// fleet to bring one back, within the attempt budget.
-		var none *noEngineError
-		if errors.As(err, &none) && attempt == 1 {
-			return j.st, none.apiError()
+		if errors.Is(err, errDraining) {
+			// The router's engines drain after a reload: the attempt
+			// goes to the engines that replaced them, at once.
+			attempt--
+			continue
 		}
-		if err != nil && none == nil && !retryable(err) {
+		var none *noEngineError
+		if errors.As(err, &none) {
+			return j.st, none.apiError() // it waited in the queue already
+		}
+		cause := retryCause(err)
+		if cause == "" {
 			return j.st, err
 		}
 		if attempt >= j.c.r.MaxAttempts {
@@ -191,12 +195,36 @@ func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
 			return j.st, protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
 				"the engine stopped this request after text was sent, and without the model's tokenizer the router cannot resume it").WithCode("cannot_resume")
 		}
-		j.c.r.metrics.retry(err == nil)
-		j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", attempt), zap.Bool("preempted", err == nil), zap.Error(err))
-		if err := waitBackoff(ctx, attempt, err == nil); err != nil {
+		j.c.r.metrics.retry(cause)
+		j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", attempt), zap.String("cause", cause), zap.Error(err))
+		if err := waitBackoff(ctx, attempt, cause == causePreempt); err != nil {
 			return j.st, context.Cause(ctx)
 		}
 	}
+}
+
+// Causes of a retry, as counted in caddy_mlc_retries_total.
+const (
+	causePreempt = "preempt" // an engine dropped the request for lack of KV memory
+	causeFailure = "failure" // an engine failed: refused, broke a stream, answered 5xx
+	causeTimeout = "timeout" // an engine stayed silent for the engine timeout
+)
+
+// retryCause returns why an attempt that ended with err may be retried,
+// or "" when it may not. A nil err is a preemption seen in the stream.
+func retryCause(err error) string {
+	var ee *engineError
+	switch {
+	case err == nil:
+		return causePreempt
+	case !errors.As(err, &ee) || !ee.retry:
+		return ""
+	case ee.preempted:
+		return causePreempt
+	case ee.timeout:
+		return causeTimeout
+	}
+	return causeFailure
 }
 
 // echo delivers the prompt as the start of the text (echo: true). The
@@ -213,17 +241,15 @@ func (j *choiceJob) echo(out sink) error {
 // exhausted is the answer when the attempts ran out; last is the last
 // attempt's error, nil after a preemption.
 func (j *choiceJob) exhausted(last error) *protocol.Error {
-	var none *noEngineError
-	if errors.As(last, &none) {
-		return none.apiError()
-	}
 	msg := fmt.Sprintf("the request did not complete in %d attempts", j.c.r.MaxAttempts)
 	if last != nil {
 		msg += ": last error: " + last.Error()
 	} else {
 		msg += ": engines kept preempting it (memory pressure)"
 	}
-	return protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable, "%s", msg).WithCode("attempts_exhausted")
+	e := protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable, "%s", msg).WithCode("attempts_exhausted")
+	e.RetryAfter = retryAfter
+	return e
 }
 
 // waitBackoff waits before attempt+1: briefly after a preemption, longer
@@ -246,7 +272,7 @@ func waitBackoff(ctx context.Context, attempt int, preempted bool) error {
 // attemptRequest builds the engine request of an attempt: the prompt is
 // the client's plus the text already delivered, max_tokens what is left.
 // remaining is 0 when nothing is left to generate, -1 when unbounded.
-func (j *choiceJob) attemptRequest() (*protocol.CompletionRequest, int) {
+func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, int) {
 	src := j.c.req
 	req := src.Clone()
 	prompt := j.c.prompt
@@ -258,7 +284,7 @@ func (j *choiceJob) attemptRequest() (*protocol.CompletionRequest, int) {
 	remaining := -1
 	if src.MaxTokens != nil {
 		remaining = max(*src.MaxTokens-j.before, 0)
-		req.MaxTokens = protocol.IntPtr(remaining)
+		req.MaxTokens = new(remaining)
 	}
 	req.Prompt = protocol.TokenPrompt(prompt)
 	req.N, req.BestOf = nil, nil
@@ -268,22 +294,20 @@ func (j *choiceJob) attemptRequest() (*protocol.CompletionRequest, int) {
 	req.StreamOptions = &protocol.StreamOptions{IncludeUsage: true}
 	req.DebugConfig = nil // never the client's: engines run with --enable-debug
 	// The engines tie the microserving calls of an attempt together by
-	// user. It stays the same across attempts: a retried prep_recv on the
-	// same decode engine then replaces the failed attempt's reservation
-	// instead of leaving it to time out.
-	req.User = protocol.StringPtr(fmt.Sprintf("%s-%d", j.c.id, j.index))
+	// user, so it names the attempt: a failed attempt's reservation is
+	// released by its own name, never by a later attempt's.
+	req.User = new(fmt.Sprintf("%s-%d-%d", j.c.id, j.index, attempt))
 	return req, remaining
 }
 
 // attempt runs one attempt. finished reports that the choice is complete;
 // otherwise err is why the attempt failed, or nil after a preemption.
 func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest, out sink) (finished bool, err error) {
-	stream, release, err := j.c.r.strategy.open(ctx, req, j.avoid)
+	stream, err := j.c.r.target().strategy.open(ctx, req, j.avoid)
 	if err != nil {
 		j.blame(err)
 		return false, err
 	}
-	defer release()
 	defer stream.close()
 	j.stop.drop()
 	reason := ""
@@ -322,7 +346,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 		}
 	}
 	if reason == "" {
-		return false, &engineError{op: "stream", addr: stream.be.addr, retry: true, err: errors.New("stream ended without a finish reason")}
+		return false, &engineError{op: "stream", addr: stream.lease().addr, retry: true, err: errors.New("stream ended without a finish reason")}
 	}
 	if err := j.send(j.stop.flush(), nil, out); err != nil {
 		return false, err
@@ -332,10 +356,10 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 }
 
 // blame remembers the engine that failed an attempt, so the next attempt
-// prefers another.
+// prefers another. A preemption blames nobody.
 func (j *choiceJob) blame(err error) {
 	var ee *engineError
-	if errors.As(err, &ee) && ee.retry && ee.addr != "" {
+	if errors.As(err, &ee) && ee.blames() && ee.addr != "" {
 		if j.avoid == nil {
 			j.avoid = map[string]bool{}
 		}

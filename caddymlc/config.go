@@ -7,12 +7,14 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // Routing modes.
@@ -80,8 +82,23 @@ type Router struct {
 	// its retries after preemption or an engine failure). Default 16.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 
-	// MaxBodyBytes bounds a request body. Default 4 MiB.
-	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	// MaxBodySize bounds a request body, in bytes. Default 4 MiB.
+	MaxBodySize int64 `json:"max_body_size,omitempty"`
+
+	// EngineTimeout bounds how long an engine may keep a call waiting for
+	// its first byte, and the longest silence inside a stream. A stream
+	// whose engine falls silent is resumed on another engine, exactly as
+	// a preempted one. Default 15s (see DefaultEngineTimeout).
+	EngineTimeout caddy.Duration `json:"engine_timeout,omitempty"`
+
+	// QueueTimeout bounds how long a request waits for an engine when none
+	// is ready (engines starting or restarting, a reload); then it gets a
+	// 503 with Retry-After. Default 30s.
+	QueueTimeout caddy.Duration `json:"queue_timeout,omitempty"`
+
+	// QueueSize bounds the requests waiting for an engine at once; more
+	// get a 503 at once. Default 1024.
+	QueueSize int `json:"queue_size,omitempty"`
 
 	// Set by Provision.
 	logger   *zap.Logger
@@ -89,9 +106,9 @@ type Router struct {
 	tokErr   error
 	chatTmpl chat.Template
 	chatErr  error
-	fleet    *fleetHandle
+	handle   *fleetHandle
+	*routerState
 	client   *engineClient
-	bal      *balancer
 	strategy strategy
 	metrics  *routerMetrics
 }
@@ -104,6 +121,12 @@ type EngineProgram struct {
 	// Command is the program and its arguments for kind "command"; the MLC
 	// serve arguments follow them.
 	Command []string `json:"command,omitempty"`
+}
+
+// routerState is what a provisioned router changes while it serves.
+type routerState struct {
+	next   atomic.Pointer[Router] // the router that took over after a reload
+	queued atomic.Int64           // requests waiting for an engine
 }
 
 // withDefaults returns a copy of r's configuration with defaults applied.
@@ -135,6 +158,18 @@ func (r Router) withDefaults() Router {
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.MaxBodySize == 0 {
+		c.MaxBodySize = protocol.DefaultMaxBodyBytes
+	}
+	if c.EngineTimeout == 0 {
+		c.EngineTimeout = caddy.Duration(DefaultEngineTimeout)
+	}
+	if c.QueueTimeout == 0 {
+		c.QueueTimeout = caddy.Duration(DefaultQueueTimeout)
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
 	}
 	return c
 }
@@ -175,8 +210,11 @@ func (c Router) validate() error {
 	if c.MaxAttempts < 1 {
 		return fmt.Errorf("mlc_router: max_attempts must be at least 1, got %d", c.MaxAttempts)
 	}
-	if c.MaxBodyBytes < 0 {
-		return fmt.Errorf("mlc_router: max_body_bytes must not be negative")
+	if c.MaxBodySize < 0 {
+		return fmt.Errorf("mlc_router: max_body_size must not be negative")
+	}
+	if c.EngineTimeout < 0 || c.QueueTimeout < 0 || c.QueueSize < 0 {
+		return fmt.Errorf("mlc_router: engine_timeout, queue_timeout and queue_size must not be negative")
 	}
 	return nil
 }

@@ -2,18 +2,33 @@ package caddymlc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
+// remoteSendTries bounds the remote_sends of one attempt that a prefill
+// engine may preempt (KV memory pressure) before the decode engine
+// prefills the request itself.
+const remoteSendTries = 3
+
 // disagg is MLC's disaggregated flow: prep_recv on the decode engine,
-// remote_send on the prefill engine (when the decode engine's prefix cache
+// remote_send on a prefill engine (when the decode engine's prefix cache
 // does not already hold the window), start_generate on the decode engine.
+//
+// The order is chosen so that a failure holds nothing for long: the
+// prefill engine is chosen before the decode engine reserves anything,
+// and every way out between prep_recv and a started generation gives the
+// reservation back (see releaseReservation). Without a usable prefill
+// engine (none ready, or its remote_send failed) the decode engine serves
+// the whole request: slower for its other streams, but never a stall.
 type disagg struct {
-	bal     *balancer
-	client  *engineClient
+	r       *Router
 	prefill []int // endpoints that may prefill
 	decode  []int // endpoints that may decode
 	balance float64
@@ -29,52 +44,66 @@ func (d *disagg) windowEnd(promptLen int) int {
 	return int((1 - d.balance) * float64(promptLen))
 }
 
-func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, func(), error) {
-	dec, releaseDec := d.bal.acquire(d.decode, avoid)
-	if dec == nil {
-		return nil, nil, &noEngineError{"decode"}
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			releaseDec()
-		}
-	}()
+func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
 	n := len(req.Prompt.IDs)
-	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
-	prep.Stream = false
-	prep.StreamOptions = nil
-	var recv protocol.PrepRecvResponse
-	if err := d.client.call(ctx, dec, protocol.PathPrepRecv, prep, &recv); err != nil {
-		return nil, nil, err
+	dec, err := d.r.acquire(ctx, engine.RoleDecode, d.decode, pickOptions{avoid: avoid, needPages: pagesFor(n)})
+	if err != nil {
+		return nil, err
 	}
+	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
 	end := protocol.ResolveIndex(prep.End, n)
+	var pre *lease
+	if end > 0 {
+		pre = dec.fleet.pick(d.prefill, pickOptions{avoid: avoid, exclude: dec.upstream, noBroken: true})
+	}
+	if pre == nil {
+		return d.r.prefillLocally(ctx, dec, req, "no_prefill_engine")
+	}
+	prep.Stream, prep.StreamOptions = false, nil
+	var recv protocol.PrepRecvResponse
+	if err := d.r.client.post(ctx, dec, protocol.PathPrepRecv, prep, &recv); err != nil {
+		pre.release()
+		d.r.releaseReservation(dec, req, end)
+		dec.release()
+		return nil, err
+	}
 	if recv.PrefixMatchedLength > end || recv.PrefixMatchedLength < 0 {
-		return nil, nil, &engineError{op: "prep_recv", addr: dec.addr, retry: true,
+		pre.release()
+		d.r.releaseReservation(dec, req, end)
+		dec.release()
+		return nil, &engineError{op: "prep_recv", addr: dec.addr, retry: true,
 			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
 	}
 	if recv.PrefixMatchedLength < end {
-		if err := d.remoteSend(ctx, req, dec, recv, end, avoid); err != nil {
-			return nil, nil, err
+		err := d.remoteSend(ctx, pre, dec, req, recv, end)
+		pre.release()
+		if err != nil {
+			d.r.releaseReservation(dec, req, end)
+			if ctx.Err() != nil {
+				dec.release()
+				return nil, context.Cause(ctx)
+			}
+			d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
+				zap.String("user", userOf(req)), addrField(pre.upstream), zap.Error(err))
+			return d.r.prefillLocally(ctx, dec, req, "remote_send_failed")
 		}
+	} else {
+		pre.release()
 	}
 	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
-	s, err := d.client.stream(ctx, dec, protocol.PathStartGenerate, gen)
+	s, err := d.r.client.stream(ctx, dec, protocol.PathStartGenerate, gen)
 	if err != nil {
-		return nil, nil, err
+		d.r.releaseReservation(dec, req, end)
+		return nil, err
 	}
-	ok = true
-	return s, releaseDec, nil
+	return s, nil
 }
 
-// remoteSend has a prefill engine compute the window [matched, end) and
-// write its KV into the decode engine.
-func (d *disagg) remoteSend(ctx context.Context, req *protocol.CompletionRequest, dec *backend, recv protocol.PrepRecvResponse, end int, avoid map[string]bool) error {
-	pre, release := d.bal.acquire(d.prefill, avoid)
-	if pre == nil {
-		return &noEngineError{"prefill"}
-	}
-	defer release()
+// remoteSend has the prefill engine compute the window [matched, end) and
+// write its KV into the decode engine. A prefill engine that preempts the
+// computation (KV memory pressure) is asked again after a short backoff;
+// that is a preemption, not a failure of the engine.
+func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.CompletionRequest, recv protocol.PrepRecvResponse, end int) error {
 	send := protocol.RemoteSendRequest{
 		CompletionRequest: *req,
 		Begin:             recv.PrefixMatchedLength,
@@ -82,8 +111,25 @@ func (d *disagg) remoteSend(ctx context.Context, req *protocol.CompletionRequest
 		KVAddrInfo:        recv.KVAppendMetadata,
 		RecvRank:          dec.peStart,
 	}
-	send.Stream = false
-	send.StreamOptions = nil
-	var ack map[string]any
-	return d.client.call(ctx, pre, protocol.PathRemoteSend, send, &ack)
+	send.Stream, send.StreamOptions = false, nil
+	for try := 1; ; try++ {
+		var ack map[string]any
+		err := d.r.client.post(ctx, pre, protocol.PathRemoteSend, send, &ack)
+		var ee *engineError
+		if err == nil || !errors.As(err, &ee) || !ee.preempted || try == remoteSendTries {
+			return err
+		}
+		d.r.metrics.retry(causePreempt)
+		if waitBackoff(ctx, try, true) != nil {
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// prefillLocally serves the whole request on the decode engine l, which
+// then prefills it itself: MLC's plain /v1/completions, which every engine
+// serves.
+func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, reason string) (*chunkStream, error) {
+	r.metrics.localPrefills.WithLabelValues(reason).Inc()
+	return r.client.stream(ctx, l, protocol.PathCompletions, req)
 }

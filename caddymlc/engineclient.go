@@ -15,15 +15,28 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
+// DefaultEngineTimeout bounds how long an engine may keep a call waiting
+// for its first byte, and how long a stream may stay silent. A healthy
+// engine under load answers within a few seconds: a full-context prefill
+// takes seconds on a GPU, and a running stream gets a token every decode
+// step. Fifteen seconds is well above that and still short enough that a
+// frozen engine costs its clients one short stall before their streams
+// resume elsewhere. Raise it for engines whose queues legitimately hold a
+// request longer (very long prompts on slow hardware).
+const DefaultEngineTimeout = 15 * time.Second
+
 // maxEngineErrorBody bounds how much of an engine's error answer is read.
 const maxEngineErrorBody = 64 << 10
 
-// engineClient speaks the MLC serve API to engines.
+// engineClient speaks the MLC serve API to engines. Every call is bounded
+// by the engine timeout: to its first byte, and between the chunks of a
+// stream.
 type engineClient struct {
-	http *http.Client
+	http    *http.Client
+	timeout time.Duration
 }
 
-func newEngineClient() *engineClient {
+func newEngineClient(timeout time.Duration) *engineClient {
 	tr := &http.Transport{
 		Proxy:               nil, // engines are reached directly, never through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -31,21 +44,25 @@ func newEngineClient() *engineClient {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &engineClient{http: &http.Client{Transport: tr}}
+	return &engineClient{http: &http.Client{Transport: tr}, timeout: timeout}
 }
 
 // close drops idle connections.
 func (c *engineClient) close() { c.http.CloseIdleConnections() }
 
 // engineError is a failed call to an engine. retry says whether another
-// attempt (possibly on another engine) may succeed; apiErr, when set, is the
-// engine's own OpenAI error, passed to the client when no retry is made.
+// attempt (possibly on another engine) may succeed; apiErr, when set, is
+// the engine's own OpenAI error, passed to the client when no retry is
+// made. preempted marks an engine that dropped the call for lack of KV
+// memory: not a failure of the engine, and retried as a preemption.
 type engineError struct {
-	op     string
-	addr   string
-	retry  bool
-	apiErr *protocol.Error
-	err    error
+	op        string
+	addr      string
+	retry     bool
+	preempted bool
+	timeout   bool
+	apiErr    *protocol.Error
+	err       error
 }
 
 func (e *engineError) Error() string {
@@ -57,102 +74,187 @@ func (e *engineError) Error() string {
 
 func (e *engineError) Unwrap() error { return e.err }
 
+// blames reports whether the error counts against the engine's health.
+func (e *engineError) blames() bool { return e.retry && !e.preempted }
+
 // retryable reports whether err allows another attempt.
 func retryable(err error) bool {
 	var ee *engineError
-	if errors.As(err, &ee) {
-		return ee.retry
-	}
-	return false
+	return errors.As(err, &ee) && ee.retry
 }
 
-// post sends body as JSON to the engine and returns the response, checking
-// its status.
-func (c *engineClient) post(ctx context.Context, be *backend, path string, body any) (*http.Response, error) {
+// errEngineSilent is the cause of a call cancelled by its watchdog.
+var errEngineSilent = errors.New("engine timeout: no answer")
+
+// call is one HTTP exchange with an engine under a watchdog: the context
+// of the request is cancelled when the engine stays silent for the
+// timeout, before its first byte or between two reads of the body.
+type call struct {
+	l      *lease
+	op     string
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	dog    *time.Timer
+	quiet  time.Duration // the engine timeout
+	resp   *http.Response
+	began  time.Time
+}
+
+// start posts body as JSON to path on the engine of l.
+func (c *engineClient) start(ctx context.Context, l *lease, path string, body any) (*call, error) {
 	op := strings.TrimPrefix(path, "/")
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", op, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, be.url+path, bytes.NewReader(b))
+	cl := &call{l: l, op: op, began: time.Now(), quiet: c.timeout}
+	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
+	cl.dog = time.AfterFunc(c.timeout, func() { cl.cancel(errEngineSilent) })
+	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, l.url+path, bytes.NewReader(b))
 	if err != nil {
+		cl.end()
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &engineError{op: op, addr: be.addr, retry: ctx.Err() == nil, err: err}
+		err = cl.failure(err)
+		cl.end()
+		return nil, err
 	}
+	cl.resp = resp
 	if resp.StatusCode == http.StatusOK {
-		return resp, nil
+		cl.progress()
+		l.served(l.pid)
+		return cl, nil
 	}
-	defer resp.Body.Close()
+	defer cl.end()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxEngineErrorBody))
 	apiErr := protocol.ParseError(resp.StatusCode, raw)
 	if apiErr == nil {
 		apiErr = protocol.Errorf(resp.StatusCode, protocol.ErrTypeServer, "engine answered %s: %s", resp.Status, bytes.TrimSpace(raw))
 	}
-	// A 4xx is about the request and would fail anywhere; anything else
-	// is the engine's trouble and another attempt may succeed.
-	retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout
-	return nil, &engineError{op: op, addr: be.addr, retry: retry, apiErr: apiErr, err: apiErr}
+	ee := &engineError{op: op, addr: l.addr, apiErr: apiErr, err: apiErr}
+	switch {
+	case apiErr.Code != nil && *apiErr.Code == protocol.FinishPreempt:
+		ee.retry, ee.preempted = true, true
+		l.served(l.pid) // it answered: busy, not broken
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout:
+		// The engine's trouble: another attempt may succeed.
+		ee.retry = true
+		l.failed(l.pid)
+	default:
+		// About the request: it would fail anywhere.
+		l.served(l.pid)
+	}
+	return nil, ee
 }
 
-// call posts body and decodes a JSON answer into out.
-func (c *engineClient) call(ctx context.Context, be *backend, path string, body, out any) error {
-	resp, err := c.post(ctx, be, path, body)
+// progress tells the watchdog the engine is alive.
+func (cl *call) progress() { cl.dog.Reset(cl.quiet) }
+
+// failure turns a transport error into an engineError, telling a silent
+// engine (its fault) from a caller that went away (nobody's).
+func (cl *call) failure(err error) error {
+	ee := &engineError{op: cl.op, addr: cl.l.addr, err: err}
+	switch cause := context.Cause(cl.ctx); {
+	case errors.Is(cause, errEngineSilent):
+		ee.retry, ee.timeout = true, true
+		ee.err = fmt.Errorf("%w for %v", errEngineSilent, time.Since(cl.began).Round(time.Millisecond))
+		cl.l.failed(cl.l.pid)
+	case cause != nil:
+		ee.err = cause // the client left or the attempt was given up
+	default:
+		ee.retry = true
+		cl.l.failed(cl.l.pid)
+	}
+	return ee
+}
+
+// end stops the watchdog and releases the call's connection.
+func (cl *call) end() {
+	cl.dog.Stop()
+	if cl.resp != nil {
+		cl.resp.Body.Close()
+	}
+	cl.cancel(nil)
+}
+
+// post makes a non-streamed call and decodes its JSON answer into out.
+func (c *engineClient) post(ctx context.Context, l *lease, path string, body, out any) error {
+	cl, err := c.start(ctx, l, path, body)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEngineErrorBody)).Decode(out); err != nil {
-		return &engineError{op: strings.TrimPrefix(path, "/"), addr: be.addr, retry: ctx.Err() == nil, err: fmt.Errorf("decoding the answer: %w", err)}
+	defer cl.end()
+	if err := json.NewDecoder(io.LimitReader(cl.resp.Body, maxEngineErrorBody)).Decode(out); err != nil {
+		if cl.ctx.Err() != nil {
+			return cl.failure(err)
+		}
+		return &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
 	}
 	return nil
 }
 
-// stream posts a streaming completion request and returns its chunks.
-func (c *engineClient) stream(ctx context.Context, be *backend, path string, body any) (*chunkStream, error) {
-	resp, err := c.post(ctx, be, path, body)
+// stream makes a streamed completion call and returns its chunks. The
+// stream owns the lease: closing it releases the engine; on error the
+// lease is released at once.
+func (c *engineClient) stream(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
+	cl, err := c.start(ctx, l, path, body)
 	if err != nil {
+		l.release()
 		return nil, err
 	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		resp.Body.Close()
-		return nil, &engineError{op: strings.TrimPrefix(path, "/"), addr: be.addr, retry: true, err: fmt.Errorf("answer is %q, not an event stream", ct)}
+	if ct := cl.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		cl.end()
+		l.release()
+		l.failed(l.pid)
+		return nil, &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("answer is %q, not an event stream", ct)}
 	}
-	return &chunkStream{be: be, body: resp.Body, sse: protocol.NewSSEReader(resp.Body, 0)}, nil
+	return &chunkStream{cl: cl, sse: protocol.NewSSEReader(cl.resp.Body, 0)}, nil
 }
 
 // chunkStream reads the completion chunks of an engine's event stream.
 type chunkStream struct {
-	be   *backend
-	body io.ReadCloser
-	sse  *protocol.SSEReader
+	cl  *call
+	sse *protocol.SSEReader
 }
 
+// lease returns the engine the stream comes from.
+func (s *chunkStream) lease() *lease { return s.cl.l }
+
 // next returns the next chunk, io.EOF after [DONE], or an engineError when
-// the stream breaks or carries an error event.
+// the stream breaks, falls silent or carries an error event.
 func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	data, err := s.sse.Next()
 	if err != nil {
+		if s.cl.ctx.Err() != nil {
+			return nil, s.cl.failure(err)
+		}
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // an engine always ends with [DONE]
 		}
-		return nil, &engineError{op: "stream", addr: s.be.addr, retry: true, err: err}
+		s.cl.l.failed(s.cl.l.pid)
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: err}
 	}
+	s.cl.progress()
+	s.cl.l.fleet.Served(s.cl.l.index)
 	if protocol.IsDone(data) {
 		return nil, io.EOF
 	}
 	if apiErr := protocol.ParseError(http.StatusBadGateway, data); apiErr != nil {
-		return nil, &engineError{op: "stream", addr: s.be.addr, retry: true, apiErr: apiErr, err: apiErr}
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, apiErr: apiErr, err: apiErr}
 	}
 	var chunk protocol.CompletionResponse
 	if err := json.Unmarshal(data, &chunk); err != nil {
-		return nil, &engineError{op: "stream", addr: s.be.addr, retry: true, err: fmt.Errorf("bad chunk: %w", err)}
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: fmt.Errorf("bad chunk: %w", err)}
 	}
 	return &chunk, nil
 }
 
-// close ends the stream; closing the body cancels the engine's request.
-func (s *chunkStream) close() { s.body.Close() }
+// close ends the stream, which cancels the engine's request if it still
+// runs, and releases the engine.
+func (s *chunkStream) close() {
+	s.cl.end()
+	s.cl.l.release()
+}

@@ -112,10 +112,12 @@ func TestReloadSharesEngines(t *testing.T) {
 	if _, status, raw := s.complete(s.base, greedy("hello there", 4)); status != 200 {
 		t.Fatalf("after reload: %d %s", status, raw)
 	}
-	// Other engines: a new fleet, the old one stopped.
+	// Other engines: a new fleet, the old one drained and stopped.
+	old := runningFleets()
 	if err := caddy.Load(caddyfileFor(ports[0], ports[3:5], "disagg"), true); err != nil {
 		t.Fatal(err)
 	}
+	waitDrained(t, old)
 	second := pids(oneFleet(t))
 	for _, p := range first {
 		for _, q := range second {
@@ -130,9 +132,7 @@ func TestReloadSharesEngines(t *testing.T) {
 	if _, status, raw := s.complete(s.base, greedy("hello there", 4)); status != 200 {
 		t.Fatalf("after the second reload: %d %s", status, raw)
 	}
-	if err := caddy.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	stopCaddy(t)
 	for pid := range children(t) {
 		if !before[pid] {
 			t.Fatalf("child %d outlived caddy.Stop", pid)
@@ -232,7 +232,7 @@ func TestEngineDeathMidStreamIsResumed(t *testing.T) {
 // When the attempts run out mid-stream, the stream ends with an OpenAI
 // error event (no [DONE]), and what was sent is a prefix of the real text.
 func TestAttemptsExhaustedMidStream(t *testing.T) {
-	s := startSite(t, 2, "\t\t\tmode disagg\n\t\t\tmax_attempts 2\n")
+	s := startSite(t, 2, "\t\t\tmode disagg\n\t\t\tmax_attempts 1\n")
 	body := greedy("the last ferry across the bay", 1500) // long enough to outlast the kill
 	want := reference(s, s.engines[1], body)
 	got, err := streamKilling(t, s, body, func() int { return 1 }) // the only decode engine

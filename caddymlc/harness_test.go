@@ -77,11 +77,18 @@ func loadCaddyfile(t testing.TB, cf string) {
 	if err := caddy.Load(cfg, true); err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := caddy.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	t.Cleanup(func() { stopCaddy(t) })
+}
+
+// stopCaddy stops the running config and waits until its engines, which
+// drain in the background, have stopped.
+func stopCaddy(t testing.TB) {
+	t.Helper()
+	old := runningFleets()
+	if err := caddy.Stop(); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	waitDrained(t, old)
 }
 
 // complete posts a non-streaming completion and returns the response.

@@ -16,6 +16,12 @@ type routerMetrics struct {
 	tokens      prometheus.Counter
 	ttft        prometheus.Histogram
 	inflight    *prometheus.GaugeVec
+	queued      prometheus.Gauge
+	queueWait   prometheus.Histogram
+	releases    *prometheus.CounterVec
+	// localPrefills counts disaggregated requests the decode engine
+	// prefilled itself, by reason.
+	localPrefills *prometheus.CounterVec
 }
 
 var (
@@ -30,7 +36,7 @@ func sharedMetrics() *routerMetrics {
 			requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "requests_total",
 				Help: "Completion requests by routing mode and outcome (ok, client_error, unavailable, failed, canceled)."}, []string{"mode", "outcome"}),
 			retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "retries_total",
-				Help: "Attempts retried, by cause (preempt or failure)."}, []string{"cause"}),
+				Help: "Attempts retried, by cause (preempt, failure, timeout)."}, []string{"cause"}),
 			preemptions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "preemptions_total",
 				Help: `Attempts an engine ended with finish_reason "preempt".`}),
 			tokens: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "completion_tokens_total",
@@ -39,6 +45,14 @@ func sharedMetrics() *routerMetrics {
 				Help: "Time from a request's arrival to its first text.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
 			inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_inflight_requests",
 				Help: "Requests in flight per engine, as the router balances them."}, []string{"engine"}),
+			queued: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "queued_requests",
+				Help: "Requests waiting for an engine (none ready: engines starting or restarting, a reload)."}),
+			queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "queue_wait_seconds",
+				Help: "Time requests waited for an engine.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+			releases: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "reservations_released_total",
+				Help: "prep_recv reservations given back before use, by how (release, start_generate, failed)."}, []string{"how"}),
+			localPrefills: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "local_prefills_total",
+				Help: "Disaggregated requests the decode engine prefilled itself, by reason (no_prefill_engine, remote_send_failed)."}, []string{"reason"}),
 		}
 	})
 	return metrics
@@ -49,7 +63,8 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.inflight} {
+	for _, c := range []prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.inflight,
+		m.queued, m.queueWait, m.releases, m.localPrefills} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {
@@ -60,12 +75,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	return nil
 }
 
-func (m *routerMetrics) retry(preempted bool) {
-	cause := "failure"
-	if preempted {
-		cause = "preempt"
-	}
-	m.retries.WithLabelValues(cause).Inc()
-}
+// retry counts a retried attempt by its cause (see retryCause).
+func (m *routerMetrics) retry(cause string) { m.retries.WithLabelValues(cause).Inc() }
 
 func (m *routerMetrics) preempted() { m.preemptions.Inc() }

@@ -1,20 +1,29 @@
-// Package caddymlc is the mlc_router Caddy module: it starts a fleet of
-// MLC-LLM engines at provision time and serves an OpenAI-compatible API in
-// front of them, turning each completion request into MLC's microserving
-// calls (prefill on one engine, KV sent to a decode engine, decode streamed
-// back), with transparent recovery when an engine preempts a request.
+// Package caddymlc is the mlc_router Caddy module: an OpenAI-compatible
+// API in front of a fleet of MLC-LLM engines, which the mlc app starts
+// with the config. Each completion request becomes MLC's microserving
+// calls (prefill on one engine, KV sent to a decode engine, decode
+// streamed back), with transparent recovery when an engine preempts,
+// fails or falls silent.
 package caddymlc
 
 import (
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
+// init registers everything the module adds to Caddy: the handler and its
+// Caddyfile directive, the mlc app that runs the engines, the admin route
+// /mlc/engines, and the mlc-engine command that runs a built-in engine.
 func init() {
 	caddy.RegisterModule(Router{})
+	caddy.RegisterModule(new(App))
+	caddy.RegisterModule(adminAPI{})
 	httpcaddyfile.RegisterHandlerDirective("mlc_router", parseCaddyfile)
 	httpcaddyfile.RegisterDirectiveOrder("mlc_router", httpcaddyfile.Before, "reverse_proxy")
+	caddycmd.RegisterCommand(engineCommand)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -31,4 +40,6 @@ var (
 	_ caddy.Validator             = (*Router)(nil)
 	_ caddy.CleanerUpper          = (*Router)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Router)(nil)
+	_ caddyfile.Unmarshaler       = (*Router)(nil)
+	_ caddy.AdminRouter           = adminAPI{}
 )

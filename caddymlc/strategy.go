@@ -2,27 +2,36 @@ package caddymlc
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// strategy runs one attempt of a request on the fleet: it sends the request
-// to engines and returns the stream of the engine that generates, with the
-// function that ends the attempt's hold on that engine. Engines in avoid
-// failed an earlier attempt of the request and are used only when no other
-// is ready. MLC calls this translate_request.
+// strategy runs one attempt of a request on a router's engines: it makes
+// the calls the mode needs and returns the stream of the engine that
+// generates, which holds that engine until it is closed. Engines in avoid
+// failed an earlier attempt of the request and are chosen only when no
+// other is ready. MLC calls this translate_request.
 type strategy interface {
-	open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, func(), error)
+	open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error)
 }
 
-// noEngineError is returned when no engine of a needed role is ready.
-type noEngineError struct{ role string }
+// Interface guards.
+var (
+	_ strategy = (*disagg)(nil)
+	_ strategy = (*wholeRequest)(nil)
+)
 
-func (e *noEngineError) Error() string { return "no " + e.role + " engine is ready" }
+// wholeRequest sends each whole request to one engine's /v1/completions,
+// the least loaded (MLC's "round-robin" mode).
+type wholeRequest struct {
+	r   *Router
+	all []int
+}
 
-// apiError is the answer to a client when no engine can take its request.
-func (e *noEngineError) apiError() *protocol.Error {
-	return protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
-		"%s; try again shortly", e).WithCode("engine_unavailable")
+func (s *wholeRequest) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
+	l, err := s.r.acquire(ctx, "", s.all, pickOptions{avoid: avoid, needPages: pagesFor(len(req.Prompt.IDs))})
+	if err != nil {
+		return nil, err
+	}
+	return s.r.client.stream(ctx, l, protocol.PathCompletions, req)
 }

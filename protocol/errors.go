@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // Error types of the OpenAI error body.
@@ -23,6 +25,9 @@ type Error struct {
 	Code    *string `json:"code"`
 	// Status is the HTTP status the error is answered with.
 	Status int `json:"-"`
+	// RetryAfter, when positive, is sent as the Retry-After header (whole
+	// seconds, rounded up): when a client may try again.
+	RetryAfter time.Duration `json:"-"`
 }
 
 // ErrorBody is the JSON body of an error answer.
@@ -67,6 +72,9 @@ func (e *Error) Write(w http.ResponseWriter) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(e.Body(), '\n'))
 }

@@ -3,151 +3,15 @@ package caddymlc
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
-
-// Tokenizer turns text into the model's token ids and back; the router
-// tokenizes string prompts with it (MLC's handle_completion, step 1).
-type Tokenizer interface {
-	Encode(text string) []int
-	Decode(ids []int) string
-}
-
-// Provision applies defaults, loads the tokenizer, and registers the
-// engine fleet with the mlc app, which starts it with the config.
-func (r *Router) Provision(ctx caddy.Context) error {
-	*r = r.withDefaults()
-	if err := r.validate(); err != nil {
-		return err
-	}
-	r.logger = ctx.Logger()
-	if err := r.loadTokenizer(); err != nil {
-		return err
-	}
-	var err error
-	if r.chatTmpl, err = loadChatTemplate(r.Model); err != nil {
-		r.chatErr = err
-		r.logger.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
-	}
-	spec, err := r.fleetSpec()
-	if err != nil {
-		return err
-	}
-	appVal, err := ctx.App("mlc")
-	if err != nil {
-		return fmt.Errorf("mlc_router: %w", err)
-	}
-	r.fleet = appVal.(*App).register(spec)
-	r.client = newEngineClient()
-	r.bal = newBalancer(r.Endpoints, r.readiness)
-	r.metrics = sharedMetrics()
-	r.bal.observe = func(addr string, n int64) { r.metrics.inflight.WithLabelValues(addr).Set(float64(n)) }
-	if err := r.metrics.register(ctx.GetMetricsRegistry()); err != nil {
-		return fmt.Errorf("mlc_router: metrics: %w", err)
-	}
-	r.strategy, err = r.newStrategy()
-	if err != nil {
-		return err
-	}
-	addLive(r)
-	return nil
-}
-
-// loadTokenizer loads the model's tokenizer. The built-in engine cannot
-// run without one, so neither can the router; other engines may load
-// models the router cannot read (an HF:// name, say): the router then
-// serves token-id prompts only, and says so.
-func (r *Router) loadTokenizer() error {
-	tok, err := builtin.LoadTokenizer(r.Model)
-	if err == nil {
-		r.tok = tok
-		return nil
-	}
-	if r.Engine.Kind == string(engine.KindBuiltin) {
-		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
-	}
-	r.tokErr = err
-	r.logger.Warn("no tokenizer: only token-id prompts are served; string prompts, chat, echo and resuming a partly sent answer are off",
-		zap.String("model", r.Model), zap.Error(err))
-	return nil
-}
-
-// noTokenizer is the answer to a request that needs the tokenizer the
-// router could not load.
-func (r *Router) noTokenizer(param, what string) *protocol.Error {
-	return protocol.InvalidRequest(param, "%s needs the model's tokenizer, which this router could not load (%v); send the prompt as token ids", what, r.tokErr)
-}
-
-// readiness is the fleet once it runs, or nil before.
-func (r *Router) readiness() readiness {
-	if f := r.fleet.get(); f != nil {
-		return f
-	}
-	return nil
-}
-
-func (r *Router) newStrategy() (strategy, error) {
-	if r.Mode == ModeRoundRobin {
-		all := make([]int, len(r.Endpoints))
-		for i := range all {
-			all[i] = i
-		}
-		return &roundRobin{bal: r.bal, client: r.client, all: all}, nil
-	}
-	prefill, decode, err := splitRoles(r.Endpoints)
-	if err != nil {
-		return nil, fmt.Errorf("mlc_router: %w", err)
-	}
-	return &disagg{bal: r.bal, client: r.client, prefill: prefill, decode: decode, balance: r.PDBalanceFactor}, nil
-}
-
-// fleetSpec is the engine fleet the configuration describes.
-func (r *Router) fleetSpec() (engine.Spec, error) {
-	spec := engine.Spec{
-		Model:           r.Model,
-		ModelLib:        r.ModelLib,
-		Kind:            engine.Kind(r.Engine.Kind),
-		EngineArgs:      r.EngineArgs,
-		PrefixCacheMode: r.PrefixCache,
-		Endpoints:       r.Endpoints,
-		StartupTimeout:  time.Duration(r.StartupTimeout),
-	}
-	switch spec.Kind {
-	case engine.KindBuiltin:
-		exe, err := builtinProgram()
-		if err != nil {
-			return spec, err
-		}
-		spec.Program = exe
-	case engine.KindCommand:
-		spec.Program, spec.Args = r.Engine.Command[0], r.Engine.Command[1:]
-	}
-	spec = spec.Normalize()
-	if err := spec.Validate(); err != nil {
-		return spec, fmt.Errorf("mlc_router: %w", err)
-	}
-	return spec, nil
-}
-
-// Cleanup drops idle engine connections; the mlc app releases the fleet.
-func (r *Router) Cleanup() error {
-	removeLive(r)
-	if r.client != nil {
-		r.client.close()
-	}
-	return nil
-}
 
 // ServeHTTP serves the OpenAI-compatible API and passes every other request
 // to the next handler. The engines' own microserving endpoints are never
@@ -280,10 +144,7 @@ func (r *Router) record(c *completion, req *protocol.CompletionRequest, rec *out
 }
 
 func (r *Router) maxBody() int64 {
-	if r.MaxBodyBytes > 0 {
-		return r.MaxBodyBytes
-	}
-	return protocol.DefaultMaxBodyBytes
+	return r.MaxBodySize
 }
 
 // outcomeSink remembers how a response ended, for logs and metrics.

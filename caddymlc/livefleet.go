@@ -1,0 +1,251 @@
+package caddymlc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+)
+
+// DefaultDrainGrace bounds how long the engines of a fleet that no config
+// uses any more keep serving the streams they have, when Caddy's
+// grace_period is not set: long enough for most completions to end where
+// they run; a stream still running after it is resumed on the new engines
+// (exactly, as after a preemption), so a short grace costs a second
+// prefill, never a dropped request.
+const DefaultDrainGrace = 30 * time.Second
+
+// liveFleet is a fleet of engines and what the routers know of them. The
+// mlc app keeps it in the fleets UsagePool, shared by every config that
+// has the same engines: a reload that keeps the engines keeps it, with
+// its counts and breakers. When no config holds it any more it drains:
+// new work goes to the engines of the config that replaced it, the streams
+// it has finish, and then (or after the grace period) its engines stop.
+type liveFleet struct {
+	*engine.Fleet
+	spec      engine.Spec
+	upstreams []*upstream
+
+	logger   atomic.Pointer[zap.Logger]
+	grace    atomic.Int64 // drain grace, nanoseconds
+	mu       sync.Mutex   // makes choosing an engine and holding it atomic
+	rotation atomic.Uint64
+	changes  notifier // router-level changes: draining, a breaker opened
+	inflight atomic.Int64
+	idle     notifier // notified when inflight drops to 0
+
+	draining atomic.Bool
+	started  chan struct{} // closed once the engines were started (or failed to)
+	startErr error         // valid after started
+	done     chan struct{} // closed once the engines are stopped
+	cancel   context.CancelFunc
+}
+
+func newLiveFleet(spec engine.Spec, log *zap.Logger) (*liveFleet, error) {
+	f, err := engine.New(spec, engine.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("mlc: %w", err)
+	}
+	lf := &liveFleet{Fleet: f, spec: spec, started: make(chan struct{}), done: make(chan struct{})}
+	lf.logger.Store(log)
+	lf.grace.Store(int64(DefaultDrainGrace))
+	starts := spec.DeviceIDStarts()
+	for i, ep := range spec.Endpoints {
+		lf.upstreams = append(lf.upstreams, &upstream{fleet: lf, index: i, addr: ep.Addr(), url: ep.URL(), peStart: starts[i]})
+	}
+	return lf, nil
+}
+
+func (lf *liveFleet) log() *zap.Logger { return lf.logger.Load() }
+
+// wake tells the routers waiting for an engine to look again.
+func (lf *liveFleet) wake() { lf.changes.notify() }
+
+// held counts calls in flight on the whole fleet, for the drain.
+func (lf *liveFleet) held(delta int64) {
+	if lf.inflight.Add(delta) == 0 {
+		lf.idle.notify()
+	}
+}
+
+// start starts the engines and waits until they are ready. Fleets whose
+// ports are held by the engines of another fleet that is draining wait
+// for those to stop first: that is a reload that changed the engines on
+// the same ports. It does not block then; routers queue requests until
+// the new engines are ready.
+func (lf *liveFleet) start() error {
+	old := runningOn(lf.spec)
+	register(lf)
+	if len(old) == 0 {
+		return lf.startNow()
+	}
+	lf.log().Info("the new engines wait for the old engines on their ports to drain and stop",
+		zap.Strings("ports", sharedAddrs(lf.spec, old)))
+	goroutine.Go(lf.log(), "deferred engine start", func() {
+		for _, o := range old {
+			<-o.done
+		}
+		if lf.draining.Load() { // replaced before it could start
+			lf.abandon(errDraining)
+			return
+		}
+		if err := lf.startNow(); err != nil {
+			lf.log().Error("starting the new engines after the old ones stopped", zap.Error(err))
+		}
+	}, func(p any) { lf.abandon(fmt.Errorf("panic starting engines: %v", p)) })
+	return nil
+}
+
+// startNow starts the engines and waits until they are ready.
+func (lf *liveFleet) startNow() error {
+	begin := time.Now()
+	lf.log().Info("starting engine fleet", zap.String("model", lf.spec.Model),
+		zap.String("kind", string(lf.spec.Kind)), zap.Int("engines", len(lf.spec.Endpoints)))
+	if err := lf.Fleet.Start(context.Background()); err != nil {
+		err = fmt.Errorf("mlc: starting engines: %w", err)
+		lf.abandon(err)
+		return err
+	}
+	lf.log().Info("engine fleet ready", zap.Duration("took", time.Since(begin).Round(time.Millisecond)))
+	ctx, cancel := context.WithCancel(context.Background())
+	lf.cancel = cancel
+	lf.pollLoad(ctx)
+	close(lf.started)
+	lf.wake()
+	return nil
+}
+
+// abandon ends a fleet whose engines never ran.
+func (lf *liveFleet) abandon(err error) {
+	lf.startErr = err
+	unregister(lf)
+	close(lf.started)
+	close(lf.done)
+	lf.wake()
+}
+
+// failed returns the error of a start that failed, or nil.
+func (lf *liveFleet) failed() error {
+	select {
+	case <-lf.started:
+		return lf.startErr
+	default:
+		return nil
+	}
+}
+
+// Destruct is called by the usage pool when no config holds the fleet any
+// more: it drains, then stops the engines. During a reload it returns at
+// once and drains in the background, so that neither the old config's
+// stop nor the new config's requests wait for it; when Caddy exits it
+// drains and stops before returning, so that no engine outlives Caddy.
+func (lf *liveFleet) Destruct() error {
+	lf.draining.Store(true)
+	lf.wake()
+	if caddy.Exiting() {
+		lf.drainAndStop()
+		return nil
+	}
+	goroutine.Go(lf.log(), "engine fleet drain", lf.drainAndStop, func(any) { lf.stop() })
+	return nil
+}
+
+func (lf *liveFleet) drainAndStop() {
+	grace := time.Duration(lf.grace.Load())
+	if n := lf.inflight.Load(); n > 0 {
+		lf.log().Info("draining engines before stopping them", zap.Int64("in_flight", n), zap.Duration("grace", grace))
+	}
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	for drained := false; !drained; {
+		idle := lf.idle.wait()
+		if lf.inflight.Load() <= 0 {
+			break
+		}
+		select {
+		case <-idle:
+		case <-deadline.C:
+			lf.log().Warn("drain grace period over: stopping the engines under live streams, which resume on the new engines",
+				zap.Int64("in_flight", lf.inflight.Load()))
+			drained = true
+		}
+	}
+	lf.stop()
+}
+
+func (lf *liveFleet) stop() {
+	<-lf.started
+	if lf.startErr != nil {
+		return // nothing runs; done is closed
+	}
+	if lf.cancel != nil {
+		lf.cancel()
+	}
+	_ = lf.Fleet.Stop()
+	unregister(lf)
+	close(lf.done)
+}
+
+// running holds the fleets whose engines run (or start), to find the
+// ports a new fleet must wait for.
+var running struct {
+	sync.Mutex
+	fleets map[*liveFleet]bool
+}
+
+func register(lf *liveFleet) {
+	running.Lock()
+	defer running.Unlock()
+	if running.fleets == nil {
+		running.fleets = map[*liveFleet]bool{}
+	}
+	running.fleets[lf] = true
+}
+
+func unregister(lf *liveFleet) {
+	running.Lock()
+	defer running.Unlock()
+	delete(running.fleets, lf)
+}
+
+// runningOn returns the running fleets of other specs that have an
+// endpoint on one of spec's addresses.
+func runningOn(spec engine.Spec) []*liveFleet {
+	running.Lock()
+	defer running.Unlock()
+	var out []*liveFleet
+	for lf := range running.fleets {
+		if lf.spec.Key() != spec.Key() && len(sharedAddrs(spec, []*liveFleet{lf})) > 0 {
+			out = append(out, lf)
+		}
+	}
+	return out
+}
+
+// sharedAddrs returns spec's spawned endpoint addresses that one of the
+// fleets also has.
+func sharedAddrs(spec engine.Spec, fleets []*liveFleet) []string {
+	var out []string
+	for _, ep := range spec.Endpoints {
+		for _, lf := range fleets {
+			if !ep.External && slices.ContainsFunc(lf.spec.Endpoints, func(o engine.Endpoint) bool { return o.Addr() == ep.Addr() }) {
+				out = append(out, ep.Addr())
+				break
+			}
+		}
+	}
+	return out
+}
+
+// errDraining is returned to an attempt whose router's engines drain: it
+// goes to the router that replaced it.
+var errDraining = errors.New("engines draining after a reload")

@@ -1,0 +1,111 @@
+package caddymlc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// Load polling: the router's own in-flight counts do not see the work of
+// other Caddy replicas, nor reservations an engine still holds, so each
+// fleet asks its engines for their load (MLC's query_engine_metrics
+// special request) on a short interval. The built-in engine reports
+// running and waiting sequences, reservations and free KV pages; an engine
+// that reports none of them (MLC's own reports timings only) is balanced
+// on the router's counts alone.
+const (
+	loadPollInterval = 250 * time.Millisecond
+	loadPollTimeout  = time.Second
+)
+
+// loadQuery is the body of a query_engine_metrics request.
+var loadQuery = []byte(`{"prompt":[0],"max_tokens":1,"debug_config":{"special_request":"` + protocol.SpecialQueryEngineMetrics + `"}}`)
+
+// pollLoad polls every engine of the fleet until ctx is done.
+func (lf *liveFleet) pollLoad(ctx context.Context) {
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
+	for _, u := range lf.upstreams {
+		goroutine.Go(lf.log(), "engine load poll", func() {
+			t := time.NewTicker(loadPollInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					client.CloseIdleConnections()
+					return
+				case <-t.C:
+				}
+				if ready, _ := u.status(); ready {
+					u.pollOnce(ctx, client)
+				}
+			}
+		}, nil)
+	}
+}
+
+// pollOnce asks the engine for its load and records it. An engine that
+// does not answer keeps its last report, which goes stale.
+func (u *upstream) pollOnce(ctx context.Context, client *http.Client) {
+	// A bug here must cost one report, not the poller.
+	defer goroutine.Recover(u.fleet.log(), "engine load poll", nil)
+	ctx, cancel := context.WithTimeout(ctx, loadPollTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url+protocol.PathCompletions, bytes.NewReader(loadQuery))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	own := u.inflight.Load()
+	resp, err := client.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxEngineErrorBody))
+		return
+	}
+	var out protocol.CompletionResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEngineErrorBody)).Decode(&out); err != nil || out.Usage == nil {
+		return
+	}
+	l, ok := parseLoad(out.Usage.Extra)
+	if !ok {
+		return
+	}
+	l.at, l.ownAtPoll = time.Now(), (own+u.inflight.Load())/2
+	u.load.Store(&l)
+	if ce := u.fleet.log().Check(zap.DebugLevel, "engine load"); ce != nil {
+		ce.Write(addrField(u), zap.Int("running", l.running), zap.Int("waiting", l.waiting),
+			zap.Int("prepared", l.prepared), zap.Int("kv_pages_free", l.pagesFree))
+	}
+}
+
+// parseLoad reads the load fields of a query_engine_metrics answer; ok is
+// false when the engine reports none of them.
+func parseLoad(extra map[string]json.RawMessage) (engineLoad, bool) {
+	var l engineLoad
+	found := false
+	for key, dst := range map[string]*int{
+		"running": &l.running, "waiting": &l.waiting, "prepared": &l.prepared,
+		"kv_pages_free": &l.pagesFree, "kv_pages_total": &l.pagesTotal,
+	} {
+		if raw, ok := extra[key]; ok {
+			if n, err := strconv.Atoi(string(raw)); err == nil {
+				*dst, found = n, true
+			}
+		}
+	}
+	return l, found
+}
+
+func addrField(u *upstream) zap.Field { return zap.String("engine", u.addr) }

@@ -1,0 +1,114 @@
+package caddymlc
+
+import (
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
+
+// upstream is one engine as the routers see it: where it is, its first PE
+// in the NVSHMEM world, what the routers have in flight on it, its circuit
+// breaker and the load it last reported. Like reverse_proxy's hosts, it is
+// shared: it lives with its fleet (see liveFleet), so every router and
+// every config that uses the fleet balances on the same counts, across
+// reloads.
+type upstream struct {
+	fleet   *liveFleet
+	index   int // endpoint index in the fleet
+	addr    string
+	url     string
+	peStart int
+
+	// inflight counts calls that hold the engine: a request holds its
+	// decode engine from prep_recv to the end of its stream (which covers
+	// the KV reservation), a prefill engine for its remote_send.
+	inflight atomic.Int64
+	breaker  breaker
+	load     atomic.Pointer[engineLoad] // nil until the engine reports one
+	// noRelease is set once the engine answered 404 to the release
+	// extension (a real MLC engine): reservations are then given back
+	// through MLC's own API.
+	noRelease atomic.Bool
+}
+
+// engineLoad is what an engine last said about its own load (the
+// query_engine_metrics special request), with our own in-flight count at
+// that moment, so that the requests of other Caddy replicas can be told
+// from ours.
+type engineLoad struct {
+	at         time.Time
+	running    int // sequences prefilling or decoding
+	waiting    int // sequences and prep_recvs waiting for KV pages
+	prepared   int // reservations waiting for start_generate
+	pagesFree  int
+	pagesTotal int
+	ownAtPoll  int64 // our inflight when the answer came
+}
+
+// loadStale is how old a load report may be before it is ignored.
+const loadStale = 5 * time.Second
+
+// status returns the engine's fleet state and process.
+func (u *upstream) status() (ready bool, pid int) {
+	st, pid := u.fleet.Status(u.index)
+	return st == engine.StateReady, pid
+}
+
+// hold counts one more call on the engine and returns the function that
+// counts it back; callers defer it, so the count comes back on success,
+// error, retry, disconnect and panic alike.
+func (u *upstream) hold() func() {
+	gauge := sharedMetrics().inflight.WithLabelValues(u.addr)
+	gauge.Set(float64(u.inflight.Add(1)))
+	u.fleet.held(1)
+	var once atomic.Bool
+	return func() {
+		if once.CompareAndSwap(false, true) {
+			gauge.Set(float64(u.inflight.Add(-1)))
+			u.fleet.held(-1)
+		}
+	}
+}
+
+// score is the engine's load for balancing: our own calls in flight plus,
+// when the engine reported recently, the work it has that is not ours
+// (other replicas, abandoned reservations not yet released).
+func (u *upstream) score(now time.Time) int64 {
+	own := u.inflight.Load()
+	l := u.load.Load()
+	if l == nil || now.Sub(l.at) > loadStale {
+		return own
+	}
+	theirs := int64(l.running+l.waiting+l.prepared) - l.ownAtPoll
+	return own + max(theirs, 0)
+}
+
+// saturated reports that the engine said it cannot take needPages more KV
+// pages now, or already has work waiting for pages: work sent there
+// would queue behind held pages.
+func (u *upstream) saturated(now time.Time, needPages int) bool {
+	l := u.load.Load()
+	if l == nil || now.Sub(l.at) > loadStale || l.pagesTotal == 0 {
+		return false
+	}
+	return l.waiting > 0 || l.pagesFree < needPages
+}
+
+// served reports a call the engine answered: passive health for the
+// breaker and the fleet.
+func (u *upstream) served(pid int) {
+	u.breaker.success(pid)
+	u.fleet.Served(u.index)
+}
+
+// failed reports a call the engine failed.
+func (u *upstream) failed(pid int) {
+	if u.breaker.failure(pid) {
+		u.fleet.log().Warn("engine taken out of rotation after failures in a row",
+			addrField(u), zap.Int("pid", pid), zap.Int("failures", breakerThreshold))
+		u.fleet.wake()
+	}
+}
