@@ -13,7 +13,16 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/engine"
 )
 
-// parseCaddyfile sets up the handler from Caddyfile tokens:
+// parseCaddyfile sets up the handler from Caddyfile tokens (see
+// UnmarshalCaddyfile).
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	r := new(Router)
+	err := r.UnmarshalCaddyfile(h.Dispenser)
+	return r, err
+}
+
+// UnmarshalCaddyfile reads the mlc_router block. Every error names the
+// Caddyfile line it comes from. Syntax:
 //
 //	mlc_router [<matcher>] {
 //	    model             <path|name>
@@ -25,17 +34,12 @@ import (
 //	    engine_args       <args...>
 //	    endpoint          <host>:<port> [gpus <n>] [role prefill|decode|any] [external]
 //	    startup_timeout   <duration>
+//	    engine_timeout    <duration>
+//	    queue_timeout     <duration>
+//	    queue_size        <n>
 //	    max_attempts      <n>
-//	    max_body_size     <bytes>
+//	    max_body_size     <size>
 //	}
-func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	r := new(Router)
-	err := r.UnmarshalCaddyfile(h.Dispenser)
-	return r, err
-}
-
-// UnmarshalCaddyfile reads the mlc_router block. Every error names the
-// Caddyfile line it comes from.
 func (r *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
@@ -76,8 +80,11 @@ var subdirectives = map[string]func(*Router, *caddyfile.Dispenser) error{
 	"engine":            parseEngine,
 	"engine_args":       parseEngineArgs,
 	"endpoint":          parseEndpoint,
-	"startup_timeout":   parseStartupTimeout,
-	"max_attempts":      parseMaxAttempts,
+	"startup_timeout":   durationOption(func(r *Router) *caddy.Duration { return &r.StartupTimeout }),
+	"engine_timeout":    durationOption(func(r *Router) *caddy.Duration { return &r.EngineTimeout }),
+	"queue_timeout":     durationOption(func(r *Router) *caddy.Duration { return &r.QueueTimeout }),
+	"queue_size":        intOption(func(r *Router) *int { return &r.QueueSize }),
+	"max_attempts":      intOption(func(r *Router) *int { return &r.MaxAttempts }),
 	"max_body_size":     parseMaxBodySize,
 }
 
@@ -213,33 +220,41 @@ func endpointOption(d *caddyfile.Dispenser, ep *engine.Endpoint) error {
 	return nil
 }
 
-func parseStartupTimeout(r *Router, d *caddyfile.Dispenser) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
+// durationOption parses "<name> <duration>" (positive) into field.
+func durationOption(field func(*Router) *caddy.Duration) func(*Router, *caddyfile.Dispenser) error {
+	return func(r *Router, d *caddyfile.Dispenser) error {
+		name := d.Val()
+		var s string
+		if err := oneArg(d, &s); err != nil {
+			return err
+		}
+		dur, err := caddy.ParseDuration(s)
+		if err != nil {
+			return d.Errf("%s %q: %v", name, s, err)
+		}
+		if dur <= 0 {
+			return d.Errf("%s %q: must be positive", name, s)
+		}
+		*field(r) = caddy.Duration(dur)
+		return nil
 	}
-	dur, err := caddy.ParseDuration(s)
-	if err != nil {
-		return d.Errf("startup_timeout %q: %v", s, err)
-	}
-	if dur <= 0 {
-		return d.Errf("startup_timeout %q: must be positive", s)
-	}
-	r.StartupTimeout = caddy.Duration(dur)
-	return nil
 }
 
-func parseMaxAttempts(r *Router, d *caddyfile.Dispenser) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
+// intOption parses "<name> <n>" (at least 1) into field.
+func intOption(field func(*Router) *int) func(*Router, *caddyfile.Dispenser) error {
+	return func(r *Router, d *caddyfile.Dispenser) error {
+		name := d.Val()
+		var s string
+		if err := oneArg(d, &s); err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return d.Errf("%s %q: want an integer of at least 1", name, s)
+		}
+		*field(r) = n
+		return nil
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		return d.Errf("max_attempts %q: want an integer of at least 1", s)
-	}
-	r.MaxAttempts = n
-	return nil
 }
 
 func parseMaxBodySize(r *Router, d *caddyfile.Dispenser) error {

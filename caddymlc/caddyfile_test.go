@@ -30,6 +30,9 @@ func TestCaddyfileParses(t *testing.T) {
 		endpoint 127.0.0.1:9001 gpus 2 role prefill
 		endpoint [::1]:9002 role decode external
 		startup_timeout 30s
+		engine_timeout 4s
+		queue_timeout 1m
+		queue_size 10
 		max_attempts 5
 		max_body_size 1MiB
 	}`)
@@ -46,7 +49,7 @@ func TestCaddyfileParses(t *testing.T) {
 			{Host: "127.0.0.1", Port: 9001, GPUs: 2, Role: "prefill"},
 			{Host: "::1", Port: 9002, GPUs: 1, Role: "decode", External: true},
 		},
-		StartupTimeout: 30e9, MaxAttempts: 5, MaxBodySize: 1 << 20,
+		StartupTimeout: 30e9, EngineTimeout: 4e9, QueueTimeout: 60e9, QueueSize: 10, MaxAttempts: 5, MaxBodySize: 1 << 20,
 	}
 	if !reflect.DeepEqual(r, want) {
 		t.Fatalf("got  %+v\nwant %+v", r, want)
@@ -82,6 +85,9 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"bad duration", "model tiny\nstartup_timeout soon", `startup_timeout "soon"`, 3},
 		{"zero duration", "model tiny\nstartup_timeout 0s", "must be positive", 3},
 		{"attempts", "model tiny\nmax_attempts 0", `max_attempts "0"`, 3},
+		{"engine timeout", "model tiny\nengine_timeout -1s", `engine_timeout "-1s": must be positive`, 3},
+		{"queue timeout", "model tiny\nqueue_timeout later", `queue_timeout "later"`, 3},
+		{"queue size", "model tiny\nqueue_size 0", `queue_size "0": want an integer`, 3},
 		{"body size", "model tiny\nmax_body_size lots", `max_body_size "lots"`, 3},
 		{"twice", "model tiny\nmodel other", "model given twice", 3},
 		{"extra arg", "model tiny extra", "wrong argument count", 2},

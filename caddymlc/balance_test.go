@@ -1,0 +1,136 @@
+package caddymlc
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
+
+// externalFleet starts a live fleet of n external engines that answer
+// their health checks, and waits until all are ready.
+func externalFleet(t *testing.T, n int) *liveFleet {
+	t.Helper()
+	var eps []engine.Endpoint
+	for range n {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"object":"list","data":[]}`))
+		}))
+		t.Cleanup(srv.Close)
+		host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+		p, _ := strconv.Atoi(port)
+		eps = append(eps, engine.Endpoint{Host: host, Port: p, GPUs: 1, External: true})
+	}
+	lf, err := newLiveFleet(engine.Spec{Model: "tiny", Endpoints: eps}.Normalize(), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lf.startNow(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lf.stop)
+	deadline := time.After(30 * time.Second)
+	for {
+		ch := lf.Changed()
+		ready := 0
+		for i := range n {
+			if ok, _ := lf.upstreams[i].status(); ok {
+				ready++
+			}
+		}
+		if ready == n {
+			return lf
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%d of %d external engines ready", ready, n)
+		}
+	}
+}
+
+func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
+	lf := externalFleet(t, 3)
+	all := []int{0, 1, 2}
+	// Equal load: consecutive picks go round the engines.
+	seen := map[int]bool{}
+	for range 3 {
+		l := lf.pick(all, pickOptions{})
+		seen[l.index] = true
+		l.release()
+	}
+	if len(seen) != 3 {
+		t.Fatalf("three picks at equal load chose %v", seen)
+	}
+	// Load: engines 0 and 1 hold two calls each, 2 one.
+	var held []*lease
+	for _, i := range []int{0, 0, 1, 1, 2} {
+		held = append(held, &lease{upstream: lf.upstreams[i], release: lf.upstreams[i].hold()})
+	}
+	if l := lf.pick(all, pickOptions{}); l.index != 2 {
+		t.Fatalf("picked %d, want the least loaded (2)", l.index)
+	} else {
+		l.release()
+	}
+	for _, h := range held {
+		h.release()
+	}
+	for i, u := range lf.upstreams {
+		if n := u.inflight.Load(); n != 0 {
+			t.Fatalf("engine %d: %d in flight after every release", i, n)
+		}
+	}
+}
+
+func TestPickTiers(t *testing.T) {
+	lf := externalFleet(t, 2)
+	all := []int{0, 1}
+	u0, u1 := lf.upstreams[0], lf.upstreams[1]
+	pick := func(o pickOptions) int {
+		l := lf.pick(all, o)
+		if l == nil {
+			return -1
+		}
+		l.release()
+		return l.index
+	}
+	// An engine that failed this request is chosen only if nothing else is.
+	for range 4 {
+		if got := pick(pickOptions{avoid: map[string]bool{u0.addr: true}}); got != 1 {
+			t.Fatalf("avoided engine chosen: %d", got)
+		}
+	}
+	if got := pick(pickOptions{avoid: map[string]bool{u0.addr: true, u1.addr: true}}); got < 0 {
+		t.Fatal("nothing chosen when every engine failed the request before")
+	}
+	// An engine with work waiting for KV pages is passed over.
+	u1.load.Store(&engineLoad{at: time.Now(), waiting: 1, pagesFree: 100, pagesTotal: 100})
+	for range 4 {
+		if got := pick(pickOptions{needPages: 1}); got != 0 {
+			t.Fatalf("saturated engine chosen: %d", got)
+		}
+	}
+	u1.load.Store(nil)
+	// A broken engine (breaker open) is a last resort; never with noBroken.
+	_, pid0 := u0.status()
+	for range breakerThreshold {
+		u0.breaker.failure(pid0)
+	}
+	for range 4 {
+		if got := pick(pickOptions{}); got != 1 {
+			t.Fatalf("engine with an open breaker chosen: %d", got)
+		}
+	}
+	if got := pick(pickOptions{exclude: u1}); got != 0 {
+		t.Fatalf("with the other engine excluded, the broken one is the last resort; got %d", got)
+	}
+	if got := pick(pickOptions{exclude: u1, noBroken: true}); got != -1 {
+		t.Fatalf("noBroken chose %d", got)
+	}
+}
