@@ -165,8 +165,21 @@ func commandSpec(t *testing.T, gpus ...int) Spec {
 		Program: script, Args: []string{"--wrapper-flag", "a b"},
 		EngineArgs:      []string{"--max-num-sequence", "4"},
 		PrefixCacheMode: PrefixCacheRadix, Endpoints: localEndpoints(t, gpus...),
-		StartupTimeout: waitTimeout, StopGrace: 5 * time.Second, HealthInterval: 100 * time.Millisecond,
+		// A health interval long enough that a loaded machine never fails a
+		// probe: tests that want checks set their own.
+		StartupTimeout: waitTimeout, StopGrace: 5 * time.Second, HealthInterval: time.Second,
 	}
+}
+
+// readyEndpoints returns the indexes of the ready engines, in order.
+func readyEndpoints(f *Fleet) []int {
+	var ready []int
+	for i := range f.Len() {
+		if f.Ready(i) {
+			ready = append(ready, i)
+		}
+	}
+	return ready
 }
 
 func TestFleetCommandEngines(t *testing.T) {
@@ -179,7 +192,7 @@ func TestFleetCommandEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.notePIDs()
-	if got := f.ReadyEndpoints(); !slices.Equal(got, []int{0, 1, 2}) {
+	if got := readyEndpoints(f); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Fatalf("ReadyEndpoints = %v", got)
 	}
 	for i, ep := range spec.Endpoints {
@@ -292,6 +305,8 @@ func TestFleetStartupTimeout(t *testing.T) {
 	spec := commandSpec(t, 1, 1)
 	spec.StartupTimeout = time.Second
 	t.Setenv(envHangPort, strconv.Itoa(spec.Endpoints[0].Port))
+	defer func(d time.Duration) { startingLogInterval = d }(startingLogInterval)
+	startingLogInterval = 300 * time.Millisecond
 	f := h.newFleet(spec, Options{UIDSource: &fixedUID{uid: []int{1}}})
 	t0 := time.Now()
 	err := f.Start(t.Context())
@@ -305,6 +320,13 @@ func TestFleetStartupTimeout(t *testing.T) {
 	}
 	if d := time.Since(t0); d < time.Second || d > 10*time.Second {
 		t.Errorf("Start failed after %v", d)
+	}
+	progress := h.logs.FilterMessage(fmt.Sprintf("engine 1/2 %s still starting", spec.Endpoints[0].Addr())).All()
+	if len(progress) == 0 {
+		t.Fatal("no progress log while the engine was starting")
+	}
+	if e, ok := progress[0].ContextMap()["elapsed"].(string); !ok || !strings.HasSuffix(e, "s") {
+		t.Errorf("progress log without a human elapsed time: %v", progress[0].ContextMap())
 	}
 }
 
@@ -357,6 +379,13 @@ func TestFleetBuiltinEngine(t *testing.T) {
 			t.Errorf("uid of %d bytes", len(cfg.UID))
 		}
 		checkEnv(t, env, KindBuiltin, uid, 3, i, spec.Endpoints)
+	}
+	started := h.logs.FilterMessage("engine fleet started").All()
+	if len(started) != 1 {
+		t.Fatalf("%d start logs", len(started))
+	}
+	if m := started[0].ContextMap(); m["pes"] != int64(3) || m["gpus"] != nil {
+		t.Errorf("builtin fleet start logged %v, want pes=3 and no gpus", m)
 	}
 }
 
