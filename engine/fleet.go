@@ -18,7 +18,8 @@ var ErrStopped = errors.New("engine fleet stopped")
 // Options are the parts of a fleet that are not configuration: they do not
 // take part in [Spec.Key].
 type Options struct {
-	// Logger receives the fleet's events and the engines' output.
+	// Logger receives the fleet's events and the engines' output, until
+	// [Fleet.Reconfigure] replaces it.
 	Logger *zap.Logger
 	// UIDSource overrides the NVSHMEM unique id source chosen by Spec.UID.
 	// The fleet closes it on Stop.

@@ -25,7 +25,8 @@ const (
 // exits (it returns true) or ctx is done (false). p is nil for an external
 // engine, which is checked at once and has no process to exit or kill.
 // Probes run on their own goroutine so that an exit is seen the moment it
-// happens, however slow the probe.
+// happens, however slow the probe. A tick during a probe is not lost: the
+// next probe starts when that one ends.
 func (e *engine) watch(ctx context.Context, p *process) bool {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -35,7 +36,7 @@ func (e *engine) watch(ctx context.Context, p *process) bool {
 	}
 	h := healthWatch{e: e, p: p, lastOK: time.Now()}
 	results := make(chan error, 1)
-	inFlight := false
+	inFlight, due := false, false
 	check := func() {
 		inFlight = true
 		e.f.probeAsync(wctx, e.ep.URL(), results)
@@ -62,12 +63,18 @@ func (e *engine) watch(ctx context.Context, p *process) bool {
 			if hook := testHookSupervise; hook != nil {
 				hook(e.i)
 			}
-			if !inFlight {
+			if inFlight {
+				due = true
+			} else {
 				check()
 			}
 		case err := <-results:
 			inFlight = false
 			h.record(err)
+			if due {
+				due = false
+				check()
+			}
 		}
 	}
 }
