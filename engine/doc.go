@@ -5,9 +5,23 @@
 // creates the NVSHMEM world (unique id, number of PEs, first PE of each
 // endpoint), starts all engines of the world together, waits until each
 // answers GET /v1/models, and then supervises them: an engine that dies is
-// restarted with capped exponential backoff, ready and external engines are
-// health-checked, and Stop takes every process group down, SIGTERM first
-// and SIGKILL after a grace period.
+// restarted with capped exponential backoff, running and external engines
+// are health-checked, and Stop takes every process group down, SIGTERM
+// first and SIGKILL after a grace period.
+//
+// # Health
+//
+// Health has an active and a passive half. Every health interval (2 s by
+// default) each engine gets GET /v1/models, which times out after at most
+// one interval; two failures in a row make it unhealthy (out of rotation)
+// until a check succeeds again. The router reports real work with
+// [Fleet.Served]; while an engine served within the last two intervals,
+// its failed checks do not count: it is busy, not down. A spawned engine
+// that answered no check and served nothing for the hang timeout (30 s by
+// default) is hung, stopped or deadlocked: its process group is killed and
+// it is restarted as after a crash. External engines are never killed.
+// [Fleet.Status] reads an engine's state and process together; an engine
+// is never seen ready without a live process.
 //
 // # Engine kinds
 //
@@ -31,8 +45,26 @@
 // as the fleet (see spawner.go): no engine outlives caddy, even when caddy
 // is killed with SIGKILL. Grandchildren do not inherit Pdeathsig; they
 // die with the group on Stop, but not when caddy itself is SIGKILLed.
-// Engine output is logged line by line, tagged with the endpoint and the
-// stream, and the last lines are quoted in startup errors.
+//
+// Engine output is logged line by line, tagged with the endpoint, the PID
+// and the stream, at Debug unless the line looks like a warning or an
+// error (see lineLevel in outputlevel.go); the last lines are quoted in
+// the errors of engines that fail to start or exit. Every goroutine of the
+// fleet recovers from panics: supervision and output readers carry on,
+// and the spawner's thread, which Pdeathsig is tied to, never ends early.
+//
+// # Reloads
+//
+// [Spec.Key] covers only what defines the processes: kind, program,
+// arguments, model, model library, engine arguments, prefix cache mode,
+// endpoints (host, port, GPUs, external) and uid source. The Caddy module
+// shares a [Fleet] across config reloads by that key, so a reload that
+// changes only roles, timeouts, health settings or router settings keeps
+// the running engines, and hands them the new settings and logger with
+// [Fleet.Reconfigure]. A reload that changes the key starts a new fleet
+// before the old config stops: on the same ports its start fails with
+// [ErrPortInUse] and Caddy keeps the old config. Change the ports along
+// with the engines, or restart caddy.
 //
 // # Restarts and NVSHMEM
 //
@@ -40,8 +72,7 @@
 // same NVSHMEM world. That is what the builtin engine needs. A real MLC
 // engine may not be able to rejoin an NVSHMEM world on its own (all PEs
 // initialise together); restarting the whole world is left to the
-// operator (caddy reload with a changed spec, or a restart of caddy).
+// operator (a restart of caddy, or a reload that changes the fleet's key).
 //
-// The package does not import Caddy; the Caddy module shares a [Fleet]
-// across config reloads by keying it with [Spec.Key].
+// The package does not import Caddy.
 package engine

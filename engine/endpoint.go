@@ -67,7 +67,10 @@ func endpointGPUs(eps []Endpoint) []int {
 
 // ValidateEndpoints checks that there is at least one endpoint, that every
 // endpoint has a host, a port in 1..65535, at least one GPU and a known
-// role, and that no host:port appears twice. Errors wrap [ErrInvalidSpec].
+// role, and that no two endpoints are one listening address: neither the
+// same host:port nor aliases of it (localhost and 127.0.0.1, 0.0.0.0 and
+// any host, on the same port), which it resolves the hosts of endpoints
+// that share a port to find. Errors wrap [ErrInvalidSpec].
 func ValidateEndpoints(eps []Endpoint) error {
 	if len(eps) == 0 {
 		return fmt.Errorf("%w: no endpoints", ErrInvalidSpec)
@@ -82,7 +85,7 @@ func ValidateEndpoints(eps []Endpoint) error {
 		}
 		seen[ep.Addr()] = i
 	}
-	return nil
+	return checkAliases(eps)
 }
 
 func (e Endpoint) validate() error {

@@ -53,6 +53,42 @@ func TestValidateEndpoints(t *testing.T) {
 	}
 }
 
+// Two names of one listening address are refused, naming both endpoints:
+// at run time one engine would fail to bind while the other answered its
+// readiness probe.
+func TestValidateEndpointsAliases(t *testing.T) {
+	ep := func(host string, port int) Endpoint { return Endpoint{Host: host, Port: port, GPUs: 1} }
+	for _, tc := range []struct {
+		name string
+		eps  []Endpoint
+		want string // substring of the error; "" for valid
+	}{
+		{"localhost", []Endpoint{ep("127.0.0.1", 8581), ep("localhost", 8581)},
+			"endpoints 0 (127.0.0.1:8581) and 1 (localhost:8581) both listen on 127.0.0.1:8581"},
+		{"ipv4 wildcard", []Endpoint{ep("127.0.0.2", 8581), ep("0.0.0.0", 8581)},
+			"endpoints 0 (127.0.0.2:8581) and 1 (0.0.0.0:8581) both listen on 127.0.0.2:8581 (0.0.0.0 and :: listen on every address)"},
+		{"ipv6 wildcard", []Endpoint{ep("::", 9000), ep("127.0.0.1", 8000), ep("localhost", 9000)},
+			"endpoints 0 ([::]:9000) and 2 (localhost:9000)"},
+		{"mapped ipv4", []Endpoint{ep("::ffff:127.0.0.1", 8581), ep("127.0.0.1", 8581)},
+			"both listen on 127.0.0.1:8581"},
+		{"other ports", []Endpoint{ep("127.0.0.1", 8581), ep("localhost", 8582), ep("0.0.0.0", 8583)}, ""},
+		{"other addresses", []Endpoint{ep("127.0.0.1", 8581), ep("127.0.0.2", 8581), ep("::1", 8581)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateEndpoints(tc.eps)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalidSpec containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestEndpointAddr(t *testing.T) {
 	if got := (Endpoint{Host: "::1", Port: 80}).URL(); got != "http://[::1]:80" {
 		t.Errorf("URL = %q", got)

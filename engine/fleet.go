@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,7 +18,8 @@ var ErrStopped = errors.New("engine fleet stopped")
 // Options are the parts of a fleet that are not configuration: they do not
 // take part in [Spec.Key].
 type Options struct {
-	// Logger receives the fleet's events and the engines' output.
+	// Logger receives the fleet's events and the engines' output, until
+	// [Fleet.Reconfigure] replaces it.
 	Logger *zap.Logger
 	// UIDSource overrides the NVSHMEM unique id source chosen by Spec.UID.
 	// The fleet closes it on Stop.
@@ -36,11 +38,18 @@ type Options struct {
 // Fleet runs and supervises the engines of one [Spec]. Its methods are safe
 // for concurrent use. Start and Stop are idempotent.
 type Fleet struct {
-	spec    Spec
+	spec    Spec // normalized; what defines the processes never changes
 	opts    Options
-	log     *zap.Logger
 	client  *http.Client
 	engines []*engine
+
+	// live is the current spec: the same processes as spec, with the roles
+	// and supervision settings of the latest Reconfigure. logp is the
+	// current logger. Every goroutine of the fleet reads both anew.
+	live        atomic.Pointer[Spec]
+	logp        atomic.Pointer[zap.Logger]
+	reconfigMu  sync.Mutex    // serializes Reconfigure
+	reconfigSig chan struct{} // closed at the next Reconfigure; under mu
 
 	ctx    context.Context // canceled by Stop
 	cancel context.CancelFunc
@@ -65,8 +74,10 @@ func New(spec Spec, opts Options) (*Fleet, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	f := &Fleet{spec: spec, opts: opts, log: orDefault(opts.Logger, zap.NewNop()),
-		client: opts.HTTPClient, changed: make(chan struct{})}
+	f := &Fleet{spec: spec, opts: opts, client: opts.HTTPClient,
+		changed: make(chan struct{}), reconfigSig: make(chan struct{})}
+	f.live.Store(&spec)
+	f.logp.Store(orDefault(opts.Logger, zap.NewNop()))
 	if f.client == nil {
 		f.client = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
 	}
@@ -77,43 +88,35 @@ func New(spec Spec, opts Options) (*Fleet, error) {
 	return f, nil
 }
 
-// Spec returns the fleet's normalized spec.
-func (f *Fleet) Spec() Spec { return f.spec }
-
 // Len returns the number of endpoints.
 func (f *Fleet) Len() int { return len(f.engines) }
 
-// Endpoint returns endpoint i.
-func (f *Fleet) Endpoint(i int) Endpoint { return f.engines[i].ep }
+// Endpoint returns endpoint i, with its role as last configured.
+func (f *Fleet) Endpoint(i int) Endpoint { return f.settings().Endpoints[i] }
 
 // DeviceIDStarts returns the first device (and NVSHMEM PE) of every
 // endpoint, with the total number of GPUs last.
 func (f *Fleet) DeviceIDStarts() []int { return f.spec.DeviceIDStarts() }
 
 // State returns the state of engine i.
-func (f *Fleet) State(i int) State { return f.engines[i].getState() }
+func (f *Fleet) State(i int) State {
+	s, _ := f.Status(i)
+	return s
+}
 
 // Ready reports whether engine i answers its health checks and may be
-// given requests.
+// given requests. It is false from the moment its process is known dead.
 func (f *Fleet) Ready(i int) bool { return f.State(i) == StateReady }
-
-// ReadyEndpoints returns the indexes of the ready engines, in order.
-func (f *Fleet) ReadyEndpoints() []int {
-	var ready []int
-	for i := range f.engines {
-		if f.Ready(i) {
-			ready = append(ready, i)
-		}
-	}
-	return ready
-}
 
 // Restarts returns how many times the fleet tried to restart engine i
 // after its process died.
 func (f *Fleet) Restarts(i int) int { return f.engines[i].getRestarts() }
 
 // PID returns the process id of engine i, or 0 if it has no process.
-func (f *Fleet) PID(i int) int { return f.engines[i].pid() }
+func (f *Fleet) PID(i int) int {
+	_, pid := f.Status(i)
+	return pid
+}
 
 // Changed returns a channel that is closed at the next state change of any
 // engine. To wait for a condition without missing a change, take the
@@ -161,14 +164,14 @@ func (f *Fleet) Stop() error {
 		f.wg.Wait()
 		if f.uid != nil {
 			if err := f.uid.Close(); err != nil {
-				f.log.Warn("stopping NVSHMEM uid source", zap.Error(err))
+				f.logger().Warn("stopping NVSHMEM uid source", zap.Error(err))
 			}
 		}
 		if f.sp != nil {
 			f.sp.close()
 		}
 		f.client.CloseIdleConnections()
-		f.log.Info("engine fleet stopped")
+		f.logger().Info("engine fleet stopped")
 	})
 	return nil
 }
@@ -194,11 +197,20 @@ func (f *Fleet) start(ctx context.Context) error {
 	if err := f.launchAll(sctx); err != nil {
 		return err
 	}
-	f.log.Info("engine fleet started", zap.Int("spawned", f.spawned()),
+	f.logger().Info("engine fleet started", zap.Int("spawned", f.spawned()),
 		zap.Int("external", len(f.engines)-f.spawned()),
-		zap.Int("gpus", f.spec.DeviceIDStarts()[len(f.engines)]),
+		zap.Int(f.deviceWord(), f.spec.DeviceIDStarts()[len(f.engines)]),
 		zap.Stringer("took", time.Since(t0).Round(time.Millisecond)))
 	return nil
+}
+
+// deviceWord names what the endpoints' "gpus" count: NVSHMEM PEs for the
+// builtin engine, which runs on the CPU, GPUs for the others.
+func (f *Fleet) deviceWord() string {
+	if f.spec.Kind == KindBuiltin {
+		return "pes"
+	}
+	return "gpus"
 }
 
 // launchAll starts one goroutine per engine and waits until every spawned
@@ -206,12 +218,11 @@ func (f *Fleet) start(ctx context.Context) error {
 func (f *Fleet) launchAll(sctx context.Context) error {
 	results := make(chan error, len(f.engines))
 	for _, e := range f.engines {
-		f.wg.Add(1)
 		if e.ep.External {
-			go func() { defer f.wg.Done(); e.watchExternal(f.ctx) }()
+			f.wg.Go(func() { e.runExternal(f.ctx) })
 			continue
 		}
-		go func() { defer f.wg.Done(); e.run(sctx, f.ctx, results) }()
+		f.wg.Go(func() { e.run(sctx, f.ctx, results) })
 	}
 	for range f.spawned() {
 		if err := <-results; err != nil {
@@ -233,8 +244,8 @@ func (f *Fleet) spawned() int {
 }
 
 // Status returns the state and the process id of engine i, read together:
-// an engine is never seen ready without a process, or restarting with the
-// dead one's PID.
+// an engine is never seen ready without a process, nor with a process
+// known to be dead.
 func (f *Fleet) Status(i int) (State, int) { return f.engines[i].status() }
 
 // Served tells the fleet that engine i just did real work for the router:
@@ -242,15 +253,3 @@ func (f *Fleet) Status(i int) (State, int) { return f.engines[i].status() }
 // health checking: an engine that serves traffic is not taken out of
 // rotation, nor killed as hung, because its health probes are slow.
 func (f *Fleet) Served(i int) { f.engines[i].served() }
-
-// Reconfigure applies to a running fleet what a reload may change without
-// new processes: the supervision settings of spec (startup timeout, stop
-// grace, health interval, hang timeout) and the logger. spec must have the
-// fleet's key.
-func (f *Fleet) Reconfigure(spec Spec, log *zap.Logger) error {
-	if spec.Key() != f.spec.Key() {
-		return fmt.Errorf("engine: reconfigure: spec %s is not this fleet's (%s)", spec.Key(), f.spec.Key())
-	}
-	// TODO(fleet): apply supervision settings and the logger in place.
-	return nil
-}

@@ -165,8 +165,21 @@ func commandSpec(t *testing.T, gpus ...int) Spec {
 		Program: script, Args: []string{"--wrapper-flag", "a b"},
 		EngineArgs:      []string{"--max-num-sequence", "4"},
 		PrefixCacheMode: PrefixCacheRadix, Endpoints: localEndpoints(t, gpus...),
-		StartupTimeout: waitTimeout, StopGrace: 5 * time.Second, HealthInterval: 100 * time.Millisecond,
+		// A health interval long enough that a loaded machine never fails a
+		// probe: tests that want checks set their own.
+		StartupTimeout: waitTimeout, StopGrace: 5 * time.Second, HealthInterval: time.Second,
 	}
+}
+
+// readyEndpoints returns the indexes of the ready engines, in order.
+func readyEndpoints(f *Fleet) []int {
+	var ready []int
+	for i := range f.Len() {
+		if f.Ready(i) {
+			ready = append(ready, i)
+		}
+	}
+	return ready
 }
 
 func TestFleetCommandEngines(t *testing.T) {
@@ -179,7 +192,7 @@ func TestFleetCommandEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.notePIDs()
-	if got := f.ReadyEndpoints(); !slices.Equal(got, []int{0, 1, 2}) {
+	if got := readyEndpoints(f); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Fatalf("ReadyEndpoints = %v", got)
 	}
 	for i, ep := range spec.Endpoints {
@@ -292,6 +305,8 @@ func TestFleetStartupTimeout(t *testing.T) {
 	spec := commandSpec(t, 1, 1)
 	spec.StartupTimeout = time.Second
 	t.Setenv(envHangPort, strconv.Itoa(spec.Endpoints[0].Port))
+	defer func(d time.Duration) { startingLogInterval = d }(startingLogInterval)
+	startingLogInterval = 300 * time.Millisecond
 	f := h.newFleet(spec, Options{UIDSource: &fixedUID{uid: []int{1}}})
 	t0 := time.Now()
 	err := f.Start(t.Context())
@@ -305,6 +320,13 @@ func TestFleetStartupTimeout(t *testing.T) {
 	}
 	if d := time.Since(t0); d < time.Second || d > 10*time.Second {
 		t.Errorf("Start failed after %v", d)
+	}
+	progress := h.logs.FilterMessage(fmt.Sprintf("engine 1/2 %s still starting", spec.Endpoints[0].Addr())).All()
+	if len(progress) == 0 {
+		t.Fatal("no progress log while the engine was starting")
+	}
+	if e, ok := progress[0].ContextMap()["elapsed"].(string); !ok || !strings.HasSuffix(e, "s") {
+		t.Errorf("progress log without a human elapsed time: %v", progress[0].ContextMap())
 	}
 }
 
@@ -358,60 +380,11 @@ func TestFleetBuiltinEngine(t *testing.T) {
 		}
 		checkEnv(t, env, KindBuiltin, uid, 3, i, spec.Endpoints)
 	}
-}
-
-func TestFleetMLCWithUIDHelper(t *testing.T) {
-	h := newHarness(t)
-	python, _ := filepath.Abs("testdata/fake-python.sh")
-	spec := Spec{Model: "m", Kind: KindMLC, Program: python, Endpoints: localEndpoints(t, 1, 1),
-		HealthInterval: 100 * time.Millisecond, StartupTimeout: waitTimeout}
-	twoGPUs := func(*zap.Logger) ([]GPU, error) { return make([]GPU, 2), nil }
-	f := h.newFleet(spec, Options{Inventory: twoGPUs})
-	if err := f.Start(t.Context()); err != nil {
-		t.Fatal(err)
+	started := h.logs.FilterMessage("engine fleet started").All()
+	if len(started) != 1 {
+		t.Fatalf("%d start logs", len(started))
 	}
-	h.notePIDs()
-	helpers, _ := filepath.Glob(filepath.Join(h.dir, "helper-*.json"))
-	if len(helpers) != 1 {
-		t.Fatalf("%d uid helpers ran", len(helpers))
+	if m := started[0].ContextMap(); m["pes"] != int64(3) || m["gpus"] != nil {
+		t.Errorf("builtin fleet start logged %v, want pes=3 and no gpus", m)
 	}
-	hrec := readRecord(t, h.dir, filepath.Base(helpers[0]))
-	h.pids = append(h.pids, hrec.PID)
-	if len(hrec.Argv) != 2 || hrec.Argv[0] != "-c" || !strings.Contains(hrec.Argv[1], `get_global_func("runtime.disco.nvshmem.init_nvshmem_uid")`) {
-		t.Errorf("helper argv %q", hrec.Argv)
-	}
-	for i, ep := range spec.Endpoints {
-		rec := readRecord(t, h.dir, fmt.Sprintf("engine-%d-%d.json", ep.Port, f.PID(i)))
-		if !slices.Equal(rec.Argv[:5], []string{"-m", "mlc_llm", "serve", "m", "--device"}) || rec.Argv[5] != "cuda:"+strconv.Itoa(i) {
-			t.Errorf("argv %q", rec.Argv)
-		}
-		checkEnv(t, envMap(rec.Env), KindMLC, fakeUID, 2, i, spec.Endpoints)
-	}
-	f.Stop()
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", hrec.PID)); err == nil {
-		t.Error("uid helper outlived Stop")
-	}
-}
-
-func TestFleetMLCNotEnoughGPUs(t *testing.T) {
-	h := newHarness(t)
-	spec := Spec{Model: "m", Kind: KindMLC, Program: "/nonexistent/python", Endpoints: localEndpoints(t, 1, 1)}
-	oneGPU := func(*zap.Logger) ([]GPU, error) { return make([]GPU, 1), nil }
-	f := h.newFleet(spec, Options{Inventory: oneGPU})
-	if err := f.Start(t.Context()); !errors.Is(err, ErrNotEnoughGPUs) {
-		t.Fatalf("Start = %v, want ErrNotEnoughGPUs", err)
-	}
-}
-
-func readRecord(t *testing.T, dir, name string) record {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r record
-	if err := jsonUnmarshal(string(b), &r); err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

@@ -3,17 +3,15 @@ package engine
 import (
 	"errors"
 	"fmt"
-
-	"go.uber.org/zap"
 )
 
-// ErrNoNVML is returned by [Inventory] and [CheckGPUs] when NVML cannot be
-// used: no NVIDIA driver on this machine, or a binary built without cgo
-// (go-nvml needs it). Callers log it once and carry on without a GPU check.
+// ErrNoNVML is returned by [Inventory] when NVML cannot be used: no NVIDIA
+// driver on this machine, or a binary built without cgo (go-nvml needs
+// it). Callers log it once and carry on without a GPU check.
 var ErrNoNVML = errors.New("NVML is not available")
 
-// ErrNotEnoughGPUs is wrapped by [CheckGPUs] when the machine has fewer
-// GPUs than the fleet needs.
+// ErrNotEnoughGPUs is wrapped by the error of a fleet's Start when this
+// machine has fewer GPUs than its MLC engines need.
 var ErrNotEnoughGPUs = errors.New("not enough GPUs")
 
 // GPU is one NVIDIA GPU of this machine.
@@ -26,17 +24,6 @@ type GPU struct {
 	UUID string
 	// MemoryTotal and MemoryFree are in bytes.
 	MemoryTotal, MemoryFree uint64
-}
-
-// CheckGPUs refuses (wrapping ErrNotEnoughGPUs) when this machine has
-// fewer than needed GPUs. Without NVML it returns an error wrapping
-// ErrNoNVML, which callers log once and ignore.
-func CheckGPUs(needed int) error {
-	gpus, err := Inventory(zap.NewNop())
-	if err != nil {
-		return err
-	}
-	return enoughGPUs(len(gpus), needed)
 }
 
 func enoughGPUs(have, needed int) error {

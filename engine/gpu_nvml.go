@@ -33,8 +33,8 @@ func Inventory(logger *zap.Logger) ([]GPU, error) {
 			return nil, err
 		}
 		logger.Info("GPU", zap.Int("index", i), zap.String("name", gpu.Name),
-			zap.String("memory", humanize.IBytes(gpu.MemoryTotal)),
-			zap.String("free", humanize.IBytes(gpu.MemoryFree)), zap.String("uuid", gpu.UUID))
+			zap.String("memory_total", humanize.IBytes(gpu.MemoryTotal)),
+			zap.String("memory_free", humanize.IBytes(gpu.MemoryFree)), zap.String("uuid", gpu.UUID))
 		gpus = append(gpus, gpu)
 	}
 	return gpus, nil

@@ -7,27 +7,46 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"go.uber.org/zap"
 )
 
-// Readiness polling settings.
+// Health check settings.
 const (
 	// readyPollInterval is the period of GET /v1/models while an engine
 	// starts.
 	readyPollInterval = 100 * time.Millisecond
-	// probeTimeout bounds one health request.
-	probeTimeout = 3 * time.Second
-	// unhealthyAfter is how many failed checks in a row take a ready engine
-	// out of rotation.
-	unhealthyAfter = 2
+	// readyRecheck is how long after its first answer a spawned engine must
+	// still be alive to be declared ready: an engine that cannot bind its
+	// port exits, while another process may answer the probe.
+	readyRecheck = 200 * time.Millisecond
+	// maxProbeTimeout bounds one health request; it is also bounded by the
+	// health interval, so that probes never pile up.
+	maxProbeTimeout = 5 * time.Second
 )
+
+// startingLogInterval is the period of the "still starting" log lines of
+// an engine that loads a model. A variable for tests only.
+var startingLogInterval = 5 * time.Second
 
 // ErrStartupTimeout is wrapped by the error of an engine that did not
 // become ready within the startup timeout.
 var ErrStartupTimeout = errors.New("engine startup timed out")
 
-// probe returns nil when GET <base>/v1/models answers 200.
-func probe(ctx context.Context, client *http.Client, base string) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+var (
+	// errExited is returned by waitReady when the process exits first.
+	errExited = errors.New("engine process exited")
+	// errExitedWhenReady is returned by waitReady when the engine answered
+	// but its process exited right after.
+	errExitedWhenReady = errors.New("engine process exited as it answered")
+)
+
+// probeTimeout is the timeout of one health request under s.
+func (s *Spec) probeTimeout() time.Duration { return min(s.HealthInterval, maxProbeTimeout) }
+
+// probe returns nil when GET <base>/v1/models answers 200 within timeout.
+func probe(ctx context.Context, client *http.Client, base string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
 	if err != nil {
@@ -45,30 +64,58 @@ func probe(ctx context.Context, client *http.Client, base string) error {
 	return nil
 }
 
-// waitReady polls base until it answers 200. It gives up when exited is
-// closed (returning errExited), when timeout passes (wrapping
-// ErrStartupTimeout and the last probe error) or when ctx is done.
-func waitReady(ctx context.Context, client *http.Client, base string, timeout time.Duration, exited <-chan struct{}) error {
-	deadline := time.NewTimer(timeout)
+// waitReady polls the engine until it answers 200 and is still alive a
+// moment later. It gives up when the process exits (errExited or
+// errExitedWhenReady), when the startup timeout passes (wrapping
+// ErrStartupTimeout and the last probe error) or when ctx is done. Every
+// startingLogInterval it logs that the engine is still starting.
+func (e *engine) waitReady(ctx context.Context, p *process, t0 time.Time) error {
+	s := e.f.settings()
+	deadline := time.NewTimer(s.StartupTimeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(readyPollInterval)
-	defer tick.Stop()
+	poll := time.NewTicker(readyPollInterval)
+	defer poll.Stop()
+	progress := time.NewTicker(startingLogInterval)
+	defer progress.Stop()
 	var last error
 	for {
-		if last = probe(ctx, client, base); last == nil {
-			return nil
+		if last = probe(ctx, e.f.client, e.ep.URL(), s.probeTimeout()); last == nil {
+			return confirmAlive(ctx, p)
 		}
 		select {
-		case <-exited:
+		case <-p.exited:
 			return errExited
 		case <-deadline.C:
-			return fmt.Errorf("%w after %v (last check: %v)", ErrStartupTimeout, timeout, last)
+			return fmt.Errorf("%w after %v (last check: %v)", ErrStartupTimeout, s.StartupTimeout, last)
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-tick.C:
+		case <-progress.C:
+			e.logger().Info(fmt.Sprintf("engine %d/%d %s still starting", e.i+1, len(e.f.engines), e.ep.Addr()),
+				zap.Stringer("elapsed", time.Since(t0).Round(time.Second)),
+				zap.Stringer("timeout", s.StartupTimeout), zap.Int("pid", p.pid))
+		case <-poll.C:
 		}
 	}
 }
 
-// errExited is returned by waitReady when the process exits first.
-var errExited = errors.New("engine process exited")
+// confirmAlive guards against a readiness probe answered by some other
+// process on the engine's port: the engine's process must be alive when
+// it answers, and still alive readyRecheck later.
+func confirmAlive(ctx context.Context, p *process) error {
+	if p.reaped() {
+		return errExitedWhenReady
+	}
+	t := time.NewTimer(readyRecheck)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return errExitedWhenReady
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	if p.reaped() {
+		return errExitedWhenReady
+	}
+	return nil
+}

@@ -26,17 +26,26 @@ func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) 
 func externalServer(t *testing.T) (Endpoint, *atomic.Int32) {
 	var status atomic.Int32
 	status.Store(http.StatusOK)
+	ep := externalServerFunc(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(int(status.Load()))
+	})
+	return ep, &status
+}
+
+// externalServerFunc is an engine run by someone else whose GET /v1/models
+// is fn.
+func externalServerFunc(t *testing.T, fn http.HandlerFunc) Endpoint {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/models" {
 			http.NotFound(w, r)
 			return
 		}
-		w.WriteHeader(int(status.Load()))
+		fn(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
 	port, _ := strconv.Atoi(u.Port())
-	return Endpoint{Host: u.Hostname(), Port: port, GPUs: 1, External: true}, &status
+	return Endpoint{Host: u.Hostname(), Port: port, GPUs: 1, External: true}
 }
 
 func TestFleetExternalEndpoint(t *testing.T) {
@@ -87,7 +96,7 @@ func TestFleetStartStopIdempotent(t *testing.T) {
 }
 
 func TestSpawnerUsesOneThread(t *testing.T) {
-	sp := newSpawner()
+	sp := newSpawner(zap.NewNop)
 	defer sp.close()
 	tids := make([]int, 8)
 	var wg sync.WaitGroup
@@ -145,8 +154,8 @@ func TestFleetPortInUse(t *testing.T) {
 // The spawner's thread exits when it is closed, so its children must die
 // then: this shows both that Pdeathsig is set and which thread it follows.
 func TestPdeathsigFollowsSpawnerThread(t *testing.T) {
-	sp := newSpawner()
-	p, err := startProcess(sp, procConfig{program: "sleep", args: []string{"60"}, logger: zap.NewNop()})
+	sp := newSpawner(zap.NewNop)
+	p, err := startProcess(sp, procConfig{program: "sleep", args: []string{"60"}, logger: zap.NewNop})
 	if err != nil {
 		sp.close()
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"go.uber.org/zap"
 )
 
@@ -47,28 +48,62 @@ func (r *ring) String() string {
 	return strings.Join(append(append([]string(nil), r.lines[r.next:]...), r.lines[:r.next]...), "\n")
 }
 
-// logLines reads r to EOF and logs every line with the stream name, also
-// keeping it in tail. It reads continuously so that the writer never
-// blocks on a full pipe; lines longer than maxLogLine are truncated.
-// onLine, when not nil, is called with every line after it is logged.
-func logLines(r io.Reader, stream string, logger *zap.Logger, tail *ring, onLine func(string)) {
+// maxOutputPanics is how many panics an output stream survives before it
+// is drained without logging.
+const maxOutputPanics = 3
+
+// output logs one output stream of a process, line by line.
+type output struct {
+	log    func() *zap.Logger // called for every line: the logger may change
+	stream string             // "stdout" or "stderr"
+	pid    int
+	tail   *ring
+	onLine func(string) // when not nil, called with every line after it is logged
+}
+
+// pump reads r to EOF, logging every line with the stream name and keeping
+// it in the tail. It reads continuously so that the writer never blocks on
+// a full pipe, even when logging a line panics: the panic is logged and
+// the next line read; after maxOutputPanics the rest is drained unlogged.
+func (o *output) pump(r io.Reader) {
 	br := bufio.NewReaderSize(r, maxLogLine)
+	for range maxOutputPanics {
+		if !goroutine.Call(o.log, "engine output reader", func() { o.copy(br) }) {
+			return
+		}
+	}
+	o.log().Error("engine output reader panicked too often; discarding the rest of the stream",
+		zap.Int("pid", o.pid), zap.String("stream", o.stream))
+	_, _ = io.Copy(io.Discard, br)
+}
+
+// copy logs the lines of br until EOF or a read error. Lines longer than
+// maxLogLine are truncated.
+func (o *output) copy(br *bufio.Reader) {
 	for {
 		line, truncated, err := readLine(br)
 		if len(line) > 0 || err == nil {
-			tail.add(line)
-			fields := []zap.Field{zap.String("stream", stream)}
-			if truncated {
-				fields = append(fields, zap.Bool("truncated", true))
-			}
-			logger.Info(line, fields...)
-			if onLine != nil {
-				onLine(line)
-			}
+			o.line(line, truncated)
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// line logs one line at its level (see lineLevel). The check comes first,
+// so that a disabled level costs no fields.
+func (o *output) line(line string, truncated bool) {
+	o.tail.add(line)
+	if ce := o.log().Check(lineLevel(line), line); ce != nil {
+		fields := []zap.Field{zap.Int("pid", o.pid), zap.String("stream", o.stream)}
+		if truncated {
+			fields = append(fields, zap.Bool("truncated", true))
+		}
+		ce.Write(fields...)
+	}
+	if o.onLine != nil {
+		o.onLine(line)
 	}
 }
 

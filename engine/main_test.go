@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +32,8 @@ const (
 	envIgnoreTerm    = "FLEET_TEST_IGNORE_TERM"     // "1": engines ignore SIGTERM
 	envGrandchild    = "FLEET_TEST_GRANDCHILD"      // "1": engines start a child of their own
 	envSpam          = "FLEET_TEST_SPAM"            // "1": engines write 4 MiB before listening
+	envImpostorPort  = "FLEET_TEST_IMPOSTOR_PORT"   // the engine on this port is beaten to it
+	envImpostor      = "FLEET_TEST_IMPOSTOR"        // "1": run the impostor
 )
 
 // fakeUID is what the fake uid helper prints.
@@ -41,6 +45,8 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeEngine(os.Args[1:]))
 	case os.Getenv(envFakeUIDHelper) == "1":
 		os.Exit(fakeUIDHelper(os.Args[1:]))
+	case os.Getenv(envImpostor) == "1":
+		os.Exit(impostor(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -87,6 +93,9 @@ func fakeEngine(args []string) int {
 		}
 		return 3
 	}
+	if port == os.Getenv(envImpostorPort) {
+		return beatenToPort(args)
+	}
 	if port == os.Getenv(envHangPort) {
 		fmt.Println("fake engine: hanging")
 		time.Sleep(time.Hour) // not select{}: the runtime would call that a deadlock
@@ -101,8 +110,56 @@ func fakeEngine(args []string) int {
 	http.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, `{"object":"list","data":[{"id":"fake"}]}`)
 	})
+	http.HandleFunc("GET /echo", func(_ http.ResponseWriter, r *http.Request) {
+		fmt.Println(r.URL.Query().Get("line")) // output on demand, for the log tests
+	})
 	fmt.Fprintln(os.Stderr, "fake engine:", http.Serve(ln, nil))
 	return 1
+}
+
+// beatenToPort is an engine whose port another process takes first: it
+// starts an impostor, in a session of its own, that listens on the port
+// and kills this engine (SIGTERM) right after answering its first
+// readiness probe. The fleet sees the answer while the engine lives, and
+// the engine die just after.
+func beatenToPort(args []string) int {
+	cmd := exec.Command(os.Getenv(envBinary), args...)
+	cmd.Env = append(os.Environ(), envImpostor+"=1", envFakeEngine+"=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake engine: impostor:", err)
+		return 1
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	fmt.Print("fake engine: impostor says ", line)
+	time.Sleep(time.Hour) // until the impostor kills us
+	return 1
+}
+
+// impostor listens on --host/--port, answers GET /v1/models, and kills its
+// parent after the first answer. It records its pid for the test to kill
+// it, and exits by itself after a minute.
+func impostor(args []string) int {
+	writeRecord("impostor-"+flagValue(args, "--port"), args)
+	ln, err := net.Listen("tcp", net.JoinHostPort(flagValue(args, "--host"), flagValue(args, "--port")))
+	if err != nil {
+		fmt.Println("impostor:", err)
+		return 1
+	}
+	parent := os.Getppid()
+	var once sync.Once
+	fmt.Println("impostor listening")
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"impostor"}]}`)
+		w.(http.Flusher).Flush()
+		once.Do(func() { syscall.Kill(parent, syscall.SIGTERM) })
+	}))
+	time.Sleep(time.Minute)
+	return 0
 }
 
 // spam writes far more than a pipe holds, to both streams, with one line

@@ -18,9 +18,9 @@ func (f *Fleet) prepare(ctx context.Context) error {
 	if err := f.checkGPUs(); err != nil {
 		return err
 	}
-	f.sp = newSpawner()
+	f.sp = newSpawner(f.logger)
 	f.uid = f.uidSource()
-	uctx, cancel := context.WithTimeout(ctx, f.spec.StartupTimeout)
+	uctx, cancel := context.WithTimeout(ctx, f.settings().StartupTimeout)
 	defer cancel()
 	uid, err := f.uid.UID(uctx)
 	if err != nil {
@@ -44,15 +44,16 @@ func (f *Fleet) uidSource() UIDSource {
 		if f.spec.Kind == KindMLC {
 			python = f.spec.Program
 		}
-		return &NVSHMEMHelper{Python: python, Logger: f.log, Grace: f.spec.StopGrace}
+		return &NVSHMEMHelper{Python: python, Grace: f.settings().StopGrace, logs: f.logger}
 	default:
 		return RandomUID{}
 	}
 }
 
-// checkGPUs logs this machine's GPUs and, for MLC engines, refuses a spec
-// that needs more GPUs than there are. Without NVML it logs once and lets
-// the engines find out.
+// checkGPUs logs this machine's GPUs (index, name, memory) and refuses a
+// spec that needs more GPUs than there are. Only MLC engines are checked:
+// builtin engines run on the CPU, and a command may run anything. Without
+// NVML it logs once and lets the engines find out.
 func (f *Fleet) checkGPUs() error {
 	if f.spec.Kind != KindMLC {
 		return nil
@@ -61,9 +62,9 @@ func (f *Fleet) checkGPUs() error {
 	if inventory == nil {
 		inventory = Inventory
 	}
-	gpus, err := inventory(f.log)
+	gpus, err := inventory(f.logger())
 	if errors.Is(err, ErrNoNVML) {
-		f.log.Warn("cannot check the GPUs of this machine", zap.Error(err))
+		f.logger().Warn("cannot check the GPUs of this machine", zap.Error(err))
 		return nil
 	}
 	if err != nil {
@@ -75,6 +76,6 @@ func (f *Fleet) checkGPUs() error {
 // readyLog logs that engine i became ready.
 func (f *Fleet) readyLog(i int, took time.Duration) {
 	ep := f.engines[i].ep
-	f.log.Info(fmt.Sprintf("engine %d/%d %s ready", i+1, len(f.engines), ep.Addr()),
+	f.logger().Info(fmt.Sprintf("engine %d/%d %s ready", i+1, len(f.engines), ep.Addr()),
 		zap.Stringer("took", took.Round(time.Millisecond)))
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"go.uber.org/zap"
 )
 
@@ -22,7 +23,10 @@ type procConfig struct {
 	args    []string
 	env     []string // added to os.Environ()
 	stdin   io.Reader
-	logger  *zap.Logger
+	// logger returns the logger of the process's output and goroutines;
+	// called anew for every line, so that it may change while the process
+	// runs.
+	logger func() *zap.Logger
 	// onStdout, if set, sees every stdout line after it is logged.
 	onStdout func(line string)
 }
@@ -64,29 +68,49 @@ func startProcess(sp *spawner, cfg procConfig) (*process, error) {
 	}
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, tail: newRing(tailLines),
 		exited: make(chan struct{}), pipesDone: make(chan struct{})}
-	p.readOutput(outR, errR, cfg.logger.With(zap.Int("pid", p.pid)), cfg.onStdout)
-	go p.wait()
+	p.readOutput(outR, errR, cfg.logger, cfg.onStdout)
+	go p.wait(cfg.logger)
 	return p, nil
 }
 
-func (p *process) readOutput(outR, errR *os.File, logger *zap.Logger, onStdout func(string)) {
+// readOutput logs both output streams until EOF, each on its own goroutine
+// (see output.pump: a panic there does not stop the draining).
+func (p *process) readOutput(outR, errR *os.File, logger func() *zap.Logger, onStdout func(string)) {
 	half := make(chan struct{}, 2)
 	for _, s := range []struct {
 		f      *os.File
 		name   string
 		onLine func(string)
 	}{{outR, "stdout", onStdout}, {errR, "stderr", nil}} {
+		o := &output{log: logger, stream: s.name, pid: p.pid, tail: p.tail, onLine: s.onLine}
 		go func() {
 			defer func() { s.f.Close(); half <- struct{}{} }()
-			logLines(s.f, s.name, logger, p.tail, s.onLine)
+			o.pump(s.f)
 		}()
 	}
 	go func() { <-half; <-half; close(p.pipesDone) }()
 }
 
-func (p *process) wait() {
-	p.waitErr = p.cmd.Wait()
+// wait reaps the process. A panic there (a bug) still closes exited, with
+// an error, so that supervision moves on: it kills the group and restarts.
+func (p *process) wait(logger func() *zap.Logger) {
+	var err error
+	if goroutine.Call(logger, "engine process waiter", func() { err = p.cmd.Wait() }) {
+		err = errors.New("panic while waiting for the process")
+	}
+	p.waitErr = err
 	close(p.exited)
+}
+
+// reaped reports whether the process has exited and been reaped: its PID
+// may belong to another process now.
+func (p *process) reaped() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // stop sends SIGTERM to the group, then SIGKILL once the leader has exited

@@ -3,6 +3,9 @@ package engine
 import (
 	"errors"
 	"runtime"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"go.uber.org/zap"
 )
 
 // errSpawnerClosed is returned when a process is started after Stop.
@@ -19,15 +22,22 @@ var errSpawnerClosed = errors.New("engine fleet is stopping")
 // runtime.LockOSThread and lives until all the fleet's processes are dead.
 // When caddy dies, that thread dies with it and the kernel kills the
 // children.
+//
+// For the same reason a panic must never unwind the spawner's goroutine:
+// the runtime would end the thread and the kernel would kill every engine.
+// Each closure runs under its own recover; a panic is logged and returned
+// by do as an error, and the thread keeps serving.
 type spawner struct {
+	log  func() *zap.Logger
 	reqs chan func()
 	quit chan struct{}
 	done chan struct{}
 }
 
-// newSpawner starts the spawner's locked goroutine.
-func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan func()), quit: make(chan struct{}), done: make(chan struct{})}
+// newSpawner starts the spawner's locked goroutine; log is where panics
+// of its closures are logged.
+func newSpawner(log func() *zap.Logger) *spawner {
+	s := &spawner{log: log, reqs: make(chan func()), quit: make(chan struct{}), done: make(chan struct{})}
 	go s.loop()
 	return s
 }
@@ -47,13 +57,20 @@ func (s *spawner) loop() {
 	}
 }
 
-// do runs f on the spawner's thread and waits for it.
+// do runs f on the spawner's thread and waits for it. It returns an error
+// when the spawner is closed or f panicked.
 func (s *spawner) do(f func()) error {
-	ran := make(chan struct{})
+	ran := make(chan error, 1)
+	req := func() {
+		var err error
+		if goroutine.Call(s.log, "the engine spawner thread", f) {
+			err = errors.New("panic on the engine spawner thread")
+		}
+		ran <- err
+	}
 	select {
-	case s.reqs <- func() { f(); close(ran) }:
-		<-ran
-		return nil
+	case s.reqs <- req:
+		return <-ran
 	case <-s.quit:
 		return errSpawnerClosed
 	}

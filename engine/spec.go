@@ -47,13 +47,15 @@ const (
 const (
 	DefaultStartupTimeout = 10 * time.Minute
 	DefaultStopGrace      = 10 * time.Second
-	DefaultHealthInterval = 5 * time.Second
+	DefaultHealthInterval = 2 * time.Second
+	DefaultHangTimeout    = 30 * time.Second
 	// DefaultPython is the interpreter of KindMLC when Program is empty.
 	DefaultPython = "python3"
 )
 
-// Spec fully defines a fleet. Two fleets with equal normalized specs are
-// interchangeable, which is what [Spec.Key] captures.
+// Spec fully defines a fleet: the processes it runs (see [Spec.Key]) and
+// how it supervises them (roles, timeouts, health checks), which
+// [Fleet.Reconfigure] may change on a running fleet.
 type Spec struct {
 	// Model is the model directory or identifier given to every engine.
 	Model string `json:"model"`
@@ -79,9 +81,13 @@ type Spec struct {
 	StartupTimeout time.Duration `json:"startup_timeout"`
 	// StopGrace is how long Stop waits after SIGTERM before SIGKILL.
 	StopGrace time.Duration `json:"stop_grace"`
-	// HealthInterval is the period of GET /v1/models checks of ready and
-	// external engines.
+	// HealthInterval is the period of GET /v1/models checks of running
+	// and external engines; one check times out after at most this long.
 	HealthInterval time.Duration `json:"health_interval"`
+	// HangTimeout is how long a spawned engine may fail every health check
+	// while serving nothing before it is declared hung, killed and
+	// restarted. External engines are only marked unhealthy.
+	HangTimeout time.Duration `json:"hang_timeout"`
 }
 
 // Normalize returns a copy of s with defaults filled in and empty lists
@@ -98,6 +104,7 @@ func (s Spec) Normalize() Spec {
 	n.StartupTimeout = orDefault(n.StartupTimeout, DefaultStartupTimeout)
 	n.StopGrace = orDefault(n.StopGrace, DefaultStopGrace)
 	n.HealthInterval = orDefault(n.HealthInterval, DefaultHealthInterval)
+	n.HangTimeout = orDefault(n.HangTimeout, DefaultHangTimeout)
 	n.Args = nilIfEmpty(n.Args)
 	n.EngineArgs = nilIfEmpty(n.EngineArgs)
 	n.Endpoints = slices.Clone(n.Endpoints)
@@ -129,22 +136,58 @@ func (s Spec) Validate() error {
 	if s.UID != UIDRandom && s.UID != UIDNVSHMEM {
 		return fmt.Errorf("%w: uid source %q (want random or nvshmem)", ErrInvalidSpec, s.UID)
 	}
-	if s.StartupTimeout < 0 || s.StopGrace < 0 || s.HealthInterval < 0 {
+	if s.StartupTimeout < 0 || s.StopGrace < 0 || s.HealthInterval < 0 || s.HangTimeout < 0 {
 		return fmt.Errorf("%w: negative duration", ErrInvalidSpec)
 	}
 	return nil
 }
 
-// Key returns a string that is equal for specs that normalize to the same
-// configuration, and different otherwise. The Caddy module keys its fleet
-// pool with it so that a reload with an unchanged fleet keeps the engines.
+// Key identifies the processes a spec runs: two specs with the same key
+// start the same engines, with the same command lines, environments and
+// NVSHMEM world, on the same ports. It covers the kind, program, arguments,
+// model, model library, engine arguments, prefix cache mode, every
+// endpoint's host, port, GPUs and external flag (which fix the PE
+// numbering) and the uid source; not the roles, timeouts or health
+// settings, which a running fleet takes through [Fleet.Reconfigure]. The
+// Caddy module keys its fleet pool with it, so that a reload which changes
+// only those keeps the engines (a second fleet with the same key would
+// fight the first for its ports).
 func (s Spec) Key() string {
-	b, err := json.Marshal(s.Normalize())
-	if err != nil { // cannot happen: Spec holds only strings, ints and bools
+	b, err := json.Marshal(s.Normalize().identity())
+	if err != nil { // cannot happen: identity holds only strings, ints and bools
 		panic(fmt.Sprintf("engine: marshal spec: %v", err))
 	}
 	sum := sha256.Sum256(b)
 	return "mlc-engine-fleet-" + hex.EncodeToString(sum[:16])
+}
+
+// identity is what [Spec.Key] hashes: what defines the processes.
+type identity struct {
+	Kind            Kind               `json:"kind"`
+	Program         string             `json:"program"`
+	Args            []string           `json:"args"`
+	Model           string             `json:"model"`
+	ModelLib        string             `json:"model_lib"`
+	EngineArgs      []string           `json:"engine_args"`
+	PrefixCacheMode string             `json:"prefix_cache_mode"`
+	UID             UIDMode            `json:"uid"`
+	Endpoints       []endpointIdentity `json:"endpoints"`
+}
+
+type endpointIdentity struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	GPUs     int    `json:"gpus"`
+	External bool   `json:"external"`
+}
+
+func (s Spec) identity() identity {
+	id := identity{Kind: s.Kind, Program: s.Program, Args: s.Args, Model: s.Model, ModelLib: s.ModelLib,
+		EngineArgs: s.EngineArgs, PrefixCacheMode: s.PrefixCacheMode, UID: s.UID}
+	for _, ep := range s.Endpoints {
+		id.Endpoints = append(id.Endpoints, endpointIdentity{Host: ep.Host, Port: ep.Port, GPUs: ep.GPUs, External: ep.External})
+	}
+	return id
 }
 
 // DeviceIDStarts returns the device id starts of the spec's endpoints.

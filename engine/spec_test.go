@@ -2,30 +2,59 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
 
 func TestSpecKey(t *testing.T) {
-	eps := []Endpoint{{Host: "127.0.0.1", Port: 8080, GPUs: 1}}
+	eps := []Endpoint{{Host: "127.0.0.1", Port: 8080, GPUs: 1}, {Host: "127.0.0.1", Port: 8081, GPUs: 2}}
 	implicit := Spec{Model: "m", Program: "/bin/caddy", Endpoints: eps}
 	explicit := Spec{Model: "m", Program: "/bin/caddy", Kind: KindBuiltin, UID: UIDRandom,
 		PrefixCacheMode: PrefixCacheDisable, StartupTimeout: DefaultStartupTimeout,
-		StopGrace: DefaultStopGrace, HealthInterval: DefaultHealthInterval, EngineArgs: []string{},
-		Endpoints: []Endpoint{{Host: "127.0.0.1", Port: 8080, GPUs: 1, Role: RoleAny}}}
+		StopGrace: DefaultStopGrace, HealthInterval: DefaultHealthInterval, HangTimeout: DefaultHangTimeout,
+		EngineArgs: []string{}, Args: []string{},
+		Endpoints: []Endpoint{{Host: "127.0.0.1", Port: 8080, GPUs: 1, Role: RoleAny}, {Host: "127.0.0.1", Port: 8081, GPUs: 2, Role: RoleAny}}}
 	if implicit.Key() != explicit.Key() {
 		t.Error("defaults spelled out change the key")
 	}
 	if implicit.Key() != implicit.Key() {
 		t.Error("key not stable")
 	}
+	// What a reload may change on running engines.
 	for name, change := range map[string]func(*Spec){
-		"port":        func(s *Spec) { s.Endpoints = []Endpoint{{Host: "127.0.0.1", Port: 8081, GPUs: 1}} },
-		"engine args": func(s *Spec) { s.EngineArgs = []string{"-x"} },
-		"timeout":     func(s *Spec) { s.StartupTimeout = time.Second },
-		"model":       func(s *Spec) { s.Model = "n" },
+		"roles":           func(s *Spec) { s.Endpoints[0].Role, s.Endpoints[1].Role = RolePrefill, RoleDecode },
+		"startup timeout": func(s *Spec) { s.StartupTimeout = time.Second },
+		"stop grace":      func(s *Spec) { s.StopGrace = time.Second },
+		"health interval": func(s *Spec) { s.HealthInterval = time.Second },
+		"hang timeout":    func(s *Spec) { s.HangTimeout = time.Second },
 	} {
 		s := implicit
+		s.Endpoints = slices.Clone(eps)
+		change(&s)
+		if s.Key() != implicit.Key() {
+			t.Errorf("changing the %s changes the key: the reload would start a second fleet on the same ports", name)
+		}
+	}
+	// What defines the processes.
+	for name, change := range map[string]func(*Spec){
+		"kind":          func(s *Spec) { s.Kind = KindCommand },
+		"program":       func(s *Spec) { s.Program = "/bin/other" },
+		"args":          func(s *Spec) { s.Args = []string{"-v"} },
+		"model":         func(s *Spec) { s.Model = "n" },
+		"model lib":     func(s *Spec) { s.ModelLib = "lib.so" },
+		"engine args":   func(s *Spec) { s.EngineArgs = []string{"-x"} },
+		"prefix cache":  func(s *Spec) { s.PrefixCacheMode = PrefixCacheRadix },
+		"uid source":    func(s *Spec) { s.UID = UIDNVSHMEM },
+		"host":          func(s *Spec) { s.Endpoints[1].Host = "localhost" },
+		"port":          func(s *Spec) { s.Endpoints[1].Port = 8082 },
+		"gpus":          func(s *Spec) { s.Endpoints[1].GPUs = 1 },
+		"external":      func(s *Spec) { s.Endpoints[1].External = true },
+		"endpoint":      func(s *Spec) { s.Endpoints = s.Endpoints[:1] },
+		"endpoint swap": func(s *Spec) { s.Endpoints[0], s.Endpoints[1] = s.Endpoints[1], s.Endpoints[0] },
+	} {
+		s := implicit
+		s.Endpoints = slices.Clone(eps)
 		change(&s)
 		if s.Key() == implicit.Key() {
 			t.Errorf("changing the %s keeps the key", name)

@@ -4,170 +4,131 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"go.uber.org/zap"
 )
 
-// engine is one endpoint of a fleet and the goroutine that keeps it up.
-type engine struct {
-	f   *Fleet
-	i   int
-	ep  Endpoint
-	log *zap.Logger
-
-	program string // set by prepare
-	args    []string
-	env     []string
-
-	mu       sync.Mutex
-	state    State
-	restarts int
-	proc     *process
-
-	lastServed atomic.Int64 // unix nanoseconds of the last Served report
-}
-
-func newEngine(f *Fleet, i int, ep Endpoint) *engine {
-	return &engine{f: f, i: i, ep: ep, log: f.log.With(zap.String("engine", ep.Addr()))}
-}
-
-// prepare computes the command line and environment of a spawned engine.
-// Restarts reuse them, so a restarted engine rejoins the same world.
-func (e *engine) prepare(uid []int) error {
-	if e.ep.External {
-		return nil
-	}
-	env, err := e.f.spec.Env(e.i, uid)
-	if err != nil {
-		return fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
-	}
-	e.program, e.args = e.f.spec.Command(e.i)
-	e.env = env
-	return nil
-}
-
-func (e *engine) getState() State {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.state
-}
-
-func (e *engine) status() (State, int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	pid := 0
-	if e.proc != nil {
-		pid = e.proc.pid
-	}
-	return e.state, pid
-}
-
-func (e *engine) served() { e.lastServed.Store(time.Now().UnixNano()) }
-
-func (e *engine) getRestarts() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.restarts
-}
-
-func (e *engine) pid() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.proc == nil {
-		return 0
-	}
-	return e.proc.pid
-}
-
-// setState records a new state and tells the fleet's watchers. Only the
-// engine's own goroutine calls it, so hooks see changes in order.
-func (e *engine) setState(s State) {
-	e.mu.Lock()
-	old := e.state
-	e.state = s
-	e.mu.Unlock()
-	if old == s {
-		return
-	}
-	e.log.Debug("engine state", zap.Stringer("from", old), zap.Stringer("to", s))
-	e.f.notify()
-	if hook := e.f.opts.OnStateChange; hook != nil {
-		hook(e.i, old, s)
-	}
-}
-
-func (e *engine) setProc(p *process) {
-	e.mu.Lock()
-	e.proc = p
-	e.mu.Unlock()
-}
+// testHookSupervise, when set by a test before the fleet starts, is called
+// by supervision at every health tick of engine i; a test makes it panic.
+var testHookSupervise func(i int)
 
 // run starts a spawned engine, reports the outcome of its first start on
 // initial, then supervises it until ctx is done.
+//
+// A panic in supervision is logged and supervision resumes after a
+// backoff, from what the engine is doing: a live process is health-checked
+// again, a dead or missing one restarted. An engine is never left without
+// a supervisor while the fleet runs. A panic before the first start is
+// reported fails that start.
 func (e *engine) run(startCtx, ctx context.Context, initial chan<- error) {
-	e.setState(StateStarting)
-	err := e.launch(startCtx)
+	reported := false
+	report := func(err error) {
+		reported = true
+		initial <- err
+	}
+	var b backoff
+	for {
+		panicked := goroutine.Call(e.logger, "engine supervision", func() {
+			if !reported {
+				err := e.start(startCtx)
+				report(err)
+				if err != nil {
+					return
+				}
+			}
+			e.supervise(ctx)
+		})
+		switch {
+		case !panicked:
+			return
+		case !reported:
+			e.abandon(StateFailed)
+			report(fmt.Errorf("engine %s: supervision panicked while starting it", e.ep.Addr()))
+			return
+		case !sleep(ctx, b.delay()):
+			e.abandon(StateStopped)
+			return
+		}
+		e.logger().Warn("resuming the supervision of the engine after a panic")
+	}
+}
+
+// start launches the engine for the fleet's Start.
+func (e *engine) start(ctx context.Context) error {
+	e.set(StateStarting, nil)
+	p, err := e.launch(ctx)
 	switch {
 	case err == nil:
 		// Ready before Start learns of it: whoever Start returns to may
 		// route to the engine at once.
-		e.setState(StateReady)
+		e.set(StateReady, p)
 	case errors.Is(err, context.Canceled):
-		e.setState(StateStopped) // Stop, or another engine failed
+		e.set(StateStopped, nil) // Stop, or another engine failed
 	default:
-		e.setState(StateFailed)
+		e.set(StateFailed, nil)
 	}
-	initial <- err
-	if err == nil {
-		e.supervise(ctx)
-	}
+	return err
 }
 
-// launch spawns the engine and waits until it is ready. On failure no
-// process is left.
-func (e *engine) launch(ctx context.Context) error {
+// abandon stops whatever process the engine has and records s.
+func (e *engine) abandon(s State) {
+	if p := e.current(); p != nil {
+		p.stop(e.f.settings().StopGrace)
+	}
+	e.set(s, nil)
+}
+
+// launch spawns the engine and waits until it is ready. The engine's state
+// is the caller's; its process is recorded as soon as it runs. On failure
+// no process is left.
+func (e *engine) launch(ctx context.Context) (*process, error) {
 	t0 := time.Now()
 	if err := checkPortFree(e.ep); err != nil {
-		return fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
+		return nil, fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
 	}
-	p, err := startProcess(e.f.sp, procConfig{program: e.program, args: e.args, env: e.env, logger: e.log})
+	p, err := startProcess(e.f.sp, procConfig{program: e.program, args: e.args, env: e.env, logger: e.logger})
 	if err != nil {
-		return fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
+		return nil, fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
 	}
 	e.setProc(p)
-	err = waitReady(ctx, e.f.client, e.ep.URL(), e.f.spec.StartupTimeout, p.exited)
+	err = e.waitReady(ctx, p, t0)
 	if err == nil {
 		e.f.readyLog(e.i, time.Since(t0))
-		return nil
+		return p, nil
 	}
-	defer e.setProc(nil)
-	if errors.Is(err, errExited) {
+	switch {
+	case errors.Is(err, errExited):
 		p.signalGroup(syscall.SIGKILL) // whatever it left behind
-		return fmt.Errorf("engine %s exited before it was ready: %w", e.ep.Addr(), p.exitError())
+		return nil, fmt.Errorf("engine %s exited before it was ready: %w", e.ep.Addr(), p.exitError())
+	case errors.Is(err, errExitedWhenReady):
+		p.signalGroup(syscall.SIGKILL)
+		return nil, fmt.Errorf("engine %s exited as it became ready (does another process answer on its port?): %w",
+			e.ep.Addr(), p.exitError())
 	}
-	p.stop(e.f.spec.StopGrace)
+	p.stop(e.f.settings().StopGrace)
 	if errors.Is(err, ErrStartupTimeout) {
-		return fmt.Errorf("engine %s: %w%s", e.ep.Addr(), err, p.quoteTail())
+		return nil, fmt.Errorf("engine %s: %w%s", e.ep.Addr(), err, p.quoteTail())
 	}
-	return fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
+	return nil, fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
 }
 
-// supervise keeps a ready engine up until ctx is done: it health-checks
-// it and restarts it with backoff when its process exits.
+// supervise keeps an engine up until ctx is done: it health-checks its
+// process and restarts it with backoff when the process exits (or is
+// killed as hung). Without a process it restarts one first.
 func (e *engine) supervise(ctx context.Context) {
 	var b backoff
 	for {
-		e.setState(StateReady)
-		up := time.Now()
-		if !e.monitor(ctx) {
-			return
-		}
-		if time.Since(up) >= backoffReset {
-			b.reset()
+		if p := e.current(); p != nil {
+			up := time.Now()
+			if !e.monitor(ctx, p) {
+				return
+			}
+			if time.Since(up) >= backoffReset {
+				b.reset()
+			}
 		}
 		if !e.restart(ctx, &b) {
 			return
@@ -177,59 +138,48 @@ func (e *engine) supervise(ctx context.Context) {
 
 // monitor health-checks the running engine. It returns true when the
 // process has exited, false when ctx is done (after stopping it).
-func (e *engine) monitor(ctx context.Context) bool {
-	e.mu.Lock()
-	p := e.proc
-	e.mu.Unlock()
-	h := healthWatch{e: e}
-	tick := time.NewTicker(e.f.spec.HealthInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-p.exited:
-			p.signalGroup(syscall.SIGKILL) // leftovers would hold the port and GPUs
-			e.setProc(nil)
-			e.log.Error("engine exited", zap.Error(p.exitError()))
-			return true
-		case <-ctx.Done():
-			e.shutdown(p)
-			return false
-		case <-tick.C:
-			h.check(ctx)
-		}
+func (e *engine) monitor(ctx context.Context, p *process) bool {
+	if !e.watch(ctx, p) {
+		e.shutdown(p)
+		return false
 	}
+	p.signalGroup(syscall.SIGKILL) // leftovers would hold the port and GPUs
+	e.set(StateRestarting, nil)
+	e.logger().Error("engine exited", zap.Error(p.exitError()))
+	return true
 }
 
-// shutdown stops the engine's process and marks it stopped.
+// shutdown stops the engine's process and marks it stopped: out of
+// rotation at once, without a process once it is gone.
 func (e *engine) shutdown(p *process) {
-	p.stop(e.f.spec.StopGrace)
-	e.setProc(nil)
-	e.setState(StateStopped)
+	e.set(StateStopped, p)
+	p.stop(e.f.settings().StopGrace)
+	e.set(StateStopped, nil)
 }
 
 // restart relaunches a dead engine, waiting out the backoff before every
 // attempt. It returns false when ctx is done first.
 func (e *engine) restart(ctx context.Context, b *backoff) bool {
-	e.setState(StateRestarting)
+	e.set(StateRestarting, nil)
 	for {
 		d := b.delay()
-		e.log.Info("restarting engine", zap.Duration("backoff", d))
+		e.logger().Info("restarting engine", zap.Duration("backoff", d))
 		if !sleep(ctx, d) {
-			e.setState(StateStopped)
+			e.set(StateStopped, nil)
 			return false
 		}
-		e.mu.Lock()
-		e.restarts++
-		e.mu.Unlock()
-		err := e.launch(ctx)
+		e.countRestart()
+		p, err := e.launch(ctx)
 		if err == nil {
+			e.set(StateReady, p)
 			return true
 		}
+		e.set(StateRestarting, nil)
 		if ctx.Err() != nil {
-			e.setState(StateStopped)
+			e.set(StateStopped, nil)
 			return false
 		}
-		e.log.Error("engine restart failed", zap.Error(err))
+		e.logger().Error("engine restart failed", zap.Error(err))
 	}
 }
 

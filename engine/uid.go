@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"go.uber.org/zap"
 )
 
@@ -68,6 +69,10 @@ type NVSHMEMHelper struct {
 	// Grace is how long Close waits for the helper to exit by itself.
 	Grace time.Duration
 
+	// logs, when set (by a fleet), is used instead of Logger: the fleet's
+	// current logger, which Reconfigure may replace while the helper runs.
+	logs func() *zap.Logger
+
 	sp      *spawner
 	mu      sync.Mutex
 	proc    *process
@@ -87,13 +92,13 @@ func (h *NVSHMEMHelper) UID(ctx context.Context) ([]int, error) {
 		return nil, fmt.Errorf("nvshmem uid helper: %w", err)
 	}
 	first := make(chan string, 1)
-	h.sp = newSpawner()
+	h.sp = newSpawner(h.logger)
 	h.closing = make(chan struct{})
 	p, err := startProcess(h.sp, procConfig{
 		program: orDefault(h.Python, DefaultPython),
 		args:    []string{"-c", nvshmemUIDScript},
 		stdin:   stdinR,
-		logger:  orDefault(h.Logger, zap.NewNop()).With(zap.String("engine", "nvshmem-uid-helper")),
+		logger:  h.outputLogger,
 		onStdout: func(line string) {
 			select {
 			case first <- line:
@@ -108,9 +113,23 @@ func (h *NVSHMEMHelper) UID(ctx context.Context) ([]int, error) {
 	}
 	uid, err := readUID(ctx, p, first)
 	if err == nil {
-		go h.watch(p)
+		closing := h.closing
+		go goroutine.Call(h.logger, "the NVSHMEM uid helper watcher", func() { h.watch(p, closing) })
 	}
 	return uid, err
+}
+
+// logger returns the helper's logger.
+func (h *NVSHMEMHelper) logger() *zap.Logger {
+	if h.logs != nil {
+		return h.logs()
+	}
+	return orDefault(h.Logger, zap.NewNop())
+}
+
+// outputLogger returns the logger of the helper's output.
+func (h *NVSHMEMHelper) outputLogger() *zap.Logger {
+	return h.logger().With(zap.String("engine", "nvshmem-uid-helper"))
 }
 
 // readUID parses the helper's first stdout line as a JSON int list.
@@ -162,12 +181,12 @@ func (h *NVSHMEMHelper) Close() error {
 }
 
 // watch logs an exit of the helper before Close: the engines keep running,
-// but NVSHMEM may have lost its bootstrap.
-func (h *NVSHMEMHelper) watch(p *process) {
+// but NVSHMEM may have lost its bootstrap. A panic here is logged and
+// survived: nothing depends on the watcher.
+func (h *NVSHMEMHelper) watch(p *process, closing <-chan struct{}) {
 	select {
 	case <-p.exited:
-		orDefault(h.Logger, zap.NewNop()).Error("nvshmem uid helper exited while the engines run",
-			zap.Error(p.exitError()))
-	case <-h.closing:
+		h.logger().Error("nvshmem uid helper exited while the engines run", zap.Error(p.exitError()))
+	case <-closing:
 	}
 }

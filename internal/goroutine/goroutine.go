@@ -28,11 +28,32 @@ func Recover(log *zap.Logger, what string, onPanic func(p any)) {
 	if p == nil {
 		return
 	}
+	report(log, what, p)
+	if onPanic != nil {
+		onPanic(p)
+	}
+}
+
+// report logs a recovered panic with its stack.
+func report(log *zap.Logger, what string, p any) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	log.Error("panic recovered in "+what, zap.String("panic", fmt.Sprint(p)), zap.Stack("stack"))
-	if onPanic != nil {
-		onPanic(p)
-	}
+}
+
+// Call runs fn on the calling goroutine and reports whether it panicked; a
+// panic is logged as by Recover, through the logger that log returns at
+// that moment. A loop that must keep running for a long time (a
+// supervisor, a pipe reader), whose logger may be replaced meanwhile, calls
+// it once per attempt and decides itself how to carry on.
+func Call(log func() *zap.Logger, what string, fn func()) (panicked bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = true
+			report(log(), what, p)
+		}
+	}()
+	fn()
+	return false
 }

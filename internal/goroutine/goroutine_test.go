@@ -28,3 +28,18 @@ func TestGoWithoutPanicCallsNothing(t *testing.T) {
 	Go(nil, "quiet", func() { close(done) }, func(any) { t.Error("onPanic called without a panic") })
 	<-done
 }
+
+func TestCallReportsPanic(t *testing.T) {
+	core, logs := observer.New(zap.ErrorLevel)
+	log := func() *zap.Logger { return zap.New(core) }
+	if Call(log, "step", func() {}) {
+		t.Error("Call reported a panic for a function that returned")
+	}
+	ran := false
+	if !Call(log, "step", func() { ran = true; panic(42) }) || !ran {
+		t.Error("Call did not report the panic")
+	}
+	if e := logs.FilterMessage("panic recovered in step").All(); len(e) != 1 || e[0].ContextMap()["panic"] != "42" {
+		t.Errorf("logged %+v", logs.All())
+	}
+}
