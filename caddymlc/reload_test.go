@@ -1,0 +1,196 @@
+package caddymlc
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
+
+// loadGen keeps n clients streaming greedy completions through a router
+// and checks every answer against the text of an undisturbed run.
+type loadGen struct {
+	t    *testing.T
+	s    *site
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	ok     int
+	failed []string
+}
+
+// startLoad computes the reference text of n prompts through the router,
+// then keeps n clients sending them until stop.
+func startLoad(t *testing.T, s *site, n int) *loadGen {
+	t.Helper()
+	g := &loadGen{t: t, s: s, stop: make(chan struct{})}
+	for i := range n {
+		body := func() map[string]any { return greedy(fmt.Sprintf("reload load %d: the mill by the river", i), 24) }
+		st, err := s.stream(context.Background(), s.base, body())
+		if err != nil || !st.done || st.errBody != nil {
+			t.Fatalf("reference %d: %v %+v", i, err, st.errBody)
+		}
+		want := st.text
+		g.wg.Go(func() {
+			for {
+				select {
+				case <-g.stop:
+					return
+				default:
+				}
+				got, err := s.stream(context.Background(), s.base, body())
+				g.mu.Lock()
+				switch {
+				case err != nil:
+					g.failed = append(g.failed, err.Error())
+				case !got.done || got.errBody != nil:
+					g.failed = append(g.failed, fmt.Sprintf("stream ended with %+v (done %v)", got.errBody, got.done))
+				case got.text != want:
+					g.failed = append(g.failed, fmt.Sprintf("text %q, want %q", got.text, want))
+				default:
+					g.ok++
+				}
+				g.mu.Unlock()
+			}
+		})
+	}
+	return g
+}
+
+// finish stops the clients and fails the test on any failed request.
+func (g *loadGen) finish() int {
+	g.t.Helper()
+	close(g.stop)
+	g.wg.Wait()
+	if len(g.failed) > 0 {
+		g.t.Fatalf("%d of %d requests failed; first: %s", len(g.failed), len(g.failed)+g.ok, g.failed[0])
+	}
+	if g.ok == 0 {
+		g.t.Fatal("no request completed")
+	}
+	return g.ok
+}
+
+// reloadSite loads a Caddyfile with one mlc_router on httpPort.
+func reloadSite(t *testing.T, httpPort int, routerBody string) {
+	t.Helper()
+	cf := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n%s\t}\n}\n", httpPort, routerBody)
+	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+	if err != nil {
+		t.Fatalf("adapt: %v\n%s", err, cf)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+}
+
+func endpointLines(ports ...int) string {
+	var b strings.Builder
+	for _, p := range ports {
+		fmt.Fprintf(&b, "\t\tendpoint 127.0.0.1:%d\n", p)
+	}
+	return b.String()
+}
+
+// Ten reloads that move the engines to new ports, under 8 streaming
+// clients: no request fails, every text is exact, and the old engines
+// stop once their streams are done.
+func TestReloadNewPortsDropsNothing(t *testing.T) {
+	httpPort := freePorts(t, 1)[0]
+	reloadSite(t, httpPort, endpointLines(freePorts(t, 2)...))
+	t.Cleanup(func() { stopCaddy(t) })
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), client: httpClient()}
+	load := startLoad(t, s, 8)
+	for range 10 {
+		old := runningFleets()
+		reloadSite(t, httpPort, endpointLines(freePorts(t, 2)...))
+		waitDrained(t, old)
+	}
+	n := load.finish()
+	t.Logf("%d requests across 10 reloads that changed ports", n)
+}
+
+// Ten reloads that change the engines' arguments on the same ports, under
+// load: the old engines drain and stop, then the new ones start on the
+// same ports while requests wait in the queue; none fails.
+func TestReloadSamePortsNewArgs(t *testing.T) {
+	ports := freePorts(t, 3)
+	eps := endpointLines(ports[1:]...)
+	reloadSite(t, ports[0], eps)
+	t.Cleanup(func() { stopCaddy(t) })
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
+	load := startLoad(t, s, 8)
+	prev := pids(oneFleet(t))
+	for i := range 10 {
+		reloadSite(t, ports[0], eps+fmt.Sprintf("\t\tengine_args --overrides max_num_sequence=%d\n", 32+i))
+		f := waitReadyFleet(t)
+		now := pids(f)
+		for _, p := range now {
+			if slices.Contains(prev, p) {
+				t.Fatalf("reload %d: engine pid %d kept although its arguments changed", i, p)
+			}
+		}
+		prev = now
+	}
+	n := load.finish()
+	t.Logf("%d requests across 10 reloads that changed the engines on the same ports", n)
+}
+
+// Ten reloads that change only router settings keep the engine processes.
+func TestReloadRouterSettingsKeepsEngines(t *testing.T) {
+	ports := freePorts(t, 3)
+	eps := endpointLines(ports[1:]...)
+	reloadSite(t, ports[0], eps)
+	t.Cleanup(func() { stopCaddy(t) })
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
+	first := pids(oneFleet(t))
+	load := startLoad(t, s, 8)
+	settings := []string{
+		"\t\tmode round_robin\n",
+		"\t\tmode disagg\n\t\tpd_balance_factor 0.3\n",
+		"\t\tmax_attempts 9\n",
+		"\t\tengine_timeout 20s\n\t\tqueue_timeout 10s\n",
+		"\t\tstartup_timeout 1m\n",
+	}
+	for i := range 10 {
+		reloadSite(t, ports[0], eps+settings[i%len(settings)])
+		if got := pids(oneFleet(t)); !slices.Equal(got, first) {
+			t.Fatalf("reload %d (%q): engine pids %v, were %v", i, settings[i%len(settings)], got, first)
+		}
+	}
+	n := load.finish()
+	t.Logf("%d requests across 10 router-only reloads", n)
+}
+
+// waitReadyFleet waits until the live router's engines (which may start
+// only once the old engines on their ports have stopped) are ready.
+func waitReadyFleet(t *testing.T) *engine.Fleet {
+	t.Helper()
+	live.Lock()
+	var lf *liveFleet
+	for r := range live.routers {
+		lf = r.handle.get()
+	}
+	live.Unlock()
+	if lf == nil {
+		t.Fatal("no live router with engines")
+	}
+	select {
+	case <-lf.started:
+	case <-time.After(time.Minute):
+		t.Fatal("the new engines did not start")
+	}
+	if lf.startErr != nil {
+		t.Fatalf("engines failed to start: %v", lf.startErr)
+	}
+	return lf.Fleet
+}
