@@ -145,6 +145,7 @@ func validateLogitBias(bias map[string]float64) *Error {
 		if _, ok := ParseTokenID(k); !ok {
 			return InvalidRequest("logit_bias", "logit_bias key %q is not a token id (a decimal integer in [0, %d], no sign or leading zeros)", k, math.MaxInt32).WithCode(CodeInvalidValue)
 		}
+		// The message names the key; the param is the field, as OpenAI's.
 		if e := decimalRange("logit_bias["+k+"]", new(bias[k]), -MaxLogitBias, MaxLogitBias, false); e != nil {
 			e.Param = new("logit_bias")
 			return e
