@@ -123,7 +123,7 @@ func (s *chatStream) chatChunk(choices []protocol.ChatChunkChoice, usage *protoc
 	return protocol.ChatCompletionChunk{ID: s.id, Object: protocol.ObjectChatCompletionChunk, Created: s.created, Model: s.model, Choices: choices, Usage: usage}
 }
 
-func (s *chatStream) delta(index int, text string, _ json.RawMessage) error {
+func (s *chatStream) delta(index int, text string, _ *protocol.CompletionLogprobs) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := protocol.ChatDelta{Content: &text}
@@ -131,7 +131,7 @@ func (s *chatStream) delta(index int, text string, _ json.RawMessage) error {
 		d.Role = "assistant"
 		s.roleSent[index] = true
 	}
-	return s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, Logprobs: nullJSON}}, nil))
+	return s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d}}, nil))
 }
 
 func (s *chatStream) finish(index int, reason string) {
@@ -142,7 +142,7 @@ func (s *chatStream) finish(index int, reason string) {
 		d.Role = "assistant"
 		s.roleSent[index] = true
 	}
-	_ = s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, FinishReason: &reason, Logprobs: nullJSON}}, nil))
+	_ = s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, FinishReason: &reason}}, nil))
 }
 
 func (s *chatStream) done(usage protocol.Usage) {
@@ -166,7 +166,7 @@ func newChatWhole(w http.ResponseWriter, id, model string, n int) *chatWhole {
 func (c *chatWhole) done(usage protocol.Usage) {
 	choices := make([]protocol.ChatChoice, len(c.choices))
 	for i, ch := range c.choices {
-		choices[i] = protocol.ChatChoice{Index: i, Message: protocol.ChatMessage{Role: "assistant", Content: ch.Text}, FinishReason: ch.FinishReason, Logprobs: nullJSON}
+		choices[i] = protocol.ChatChoice{Index: i, Message: protocol.ChatMessage{Role: "assistant", Content: ch.Text}, FinishReason: ch.FinishReason}
 	}
 	writeJSON(c.w, http.StatusOK, protocol.ChatCompletionResponse{
 		ID: c.id, Object: protocol.ObjectChatCompletion, Created: time.Now().Unix(), Model: c.model, Choices: choices, Usage: &usage,

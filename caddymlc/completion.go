@@ -2,7 +2,6 @@ package caddymlc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +22,7 @@ import (
 type sink interface {
 	// delta delivers text of choice index. An error means the client is
 	// gone.
-	delta(index int, text string, logprobs json.RawMessage) error
+	delta(index int, text string, logprobs *protocol.CompletionLogprobs) error
 	// finish ends choice index.
 	finish(index int, reason string)
 	// done ends the response with the usage of the whole request.
@@ -369,7 +368,7 @@ func (j *choiceJob) blame(err error) {
 
 // deliver passes text through the stop scanner to the client. hit reports
 // a stop string.
-func (j *choiceJob) deliver(text string, logprobs json.RawMessage, out sink) (hit bool, err error) {
+func (j *choiceJob) deliver(text string, logprobs *protocol.CompletionLogprobs, out sink) (hit bool, err error) {
 	if text == "" {
 		return false, nil
 	}
@@ -378,7 +377,7 @@ func (j *choiceJob) deliver(text string, logprobs json.RawMessage, out sink) (hi
 }
 
 // send gives text that passed the stop scanner to the client.
-func (j *choiceJob) send(text string, logprobs json.RawMessage, out sink) error {
+func (j *choiceJob) send(text string, logprobs *protocol.CompletionLogprobs, out sink) error {
 	if text == "" {
 		return nil
 	}

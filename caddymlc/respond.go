@@ -67,16 +67,16 @@ func (s *completionStream) write(v any) error {
 	return nil
 }
 
-func (s *completionStream) delta(index int, text string, logprobs json.RawMessage) error {
+func (s *completionStream) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.write(s.chunk([]protocol.CompletionChoice{{Index: index, Text: text, Logprobs: nullIfEmpty(logprobs)}}, nil))
+	return s.write(s.chunk([]protocol.CompletionChoice{{Index: index, Text: text, Logprobs: logprobs}}, nil))
 }
 
 func (s *completionStream) finish(index int, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_ = s.write(s.chunk([]protocol.CompletionChoice{{Index: index, FinishReason: &reason, Logprobs: nullJSON}}, nil))
+	_ = s.write(s.chunk([]protocol.CompletionChoice{{Index: index, FinishReason: &reason}}, nil))
 }
 
 func (s *completionStream) done(usage protocol.Usage) {
@@ -112,12 +112,12 @@ type completionWhole struct {
 func newCompletionWhole(w http.ResponseWriter, id, model string, n int) *completionWhole {
 	c := &completionWhole{w: w, id: id, model: model, choices: make([]protocol.CompletionChoice, n)}
 	for i := range c.choices {
-		c.choices[i] = protocol.CompletionChoice{Index: i, Logprobs: nullJSON}
+		c.choices[i] = protocol.CompletionChoice{Index: i}
 	}
 	return c
 }
 
-func (c *completionWhole) delta(index int, text string, _ json.RawMessage) error {
+func (c *completionWhole) delta(index int, text string, _ *protocol.CompletionLogprobs) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.choices[index].Text += text
@@ -149,13 +149,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
-}
-
-var nullJSON = json.RawMessage("null")
-
-func nullIfEmpty(r json.RawMessage) json.RawMessage {
-	if len(r) == 0 {
-		return nullJSON
-	}
-	return r
 }

@@ -1,9 +1,17 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math"
+)
 
-// ChatCompletionRequest is the body of POST /v1/chat/completions. Messages
-// are kept raw: the chat template package decodes them.
+// ChatCompletionRequest is the body of POST /v1/chat/completions.
+//
+// Messages, Tools and ToolChoice are kept raw: Validate checks them as
+// MLC-LLM's ChatCompletionMessage and ChatTool models and its
+// check_message_validity do, and the chat template package decodes the
+// messages it renders (engine/chat.Message), so they are decoded once,
+// by the code that uses them.
 type ChatCompletionRequest struct {
 	Model               string             `json:"model,omitempty"`
 	Messages            []json.RawMessage  `json:"messages"`
@@ -38,14 +46,7 @@ type chatRequestFields ChatCompletionRequest
 
 // UnmarshalJSON decodes the request, keeping unknown fields in Extra.
 func (r *ChatCompletionRequest) UnmarshalJSON(b []byte) error {
-	var f chatRequestFields
-	extra, err := splitExtra(b, &f)
-	if err != nil {
-		return err
-	}
-	*r = ChatCompletionRequest(f)
-	r.Extra = extra
-	return nil
+	return decodeExtra(b, (*chatRequestFields)(r), &r.Extra)
 }
 
 // MarshalJSON encodes the request with its unknown fields.
@@ -53,24 +54,51 @@ func (r ChatCompletionRequest) MarshalJSON() ([]byte, error) {
 	return joinExtra(chatRequestFields(r), r.Extra)
 }
 
-// Validate checks the request's fields.
+// Validate checks the request as MLC-LLM's ChatCompletionRequest model and
+// its message checks do, within OpenAI's bounds, returning a 400 error that
+// names the first bad field. When only max_completion_tokens is given, it
+// becomes MaxTokens.
 func (r *ChatCompletionRequest) Validate() *Error {
-	if len(r.Messages) == 0 {
-		return InvalidRequest("messages", "messages is required and must not be empty")
+	if e := validateMessages(r.Messages); e != nil {
+		return e
+	}
+	if e := intRange("max_completion_tokens", r.MaxCompletionTokens, 1, math.MaxInt); e != nil {
+		return e
 	}
 	if r.MaxTokens == nil {
 		r.MaxTokens = r.MaxCompletionTokens
 	}
 	s := Sampling{MaxTokens: r.MaxTokens, N: r.N, FrequencyPenalty: r.FrequencyPenalty, PresencePenalty: r.PresencePenalty,
-		Temperature: r.Temperature, TopP: r.TopP, LogitBias: r.LogitBias}
+		Temperature: r.Temperature, TopP: r.TopP, LogitBias: r.LogitBias, Stop: r.Stop}
 	if e := s.Validate(); e != nil {
 		return e
 	}
-	if r.StreamOptions != nil && !r.Stream {
-		return InvalidRequest("stream_options", "stream_options is only allowed when stream is true")
+	if e := intRange("top_logprobs", r.TopLogprobs, 0, MaxChatTopLogprobs); e != nil {
+		return e
+	}
+	if r.TopLogprobs != nil && *r.TopLogprobs > 0 && !r.Logprobs {
+		return InvalidRequest("top_logprobs", "top_logprobs is only allowed when logprobs is true").WithCode(CodeInvalidValue)
+	}
+	if e := validateStreamOptions(r.Stream, r.StreamOptions); e != nil {
+		return e
+	}
+	if e := validateTools(r.Tools, r.ToolChoice); e != nil {
+		return e
 	}
 	if rf := r.ResponseFormat; rf != nil && rf.Type != "text" {
-		return InvalidRequest("response_format", "response_format %q is not supported by this server", rf.Type)
+		code := CodeUnsupportedValue
+		if rf.Type != "json_object" {
+			code = CodeInvalidValue
+		}
+		return InvalidRequest("response_format.type", `response_format.type must be "text" (json_object is not supported by this server), got %q`, rf.Type).WithCode(code)
+	}
+	if e := r.DebugConfig.Validate(); e != nil {
+		return e
+	}
+	// MLC-LLM answers a special request (engine metrics) in the usage of
+	// a stream's last chunk, so it needs both.
+	if d := r.DebugConfig; d != nil && d.SpecialRequest != nil && (!r.Stream || r.StreamOptions == nil || !r.StreamOptions.IncludeUsage) {
+		return InvalidRequest("debug_config.special_request", "debug_config.special_request needs stream: true and stream_options.include_usage: true").WithCode(CodeInvalidValue)
 	}
 	return nil
 }
@@ -84,54 +112,6 @@ func (r *ChatCompletionRequest) Completion(prompt []int) *CompletionRequest {
 		Seed: r.Seed, Stop: r.Stop, Stream: r.Stream, StreamOptions: r.StreamOptions,
 		Temperature: r.Temperature, TopP: r.TopP, User: r.User,
 	}
-}
-
-// ChatMessage is a message of a chat completion answer.
-type ChatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-// ChatDelta is the piece of a message a chat chunk carries.
-type ChatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
-}
-
-// ChatChoice is one answer of a whole chat completion.
-type ChatChoice struct {
-	Index        int             `json:"index"`
-	Message      ChatMessage     `json:"message"`
-	FinishReason *string         `json:"finish_reason"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-}
-
-// ChatChunkChoice is one answer's piece in a chat chunk.
-type ChatChunkChoice struct {
-	Index        int             `json:"index"`
-	Delta        ChatDelta       `json:"delta"`
-	FinishReason *string         `json:"finish_reason"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-}
-
-// ChatCompletionResponse is a whole chat completion.
-type ChatCompletionResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []ChatChoice `json:"choices"`
-	Usage   *Usage       `json:"usage,omitempty"`
-}
-
-// ChatCompletionChunk is one event of a streamed chat completion.
-type ChatCompletionChunk struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
-	Choices []ChatChunkChoice `json:"choices"`
-	Usage   *Usage            `json:"usage,omitempty"`
 }
 
 // Object names of chat completion answers.

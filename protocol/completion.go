@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 )
 
 // StreamOptions are the options of a streamed response.
@@ -56,14 +58,7 @@ type completionRequestFields CompletionRequest
 
 // UnmarshalJSON decodes the request, keeping unknown fields in Extra.
 func (r *CompletionRequest) UnmarshalJSON(b []byte) error {
-	var f completionRequestFields
-	extra, err := splitExtra(b, &f)
-	if err != nil {
-		return err
-	}
-	*r = CompletionRequest(f)
-	r.Extra = extra
-	return nil
+	return decodeExtra(b, (*completionRequestFields)(r), &r.Extra)
 }
 
 // MarshalJSON encodes the request with its unknown fields.
@@ -87,17 +82,9 @@ func (r CompletionRequest) marshalWith(fields any) ([]byte, error) {
 // Clone returns a deep copy of the request, safe to modify.
 func (r *CompletionRequest) Clone() *CompletionRequest {
 	c := *r
-	c.Prompt.IDs = append([]int(nil), r.Prompt.IDs...)
-	if r.Prompt.IDs == nil {
-		c.Prompt.IDs = nil
-	}
-	c.Stop = append(StopList(nil), r.Stop...)
-	if r.LogitBias != nil {
-		c.LogitBias = make(map[string]float64, len(r.LogitBias))
-		for k, v := range r.LogitBias {
-			c.LogitBias[k] = v
-		}
-	}
+	c.Prompt.IDs = slices.Clone(r.Prompt.IDs)
+	c.Stop = slices.Clone(r.Stop)
+	c.LogitBias = maps.Clone(r.LogitBias)
 	if r.StreamOptions != nil {
 		so := *r.StreamOptions
 		c.StreamOptions = &so
@@ -144,8 +131,10 @@ type CompletionChoice struct {
 	Text  string `json:"text"`
 	// FinishReason is null while a stream goes on, then "stop", "length"
 	// or, from an engine only, "preempt".
-	FinishReason *string         `json:"finish_reason"`
-	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+	// Logprobs are those of the choice's tokens (of this chunk's, in a
+	// stream), when the request asked for them; null otherwise.
+	Logprobs *CompletionLogprobs `json:"logprobs"`
 }
 
 // Finished returns the finish reason, or "" while the choice goes on.
@@ -162,8 +151,10 @@ type Usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
 	// Extra is MLC's engine-specific usage data (prefix_matched_length,
-	// kv_append_metadata, prompt_length, engine metrics...).
-	Extra map[string]json.RawMessage `json:"extra"`
+	// kv_append_metadata, prompt_length, engine metrics...), which engines
+	// send to the router. It is not an OpenAI field: what the router
+	// answers clients leaves it empty, and an empty Extra is not written.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
 // CompletionResponse is a whole (non-streamed) completion, or one chunk of

@@ -124,3 +124,34 @@ func TestKVAppendMetadata(t *testing.T) {
 		}
 	}
 }
+
+// Decoding into a used value resets what the new body leaves out, and
+// keeps only the new body's unknown fields.
+func TestDecodeResetsAbsentFields(t *testing.T) {
+	var r CompletionRequest
+	if err := json.Unmarshal([]byte(`{"prompt":"a","n":2,"old":1}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(`{"prompt":"b","new":2}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.N != nil || r.Prompt.Text != "b" || len(r.Extra) != 1 || r.Extra["new"] == nil {
+		t.Fatalf("got %+v", r)
+	}
+}
+
+// A microserving field of the wrong type is a decode error naming it.
+func TestMicroservingFieldTypes(t *testing.T) {
+	var p PrepRecvRequest
+	e := DecodeJSON([]byte(`{"prompt":[1],"end":"x"}`), &p)
+	if e == nil || e.Param == nil || *e.Param != "end" {
+		t.Fatalf("got %v", e)
+	}
+	var s RemoteSendRequest
+	if e := DecodeJSON([]byte(`{"prompt":[1],"begin":0,"end":1,"kv_addr_info":5,"recv_rank":1}`), &s); e == nil || *e.Param != "kv_addr_info" {
+		t.Fatalf("got %v", e)
+	}
+	if e := DecodeJSON([]byte(`{"prompt":[1]}`), &p); e != nil || p.End != -1 {
+		t.Fatalf("end defaults to -1: %+v %v", p, e)
+	}
+}

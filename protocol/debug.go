@@ -54,3 +54,28 @@ func ResolveIndex(i, n int) int {
 	}
 	return i
 }
+
+// Validate checks the enumerations of MLC's DebugConfig and DisaggConfig
+// models; a nil config is valid.
+func (d *DebugConfig) Validate() *Error {
+	if d == nil {
+		return nil
+	}
+	if sr := d.SpecialRequest; sr != nil && *sr != SpecialQueryEngineMetrics {
+		return InvalidRequest("debug_config.special_request", "debug_config.special_request must be %q, got %q", SpecialQueryEngineMetrics, *sr).WithCode(CodeInvalidValue)
+	}
+	switch d.GrammarExecutionMode {
+	case "", "constraint", "jump_forward":
+	default:
+		return InvalidRequest("debug_config.grammar_execution_mode", `debug_config.grammar_execution_mode must be "constraint" or "jump_forward", got %q`, d.GrammarExecutionMode).WithCode(CodeInvalidValue)
+	}
+	if dc := d.DisaggConfig; dc != nil {
+		switch dc.Kind {
+		case "", DisaggPrepareReceive, DisaggRemoteSend, DisaggStartGeneration:
+		default:
+			return InvalidRequest("debug_config.disagg_config.kind", "debug_config.disagg_config.kind must be %q, %q or %q, got %q",
+				DisaggPrepareReceive, DisaggRemoteSend, DisaggStartGeneration, dc.Kind).WithCode(CodeInvalidValue)
+		}
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 )
 
 // DefaultMaxBodyBytes bounds a request body when no other limit is set.
@@ -51,18 +52,26 @@ func DecodeJSON(b []byte, v any) *Error {
 	return nil
 }
 
+// fieldError is the error of a field's own UnmarshalJSON, which
+// encoding/json returns as is: it names the field so that the 400 does.
+type fieldError struct{ param, msg string }
+
+func (e *fieldError) Error() string { return e.msg }
+
 func jsonError(err error) *Error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var field *fieldError
 	switch {
+	case errors.As(err, &field):
+		return InvalidRequest(field.param, "%s", field.msg).WithCode(CodeInvalidType)
 	case errors.As(err, &syntax):
 		return InvalidRequest("", "invalid JSON at byte %d: %v", syntax.Offset, syntax)
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			return InvalidRequest("", "invalid JSON: expected %s, got %s", typeName(typ.Type.String()), typ.Value)
+		if typ.Field == "" {
+			return InvalidRequest("", "invalid JSON: expected %s, got %s", typeName(typ.Type), typ.Value).WithCode(CodeInvalidType)
 		}
-		return InvalidRequest(field, "%s: expected %s, got %s", field, typeName(typ.Type.String()), typ.Value)
+		return InvalidRequest(typ.Field, "%s: expected %s, got %s", typ.Field, typeName(typ.Type), typ.Value).WithCode(CodeInvalidType)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return InvalidRequest("", "invalid JSON: unexpected end of input")
 	}
@@ -70,16 +79,24 @@ func jsonError(err error) *Error {
 }
 
 // typeName names a Go type the way a JSON user thinks of it.
-func typeName(t string) string {
-	switch t {
-	case "int", "int64", "*int", "*int64":
+func typeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "an integer"
-	case "float64", "*float64":
+	case reflect.Float32, reflect.Float64:
 		return "a number"
-	case "string", "*string":
+	case reflect.String:
 		return "a string"
-	case "bool", "*bool":
+	case reflect.Bool:
 		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
 	}
 	return fmt.Sprintf("a value of type %s", t)
 }

@@ -8,6 +8,12 @@
 // model are kept in its Extra map and written back on encode, so a request
 // forwarded to an engine loses nothing the client sent.
 //
+// Requests are checked by their Validate methods as MLC-LLM's models and
+// validators check them, within OpenAI's bounds (MaxN, MaxStopStrings,
+// MaxCompletionLogprobs...), each failure a 400 that names the parameter
+// and carries OpenAI's code. Answers are shaped so that MLC's models
+// accept them; internal/mlcschema checks both sides in tests.
+//
 // The package has no Caddy imports: the built-in engine, the router and the
 // tests all share it.
 package protocol

@@ -16,6 +16,22 @@ const (
 	ErrTypeNotFound       = "not_found_error"
 )
 
+// Codes of request errors, as OpenAI names them: a client that branches on
+// OpenAI's codes branches the same way here.
+const (
+	CodeMissingParameter = "missing_required_parameter"
+	CodeInvalidType      = "invalid_type"
+	CodeInvalidValue     = "invalid_value"
+	CodeUnsupportedValue = "unsupported_value"
+	CodeEmptyArray       = "empty_array"
+	CodeArrayTooLong     = "array_above_max_length"
+	CodeStringTooLong    = "string_above_max_length"
+	CodeIntegerAboveMax  = "integer_above_max_value"
+	CodeIntegerBelowMin  = "integer_below_min_value"
+	CodeDecimalAboveMax  = "decimal_above_max_value"
+	CodeDecimalBelowMin  = "decimal_below_min_value"
+)
+
 // Error is an OpenAI-style API error. It is both a Go error and the
 // "error" object of the body {"error": {...}}.
 type Error struct {
@@ -79,12 +95,31 @@ func (e *Error) Write(w http.ResponseWriter) {
 	_, _ = w.Write(append(e.Body(), '\n'))
 }
 
-// ParseError reads an error body; it returns nil when b is not one.
+// ParseError reads an error body; it returns nil when b is not one. It
+// reads OpenAI's {"error": {...}}, which the built-in engine and the router
+// answer, and MLC-LLM's ErrorResponse, {"object": "error", "message": ...,
+// "code": <status>}, which mlc_llm serve answers JSON-encoded once more,
+// as a JSON string; a 4xx of MLC's is the client's invalid request.
 func ParseError(status int, b []byte) *Error {
 	var body ErrorBody
-	if json.Unmarshal(b, &body) != nil || body.Error == nil {
+	if json.Unmarshal(b, &body) == nil && body.Error != nil {
+		body.Error.Status = status
+		return body.Error
+	}
+	var inner string
+	if json.Unmarshal(b, &inner) == nil {
+		b = []byte(inner)
+	}
+	var mlc struct {
+		Object  string  `json:"object"`
+		Message *string `json:"message"`
+	}
+	if json.Unmarshal(b, &mlc) != nil || mlc.Object != "error" || mlc.Message == nil {
 		return nil
 	}
-	body.Error.Status = status
-	return body.Error
+	typ := ErrTypeServer
+	if status >= 400 && status < 500 {
+		typ = ErrTypeInvalidRequest
+	}
+	return &Error{Message: *mlc.Message, Type: typ, Status: status}
 }

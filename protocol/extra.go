@@ -3,8 +3,9 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -22,8 +23,7 @@ func jsonKeys(t reflect.Type) map[string]bool {
 		return v.(map[string]bool)
 	}
 	keys := map[string]bool{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
+	for f := range t.Fields() {
 		tag := f.Tag.Get("json")
 		if tag == "-" {
 			continue
@@ -47,28 +47,53 @@ func jsonKeys(t reflect.Type) map[string]bool {
 	return keys
 }
 
-// splitExtra decodes b into known (a pointer to a struct without custom
-// JSON methods) and returns the fields known does not model.
-func splitExtra(b []byte, known any) (Extra, error) {
-	if err := json.Unmarshal(b, known); err != nil {
-		return nil, err
+// decodeExtra decodes b into *dst and returns the fields of b that F does
+// not model. F is a struct type without JSON methods: a type with Extra
+// declares a method-less twin (type fooFields Foo) and decodes through it,
+// so that its own UnmarshalJSON is one line:
+//
+//	func (r *Foo) UnmarshalJSON(b []byte) error {
+//		return decodeExtra(b, (*fooFields)(r), &r.Extra)
+//	}
+//
+// Fields absent from b are reset, as for a fresh value.
+func decodeExtra[F any](b []byte, dst *F, extra *Extra) error {
+	var fresh F
+	if err := json.Unmarshal(b, &fresh); err != nil {
+		return err
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(b, &all); err != nil {
-		return nil, err
+		return err
 	}
-	keys := jsonKeys(reflect.TypeOf(known).Elem())
-	var extra Extra
+	keys := jsonKeys(reflect.TypeFor[F]())
+	var unknown Extra
 	for k, v := range all {
 		if keys[k] {
 			continue
 		}
-		if extra == nil {
-			extra = Extra{}
+		if unknown == nil {
+			unknown = Extra{}
 		}
-		extra[k] = v
+		unknown[k] = v
 	}
-	return extra, nil
+	*dst = fresh
+	*extra = unknown
+	return nil
+}
+
+// takeFields decodes the fields of F (a struct without JSON methods) from
+// b into *dst and removes them from extra: a type that extends another
+// with a few fields (the microserving requests extend CompletionRequest)
+// reads them this way after decoding the base, whose Extra caught them.
+func takeFields[F any](b []byte, dst *F, extra Extra) error {
+	if err := json.Unmarshal(b, dst); err != nil {
+		return err
+	}
+	for k := range jsonKeys(reflect.TypeFor[F]()) {
+		delete(extra, k)
+	}
+	return nil
 }
 
 // joinExtra encodes known (a struct without custom JSON methods) and adds
@@ -87,12 +112,7 @@ func joinExtra(known any, extras ...Extra) ([]byte, error) {
 	buf.Write(b[:len(b)-1]) // drop the closing brace
 	first := len(present) == 0
 	for _, extra := range extras {
-		names := make([]string, 0, len(extra))
-		for k := range extra {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		for _, k := range slices.Sorted(maps.Keys(extra)) {
 			if _, dup := present[k]; dup {
 				continue
 			}
@@ -111,26 +131,11 @@ func joinExtra(known any, extras ...Extra) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// take removes field name from e and decodes it into v. It reports whether
-// the field was present.
-func (e Extra) take(name string, v any) (bool, error) {
-	raw, ok := e[name]
-	if !ok {
-		return false, nil
-	}
-	delete(e, name)
-	return true, json.Unmarshal(raw, v)
-}
-
 // Clone returns a copy of e (the raw values are shared; they are never
 // modified in place).
 func (e Extra) Clone() Extra {
 	if e == nil {
 		return nil
 	}
-	c := make(Extra, len(e))
-	for k, v := range e {
-		c[k] = v
-	}
-	return c
+	return maps.Clone(e)
 }

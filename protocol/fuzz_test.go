@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
 )
 
 func FuzzDecodeCompletionRequest(f *testing.F) {
@@ -38,6 +40,43 @@ func FuzzDecodeCompletionRequest(f *testing.F) {
 		out2, _ := json.Marshal(again)
 		if !bytes.Equal(out, out2) {
 			t.Fatalf("not stable:\n%s\n%s", out, out2)
+		}
+		// What the router forwards, MLC-LLM's model accepts.
+		if err := mlcschema.CheckCompletionRequest(out); err != nil {
+			t.Fatalf("valid request that MLC would reject: %v\n%s", err, out)
+		}
+	})
+}
+
+func FuzzValidateChatRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"messages":[{"role":"user","content":"hi"}]}`,
+		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"assistant","content":"y"}],"n":2,"stop":["a"]}`,
+		`{"messages":[{"role":"tool","content":"z","tool_call_id":"c"}],"logprobs":true,"top_logprobs":3}`,
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
+		`{"messages":[{"role":"wizard","content":null}]}`,
+		`{"messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{},"debug_config":{"special_request":"query_engine_metrics"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req ChatCompletionRequest
+		e := DecodeJSON(body, &req)
+		if e == nil {
+			e = req.Validate()
+		}
+		if e != nil {
+			if e.Status != 400 || e.Message == "" {
+				t.Fatalf("bad error %+v", e)
+			}
+			return
+		}
+		out, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mlcschema.CheckChatRequest(out); err != nil {
+			t.Fatalf("valid request that MLC would reject: %v\n%s", err, out)
 		}
 	})
 }

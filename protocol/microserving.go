@@ -19,9 +19,7 @@ type PrepRecvRequest struct {
 
 // MarshalJSON writes the completion request with "end".
 func (r PrepRecvRequest) MarshalJSON() ([]byte, error) {
-	return r.CompletionRequest.marshalWith(struct {
-		End int `json:"end"`
-	}{r.End})
+	return r.CompletionRequest.marshalWith(prepRecvFields{r.End})
 }
 
 // UnmarshalJSON reads the completion request and "end".
@@ -29,9 +27,14 @@ func (r *PrepRecvRequest) UnmarshalJSON(b []byte) error {
 	if err := r.CompletionRequest.UnmarshalJSON(b); err != nil {
 		return err
 	}
-	r.End = -1
-	_, err := r.Extra.take("end", &r.End)
+	f := prepRecvFields{End: -1}
+	err := takeFields(b, &f, r.Extra)
+	r.End = f.End
 	return err
+}
+
+type prepRecvFields struct {
+	End int `json:"end"`
 }
 
 // PrepRecvResponse is prep_recv's answer.
@@ -73,12 +76,10 @@ func (r *RemoteSendRequest) UnmarshalJSON(b []byte) error {
 	if err := r.CompletionRequest.UnmarshalJSON(b); err != nil {
 		return err
 	}
-	for name, dst := range map[string]any{"begin": &r.Begin, "end": &r.End, "kv_addr_info": &r.KVAddrInfo, "recv_rank": &r.RecvRank} {
-		if _, err := r.Extra.take(name, dst); err != nil {
-			return err
-		}
-	}
-	return nil
+	var f remoteSendFields
+	err := takeFields(b, &f, r.Extra)
+	r.Begin, r.End, r.KVAddrInfo, r.RecvRank = f.Begin, f.End, f.KVAddrInfo, f.RecvRank
+	return err
 }
 
 // StartGenerateRequest asks the decode engine to prefill the prompt window
@@ -90,9 +91,7 @@ type StartGenerateRequest struct {
 
 // MarshalJSON writes the completion request with "begin".
 func (r StartGenerateRequest) MarshalJSON() ([]byte, error) {
-	return r.CompletionRequest.marshalWith(struct {
-		Begin int `json:"begin"`
-	}{r.Begin})
+	return r.CompletionRequest.marshalWith(startGenerateFields{r.Begin})
 }
 
 // UnmarshalJSON reads the completion request and "begin".
@@ -100,8 +99,14 @@ func (r *StartGenerateRequest) UnmarshalJSON(b []byte) error {
 	if err := r.CompletionRequest.UnmarshalJSON(b); err != nil {
 		return err
 	}
-	_, err := r.Extra.take("begin", &r.Begin)
+	var f startGenerateFields
+	err := takeFields(b, &f, r.Extra)
+	r.Begin = f.Begin
 	return err
+}
+
+type startGenerateFields struct {
+	Begin int `json:"begin"`
 }
 
 // PathRelease is caddy-mlc's extension of the microserving API (MLC-LLM

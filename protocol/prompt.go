@@ -3,7 +3,6 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 )
 
 // Prompt is a completion prompt: either text, or a list of token ids.
@@ -55,7 +54,7 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 	case len(b) > 0 && b[0] == '[':
 		var ids []int
 		if err := json.Unmarshal(b, &ids); err != nil {
-			return fmt.Errorf("prompt must be a string or an array of token ids (integers)")
+			return &fieldError{param: "prompt", msg: "prompt must be a string or an array of token ids (integers)"}
 		}
 		*p = Prompt{IDs: ids}
 		return nil
@@ -63,27 +62,5 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 		*p = Prompt{}
 		return nil
 	}
-	return fmt.Errorf("prompt must be a string or an array of token ids")
-}
-
-// StopList is the "stop" field: a string or an array of strings.
-type StopList []string
-
-// UnmarshalJSON reads a JSON string, an array of strings, or null.
-func (s *StopList) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		var one string
-		if err := json.Unmarshal(b, &one); err != nil {
-			return err
-		}
-		*s = StopList{one}
-		return nil
-	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("stop must be a string or an array of strings")
-	}
-	*s = many
-	return nil
+	return &fieldError{param: "prompt", msg: "prompt must be a string or an array of token ids"}
 }

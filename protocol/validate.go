@@ -1,35 +1,61 @@
 package protocol
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
-// Validate checks the fields of a completion request the way MLC-LLM does,
-// returning a 400 error that names the first bad field.
+// MaxN bounds n, the number of choices a request asks for. It is OpenAI's
+// bound: every choice is a sequence the fleet decodes, so n multiplies the
+// cost of a request.
+const MaxN = 128
+
+// Validate checks the fields of a completion request the way MLC-LLM and
+// OpenAI do, returning a 400 error that names the first bad field (param)
+// and says what is allowed. Engines validate what the router forwards with
+// it too.
 func (r *CompletionRequest) Validate() *Error {
-	if r.Prompt.Empty() {
-		return InvalidRequest("prompt", "prompt is required and must not be empty")
-	}
-	for i, id := range r.Prompt.IDs {
-		if id < 0 {
-			return InvalidRequest("prompt", "prompt[%d]: token id %d is negative", i, id)
-		}
+	if e := r.validatePrompt(); e != nil {
+		return e
 	}
 	if e := r.Sampling().Validate(); e != nil {
 		return e
 	}
-	if r.N != nil && r.BestOf != nil && *r.BestOf < *r.N {
-		return InvalidRequest("best_of", "best_of (%d) must be at least n (%d)", *r.BestOf, *r.N)
+	if e := intRange("logprobs", r.Logprobs, 0, MaxCompletionLogprobs); e != nil {
+		return e
 	}
-	if r.Logprobs != nil && (*r.Logprobs < 0 || *r.Logprobs > 20) {
-		return InvalidRequest("logprobs", "logprobs must be in [0, 20], got %d", *r.Logprobs)
-	}
-	if r.StreamOptions != nil && !r.Stream {
-		return InvalidRequest("stream_options", "stream_options is only allowed when stream is true")
+	if e := validateStreamOptions(r.Stream, r.StreamOptions); e != nil {
+		return e
 	}
 	if rf := r.ResponseFormat; rf != nil && rf.Type != "text" && rf.Type != "json_object" {
-		return InvalidRequest("response_format", `response_format.type must be "text" or "json_object", got %q`, rf.Type)
+		return InvalidRequest("response_format.type", `response_format.type must be "text" or "json_object", got %q`, rf.Type).WithCode(CodeInvalidValue)
+	}
+	return r.DebugConfig.Validate()
+}
+
+func (r *CompletionRequest) validatePrompt() *Error {
+	p := r.Prompt
+	switch {
+	case p.IsText && p.Text == "":
+		return InvalidRequest("prompt", "prompt is required and must not be empty").WithCode(CodeInvalidValue)
+	case !p.IsText && p.IDs == nil:
+		return InvalidRequest("prompt", "prompt is required and must not be empty: a string or an array of token ids").WithCode(CodeMissingParameter)
+	case !p.IsText && len(p.IDs) == 0:
+		return InvalidRequest("prompt", "prompt is required and must not be empty, got an empty array of token ids").WithCode(CodeEmptyArray)
+	}
+	for i, id := range p.IDs {
+		if id < 0 {
+			return InvalidRequest(fmt.Sprintf("prompt[%d]", i), "prompt[%d]: token id %d is negative", i, id).WithCode(CodeIntegerBelowMin)
+		}
+	}
+	return nil
+}
+
+func validateStreamOptions(stream bool, so *StreamOptions) *Error {
+	if so != nil && !stream {
+		return InvalidRequest("stream_options", "stream_options is only allowed when stream is true").WithCode(CodeInvalidValue)
 	}
 	return nil
 }
@@ -37,7 +63,10 @@ func (r *CompletionRequest) Validate() *Error {
 // Sampling are the generation parameters shared by the completion and chat
 // APIs.
 type Sampling struct {
-	MaxTokens        *int
+	MaxTokens *int
+	// MaxTokensParam names MaxTokens in errors: "max_tokens" when empty
+	// (chat requests may name it max_completion_tokens).
+	MaxTokensParam   string
 	N                *int
 	BestOf           *int
 	FrequencyPenalty *float64
@@ -45,50 +74,136 @@ type Sampling struct {
 	Temperature      *float64
 	TopP             *float64
 	LogitBias        map[string]float64
+	Stop             StopList
 }
 
 // Sampling returns the request's generation parameters.
 func (r *CompletionRequest) Sampling() Sampling {
-	return Sampling{r.MaxTokens, r.N, r.BestOf, r.FrequencyPenalty, r.PresencePenalty, r.Temperature, r.TopP, r.LogitBias}
+	return Sampling{
+		MaxTokens: r.MaxTokens, N: r.N, BestOf: r.BestOf, FrequencyPenalty: r.FrequencyPenalty,
+		PresencePenalty: r.PresencePenalty, Temperature: r.Temperature, TopP: r.TopP,
+		LogitBias: r.LogitBias, Stop: r.Stop,
+	}
 }
 
-// Validate checks the ranges of the parameters.
+// Validate checks the ranges of the parameters: those of OpenAI's API
+// reference, which MLC-LLM's protocol models check too (penalties, logit
+// bias) or its samplers assume (temperature, top_p). NaN and infinities
+// are out of every range; they cannot come from JSON, but a Go caller may
+// build a request.
 func (s Sampling) Validate() *Error {
-	if s.MaxTokens != nil && *s.MaxTokens < 1 {
-		return InvalidRequest("max_tokens", "max_tokens must be at least 1, got %d", *s.MaxTokens)
+	maxTokens := s.MaxTokensParam
+	if maxTokens == "" {
+		maxTokens = "max_tokens"
 	}
-	if s.N != nil && *s.N < 1 {
-		return InvalidRequest("n", "n must be at least 1, got %d", *s.N)
-	}
-	if s.BestOf != nil && *s.BestOf < 1 {
-		return InvalidRequest("best_of", "best_of must be at least 1, got %d", *s.BestOf)
-	}
-	if e := penalty("frequency_penalty", s.FrequencyPenalty); e != nil {
+	if e := intRange(maxTokens, s.MaxTokens, 1, math.MaxInt); e != nil {
 		return e
 	}
-	if e := penalty("presence_penalty", s.PresencePenalty); e != nil {
+	if e := intRange("n", s.N, 1, MaxN); e != nil {
 		return e
 	}
-	if t := s.Temperature; t != nil && (*t < 0 || math.IsNaN(*t)) {
-		return InvalidRequest("temperature", "temperature must be at least 0, got %v", *t)
+	// MLC-LLM answers best_of other than 1 as an unsupported field: each
+	// choice is returned, none is picked as the best.
+	if s.BestOf != nil && *s.BestOf != 1 {
+		return InvalidRequest("best_of", "best_of must be 1 (choosing the best of several sequences is not supported; ask for n choices instead), got %d", *s.BestOf).WithCode(CodeUnsupportedValue)
 	}
-	if p := s.TopP; p != nil && !(*p > 0 && *p <= 1) {
-		return InvalidRequest("top_p", "top_p must be in (0, 1], got %v", *p)
-	}
-	for tok, bias := range s.LogitBias {
-		if id, err := strconv.Atoi(tok); err != nil || id < 0 {
-			return InvalidRequest("logit_bias", "logit_bias key %q is not a token id", tok)
+	for _, c := range []struct {
+		param  string
+		v      *float64
+		lo, hi float64
+		loOpen bool
+	}{
+		{"frequency_penalty", s.FrequencyPenalty, -2, 2, false},
+		{"presence_penalty", s.PresencePenalty, -2, 2, false},
+		{"temperature", s.Temperature, 0, 2, false},
+		{"top_p", s.TopP, 0, 1, true},
+	} {
+		if e := decimalRange(c.param, c.v, c.lo, c.hi, c.loOpen); e != nil {
+			return e
 		}
-		if !(bias >= -100 && bias <= 100) {
-			return InvalidRequest("logit_bias", "logit_bias[%s] must be in [-100, 100], got %v", tok, bias)
+	}
+	if e := validateLogitBias(s.LogitBias); e != nil {
+		return e
+	}
+	return s.Stop.Validate()
+}
+
+// MaxLogitBias bounds the magnitude of a logit_bias value, as OpenAI and
+// MLC-LLM do: ±100 already bans or forces a token.
+const MaxLogitBias = 100
+
+// validateLogitBias checks that every key is a token id and every bias is
+// in [-100, 100]. Keys are checked in order so that the error is the same
+// for the same request.
+func validateLogitBias(bias map[string]float64) *Error {
+	keys := make([]string, 0, len(bias))
+	for k := range bias {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if _, ok := ParseTokenID(k); !ok {
+			return InvalidRequest("logit_bias", "logit_bias key %q is not a token id (a decimal integer in [0, %d], no sign or leading zeros)", k, math.MaxInt32).WithCode(CodeInvalidValue)
+		}
+		// The message names the key; the param is the field, as OpenAI's.
+		if e := decimalRange("logit_bias["+k+"]", new(bias[k]), -MaxLogitBias, MaxLogitBias, false); e != nil {
+			e.Param = new("logit_bias")
+			return e
 		}
 	}
 	return nil
 }
 
-func penalty(name string, v *float64) *Error {
-	if v != nil && !(*v >= -2 && *v <= 2) {
-		return InvalidRequest(name, "%s must be in [-2, 2], got %v", name, *v)
+// ParseTokenID reads a logit_bias key: a token id written in decimal,
+// without sign or leading zeros, so that two keys never name the same
+// token, and small enough for any vocabulary's int32 ids.
+func ParseTokenID(s string) (int, bool) {
+	if s == "" || len(s) > 10 || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.Atoi(s)
+	if err != nil || id > math.MaxInt32 {
+		return 0, false
+	}
+	return id, true
+}
+
+// intRange checks that an optional integer is in [lo, hi].
+func intRange(param string, v *int, lo, hi int) *Error {
+	switch {
+	case v == nil:
+		return nil
+	case *v < lo:
+		return InvalidRequest(param, "%s must be at least %d, got %d", param, lo, *v).WithCode(CodeIntegerBelowMin)
+	case *v > hi:
+		return InvalidRequest(param, "%s must be at most %d, got %d", param, hi, *v).WithCode(CodeIntegerAboveMax)
+	}
+	return nil
+}
+
+// decimalRange checks that an optional number is in [lo, hi], or (lo, hi]
+// when loOpen.
+func decimalRange(param string, v *float64, lo, hi float64, loOpen bool) *Error {
+	if v == nil {
+		return nil
+	}
+	x := *v
+	interval := fmt.Sprintf("[%v, %v]", lo, hi)
+	if loOpen {
+		interval = fmt.Sprintf("(%v, %v]", lo, hi)
+	}
+	switch {
+	case math.IsNaN(x):
+		return InvalidRequest(param, "%s must be a number in %s, got NaN", param, interval).WithCode(CodeInvalidValue)
+	case x < lo || (loOpen && x == lo):
+		return InvalidRequest(param, "%s must be in %s, got %v", param, interval, x).WithCode(CodeDecimalBelowMin)
+	case x > hi:
+		return InvalidRequest(param, "%s must be in %s, got %v", param, interval, x).WithCode(CodeDecimalAboveMax)
 	}
 	return nil
 }

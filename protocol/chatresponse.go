@@ -1,0 +1,100 @@
+package protocol
+
+import "encoding/json"
+
+// The answers of /v1/chat/completions, shaped so that MLC-LLM's
+// ChatCompletionResponse and ChatCompletionStreamResponse models accept
+// them (internal/mlcschema checks that in tests).
+
+// SystemFingerprint names the configuration that answered, in every chat
+// answer's system_fingerprint. MLC-LLM's models require the field (OpenAI
+// clients read it to notice backend changes); the router has one
+// configuration as far as clients can tell, so it is a constant.
+const SystemFingerprint = "caddy-mlc"
+
+// RoleAssistant is the role of every chat answer.
+const RoleAssistant = "assistant"
+
+// Fingerprint is a chat answer's system_fingerprint. The zero Fingerprint
+// is written as SystemFingerprint, so that no answer lacks one.
+type Fingerprint string
+
+// MarshalJSON writes the fingerprint, SystemFingerprint when unset.
+func (f Fingerprint) MarshalJSON() ([]byte, error) {
+	if f == "" {
+		f = SystemFingerprint
+	}
+	return json.Marshal(string(f))
+}
+
+// ChatMessage is the message of a whole chat completion's choice. An unset
+// Role is written as "assistant".
+type ChatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// MarshalJSON writes the message with its role.
+func (m ChatMessage) MarshalJSON() ([]byte, error) {
+	type wire ChatMessage
+	if m.Role == "" {
+		m.Role = RoleAssistant
+	}
+	return json.Marshal(wire(m))
+}
+
+// ChatDelta is the piece of a message a chat chunk carries. Every delta
+// carries the role, not only the first: MLC-LLM's stream model makes each
+// delta a ChatCompletionMessage, whose role is required. An unset Role is
+// written as "assistant".
+type ChatDelta struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content,omitempty"`
+}
+
+// MarshalJSON writes the delta with its role.
+func (d ChatDelta) MarshalJSON() ([]byte, error) {
+	type wire ChatDelta
+	if d.Role == "" {
+		d.Role = RoleAssistant
+	}
+	return json.Marshal(wire(d))
+}
+
+// ChatChoice is one answer of a whole chat completion.
+type ChatChoice struct {
+	Index        int           `json:"index"`
+	Message      ChatMessage   `json:"message"`
+	FinishReason *string       `json:"finish_reason"`
+	Logprobs     *ChatLogprobs `json:"logprobs"`
+}
+
+// ChatChunkChoice is one answer's piece in a chat chunk.
+type ChatChunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        ChatDelta     `json:"delta"`
+	FinishReason *string       `json:"finish_reason"`
+	Logprobs     *ChatLogprobs `json:"logprobs"`
+}
+
+// ChatCompletionResponse is a whole chat completion.
+type ChatCompletionResponse struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint Fingerprint  `json:"system_fingerprint"`
+	Choices           []ChatChoice `json:"choices"`
+	Usage             *Usage       `json:"usage,omitempty"`
+}
+
+// ChatCompletionChunk is one event of a streamed chat completion.
+type ChatCompletionChunk struct {
+	ID                string            `json:"id"`
+	Object            string            `json:"object"`
+	Created           int64             `json:"created"`
+	Model             string            `json:"model"`
+	SystemFingerprint Fingerprint       `json:"system_fingerprint"`
+	Choices           []ChatChunkChoice `json:"choices"`
+	Usage             *Usage            `json:"usage,omitempty"`
+}
