@@ -2,7 +2,9 @@ package caddymlc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -23,9 +25,10 @@ type loadGen struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex
-	ok     int
-	failed []string
+	mu      sync.Mutex
+	ok      int
+	retried int
+	failed  []string
 }
 
 // startLoad computes the reference text of n prompts through the router,
@@ -48,6 +51,20 @@ func startLoad(t *testing.T, s *site, n int) *loadGen {
 				default:
 				}
 				got, err := s.stream(context.Background(), s.base, body())
+				// Two races of any Caddy reload, below the router, fail
+				// a request before it is read: the old server closes
+				// its idle keep-alive connections as it shuts down, and
+				// Linux resets the connections still in the accept
+				// queue of its SO_REUSEPORT listener. Clients retry
+				// such connection errors (the OpenAI SDKs do, with a
+				// backoff); the router's answers are what is judged.
+				for try := 1; try <= 5 && err != nil && !strings.HasPrefix(err.Error(), "status "); try++ {
+					g.mu.Lock()
+					g.retried++
+					g.mu.Unlock()
+					time.Sleep(time.Duration(try) * 20 * time.Millisecond) // client backoff, not synchronisation
+					got, err = s.stream(context.Background(), s.base, body())
+				}
 				g.mu.Lock()
 				switch {
 				case err != nil:
@@ -77,6 +94,7 @@ func (g *loadGen) finish() int {
 	if g.ok == 0 {
 		g.t.Fatal("no request completed")
 	}
+	g.t.Logf("%d requests completed exactly; %d connection-level retries by the clients", g.ok, g.retried)
 	return g.ok
 }
 
@@ -193,4 +211,68 @@ func waitReadyFleet(t *testing.T) *engine.Fleet {
 		t.Fatalf("engines failed to start: %v", lf.startErr)
 	}
 	return lf.Fleet
+}
+
+// After two reloads that keep the engines, the engines' output still
+// reaches Caddy's log: the fleet logs through the newest config's logger,
+// not through the first config's (whose log file is another here).
+func TestReloadKeepsEngineLogs(t *testing.T) {
+	ports := freePorts(t, 3)
+	dir := t.TempDir()
+	load := func(n int, opts string) string {
+		file := fmt.Sprintf("%s/caddy-%d.log", dir, n)
+		cf := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n\tlog {\n\t\toutput file %s\n\t\tlevel DEBUG\n\t}\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n%s%s\t}\n}\n",
+			file, ports[0], endpointLines(ports[1:]...), opts)
+		cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := caddy.Load(cfg, true); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	load(1, "")
+	t.Cleanup(func() { stopCaddy(t) })
+	first := pids(oneFleet(t))
+	load(2, "\t\tmax_attempts 3\n")
+	last := load(3, "\t\tmax_attempts 4\n")
+	if got := pids(oneFleet(t)); !slices.Equal(got, first) {
+		t.Fatalf("engines replaced: %v, were %v", got, first)
+	}
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
+	st, err := s.stream(context.Background(), s.base, greedy("where do the logs go", 4))
+	if err != nil || !st.done || len(st.raw) == 0 {
+		t.Fatalf("request: %v", err)
+	}
+	var chunk struct{ ID string }
+	if err := json.Unmarshal([]byte(st.raw[0]), &chunk); err != nil || chunk.ID == "" {
+		t.Fatalf("no id in %s", st.raw[0])
+	}
+	// The engine logs the request under the router's per-attempt user,
+	// which starts with the response id. The line travels through the
+	// engine's stderr pipe, so it may land after the stream ended: the
+	// file is read until it shows up.
+	deadline := time.Now().Add(30 * time.Second)
+	for !engineLogged(t, last, chunk.ID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no engine line about %s in the newest config's log %s", chunk.ID, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// engineLogged reports whether the log file has an engine output line
+// that mentions id.
+func engineLogged(t *testing.T, file, id string) bool {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, `"logger":"mlc.engine"`) && strings.Contains(line, id) {
+			return true
+		}
+	}
+	return false
 }
