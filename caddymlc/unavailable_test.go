@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// With no engine ready (external engines that are down), a request gets a
-// 503 with an OpenAI error body at once, not a hang.
+// With no engine ready (external engines that are down), a request waits
+// in the queue, then gets a 503 with an OpenAI error body: a short wait,
+// not a hang.
 func TestNoReadyEngineIs503(t *testing.T) {
 	ports := freePorts(t, 3)
 	loadCaddyfile(t, fmt.Sprintf(`{
@@ -18,6 +19,7 @@ http://127.0.0.1:%d {
 		model tiny
 		endpoint 127.0.0.1:%d external
 		endpoint 127.0.0.1:%d external
+		queue_timeout 300ms
 	}
 }
 `, ports[0], ports[1], ports[2]))
