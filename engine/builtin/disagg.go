@@ -39,11 +39,15 @@ func (e *Engine) queuePrepRecv(w *prepWait) {
 	e.servePrepRecvs()
 }
 
-// servePrepRecvs makes the queued reservations that fit, in order.
-func (e *Engine) servePrepRecvs() {
+// servePrepRecvs makes the queued reservations that fit, in order,
+// reporting whether it made any.
+func (e *Engine) servePrepRecvs() bool {
+	served := false
 	for len(e.pendingPrep) > 0 && e.tryPrepRecv(e.pendingPrep[0]) {
 		e.pendingPrep = e.pendingPrep[1:]
+		served = true
 	}
+	return served
 }
 
 // tryPrepRecv matches w's prompt against the prefix cache and reserves
