@@ -44,6 +44,7 @@ func (s *server) handler() http.Handler {
 		protocol.PathPrepRecv:      {http.MethodPost, s.prepRecvEndpoint},
 		protocol.PathRemoteSend:    {http.MethodPost, s.remoteSendEndpoint},
 		protocol.PathStartGenerate: {http.MethodPost, s.startGenerateEndpoint},
+		protocol.PathRelease:       {http.MethodPost, s.releaseEndpoint},
 		PathKVTransfer:             {http.MethodPost, s.kvTransfer},
 		"/metrics":                 {http.MethodGet, s.metrics},
 	}
