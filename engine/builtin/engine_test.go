@@ -216,7 +216,7 @@ func TestClientDisconnectFreesPages(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, te.url+"/v1/completions",
-			strings.NewReader(fmt.Sprintf(`{"prompt":"the end of the world","max_tokens":100000,"temperature":0,"debug_config":{"ignore_eos":true},"stream":%v}`, stream)))
+			strings.NewReader(fmt.Sprintf(`{"prompt":"the end of the world","max_tokens":16000,"temperature":0,"debug_config":{"ignore_eos":true},"stream":%v}`, stream)))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -126,6 +126,9 @@ func (s *server) prepRecv(ctx context.Context, req *protocol.CompletionRequest) 
 	if perr != nil {
 		return res, 0, perr
 	}
+	if _, perr := s.maxTokens(req, len(tokens)); perr != nil {
+		return res, 0, perr
+	}
 	end, perr := window("end", req.DebugConfig.DisaggConfig.KVWindowEnd, -1, len(tokens))
 	if perr != nil {
 		return res, 0, perr
@@ -233,6 +236,9 @@ func (s *server) planSend(req *protocol.CompletionRequest) (*transfer, string, [
 	}
 	tokens, perr := s.tokenize(req.Prompt)
 	if perr != nil {
+		return nil, "", nil, perr
+	}
+	if _, perr := s.maxTokens(req, len(tokens)); perr != nil {
 		return nil, "", nil, perr
 	}
 	dc := req.DebugConfig.DisaggConfig

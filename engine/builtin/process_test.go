@@ -167,7 +167,7 @@ func TestUnknownFlagExits2(t *testing.T) {
 
 func TestSIGTERMEndsStreamsAndExits0(t *testing.T) {
 	p := startProc(t, freePort(t), nil)
-	body := `{"prompt":"the long road","max_tokens":1000000,"temperature":0,"stream":true,"debug_config":{"ignore_eos":true}}`
+	body := `{"prompt":"the long road","max_tokens":16000,"temperature":0,"stream":true,"debug_config":{"ignore_eos":true}}`
 	resp, err := http.Post(p.url("/v1/completions"), "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

@@ -7,20 +7,6 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// genParams are a request's generation settings, resolved.
-type genParams struct {
-	n           int
-	maxTokens   int
-	stop        []string
-	ignoreEOS   bool
-	temperature float64
-	topP        float64
-	seed        *int64
-	presence    float64
-	frequency   float64
-	logitBias   map[int]float32
-}
-
 // request is one completion (n sequences) or one remote_send computation,
 // owned by the scheduler goroutine once submitted.
 type request struct {

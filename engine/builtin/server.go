@@ -6,14 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
-
-// defaultMaxTokens bounds a generation that sets no max_tokens.
-const defaultMaxTokens = 256
 
 // maxTransferBytes bounds a kv_transfer body.
 const maxTransferBytes = 1 << 30
@@ -222,7 +218,7 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 	if perr != nil {
 		return nil, perr
 	}
-	p, perr := s.params(req)
+	p, perr := s.params(req, len(tokens))
 	if perr != nil {
 		return nil, perr
 	}
@@ -257,43 +253,10 @@ func (s *server) tokenize(p protocol.Prompt) ([]int, *protocol.Error) {
 		return nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
 	}
 	if limit := s.e.opts.Overrides.MaxTotalSeqLength; len(ids) >= limit {
-		return nil, protocol.InvalidRequest("prompt", "prompt has %d tokens; this engine holds at most %d (max_total_seq_length)", len(ids), limit-1)
+		return nil, protocol.InvalidRequest("prompt", "prompt has %d tokens; this engine holds at most %d (max_total_seq_length)", len(ids), limit-1).
+			WithCode(codeContextLength)
 	}
 	return ids, nil
-}
-
-// params resolves the generation settings of req.
-func (s *server) params(req *protocol.CompletionRequest) (genParams, *protocol.Error) {
-	p := genParams{
-		n: req.NOr(), maxTokens: req.MaxTokensOr(defaultMaxTokens), stop: req.Stop,
-		temperature: 1, topP: 1, seed: req.Seed,
-	}
-	if req.Temperature != nil {
-		p.temperature = *req.Temperature
-	}
-	if req.TopP != nil {
-		p.topP = *req.TopP
-	}
-	if req.PresencePenalty != nil {
-		p.presence = *req.PresencePenalty
-	}
-	if req.FrequencyPenalty != nil {
-		p.frequency = *req.FrequencyPenalty
-	}
-	if req.DebugConfig != nil {
-		p.ignoreEOS = req.DebugConfig.IgnoreEOS
-	}
-	if len(req.LogitBias) > 0 {
-		p.logitBias = map[int]float32{}
-	}
-	for k, v := range req.LogitBias {
-		id, err := strconv.Atoi(k)
-		if err != nil || id < 0 || id >= s.e.model.Config().Vocab {
-			return p, protocol.InvalidRequest("logit_bias", "logit_bias key %q is not a token id of this model", k)
-		}
-		p.logitBias[id] = float32(v)
-	}
-	return p, nil
 }
 
 // unavailable is the answer while the engine shuts down.
