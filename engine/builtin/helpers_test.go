@@ -40,8 +40,14 @@ type testEngine struct {
 // no KV page is left in use and no goroutine is left behind.
 func newTestEngine(t testing.TB, overrides string, disagg bool, args ...string) *testEngine {
 	t.Helper()
+	return newTestEngineModel(t, TinyModel, overrides, disagg, args...)
+}
+
+// newTestEngineModel is newTestEngine for another model.
+func newTestEngineModel(t testing.TB, model, overrides string, disagg bool, args ...string) *testEngine {
+	t.Helper()
 	before := runtime.NumGoroutine()
-	opts, err := ParseArgs(append([]string{"tiny", "--enable-debug", "--mode", "server", "--overrides", overrides}, args...), io.Discard)
+	opts, err := ParseArgs(append([]string{model, "--enable-debug", "--mode", "server", "--overrides", overrides}, args...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
