@@ -27,6 +27,10 @@ func (e *Engine) submit(r *request) {
 // conditions.
 func (e *Engine) sample(s *sequence) {
 	id := s.sampler.pick(e.logits)
+	var lp *tokenLogprob
+	if s.req.params.logprobs {
+		lp = e.logprobOf(e.logits, id, s.req.params.topLogprobs) // e.logits as pick adjusted them
+	}
 	s.generated++
 	s.req.completionTokens++
 	if e.eos[id] && !s.req.params.ignoreEOS {
@@ -34,25 +38,30 @@ func (e *Engine) sample(s *sequence) {
 		return
 	}
 	s.tokens = append(s.tokens, id)
-	text, stopped := s.out.push(id)
+	p, stopped := s.out.push(id, lp)
 	switch {
 	case stopped:
-		e.push(s, text, protocol.FinishStop)
+		e.push(s, p, protocol.FinishStop)
 	case s.generated >= s.req.params.maxTokens || len(s.tokens) >= e.opts.Overrides.MaxTotalSeqLength:
-		e.push(s, text, protocol.FinishLength)
+		e.push(s, p, protocol.FinishLength)
 	default:
-		if text != "" {
-			s.req.events.push(event{choice: s.index, text: text})
-		}
+		e.send(s, p, "")
 	}
 }
 
-// push sends the last text of s and finishes it.
-func (e *Engine) push(s *sequence, text, reason string) {
-	if text != "" {
-		s.req.events.push(event{choice: s.index, text: text})
-	}
+// push sends the last piece of s and finishes it.
+func (e *Engine) push(s *sequence, p piece, reason string) {
+	e.send(s, p, "")
 	e.finish(s, reason)
+}
+
+// send gives s's handler a piece of text, with the finish reason that ends
+// it, if any. An empty piece is sent only with a finish reason.
+func (e *Engine) send(s *sequence, p piece, finish string) {
+	if p.text == "" && len(p.logprobs) == 0 && finish == "" {
+		return
+	}
+	s.req.events.push(event{choice: s.index, text: p.text, logprobs: p.logprobs, finish: finish})
 }
 
 // finish ends s: its pages go to the prefix cache or back to the pool, its
@@ -71,7 +80,7 @@ func (e *Engine) finish(s *sequence, reason string) {
 	s.state = seqDone
 	r := s.req
 	if reason != finishAbort {
-		r.events.push(event{choice: s.index, text: s.out.flush(), finish: reason})
+		e.send(s, s.out.flush(), reason) // held-back text and its logprobs, even when preempted
 	}
 	r.live--
 	if r.live == 0 {

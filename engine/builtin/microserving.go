@@ -211,7 +211,7 @@ func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest
 		return perr
 	}
 	cr := &request{id: t.user, prompt: tokens, computeOnly: true, sendBegin: t.begin, events: newEventQueue()}
-	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: &output{tok: s.e.tok}}}
+	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: newOutput(s.e.tok, nil)}}
 	if err := s.e.do(func() { s.e.submit(cr) }); err != nil {
 		return unavailable(err)
 	}

@@ -25,13 +25,14 @@ type genParams struct {
 	presence    float64
 	frequency   float64
 	logitBias   map[int]float32
-	logprobs    int // alternatives per token; -1: no logprobs
+	logprobs    bool // answer the logprobs of the generated tokens
+	topLogprobs int  // with logprobs: the alternatives of every token
 }
 
 // params resolves the generation settings of req, whose prompt has
 // promptLen tokens.
 func (s *server) params(req *protocol.CompletionRequest, promptLen int) (genParams, *protocol.Error) {
-	p := genParams{n: req.NOr(), stop: req.Stop, temperature: 1, topP: 1, seed: req.Seed, logprobs: -1}
+	p := genParams{n: req.NOr(), stop: req.Stop, temperature: 1, topP: 1, seed: req.Seed}
 	var perr *protocol.Error
 	if p.maxTokens, perr = s.maxTokens(req, promptLen); perr != nil {
 		return p, perr
@@ -49,7 +50,7 @@ func (s *server) params(req *protocol.CompletionRequest, promptLen int) (genPara
 		p.frequency = *req.FrequencyPenalty
 	}
 	if req.Logprobs != nil {
-		p.logprobs = *req.Logprobs
+		p.logprobs, p.topLogprobs = true, *req.Logprobs
 	}
 	if req.DebugConfig != nil {
 		p.ignoreEOS = req.DebugConfig.IgnoreEOS

@@ -39,13 +39,14 @@ const (
 
 // event is what the scheduler tells a request's handler.
 type event struct {
-	choice  int
-	text    string
-	finish  string          // "" while the choice goes on
-	done    bool            // last event of the request
-	usage   *protocol.Usage // with done
-	payload []byte          // with done, for computeOnly requests
-	aborted bool            // with done: the engine is shutting down
+	choice   int
+	text     string
+	logprobs []tokenLogprob  // of the tokens text completes, when asked for
+	finish   string          // "" while the choice goes on
+	done     bool            // last event of the request
+	usage    *protocol.Usage // with done
+	payload  []byte          // with done, for computeOnly requests
+	aborted  bool            // with done: the engine is shutting down
 }
 
 // eventQueue is an unbounded queue from the scheduler (which never blocks

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -132,86 +131,6 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, req *protocol.
 // abort cancels cr on the scheduler.
 func (s *server) abort(cr *request) { _ = s.e.do(func() { s.e.abort(cr) }) }
 
-// collect answers a whole completion once it is done.
-func (s *server) collect(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
-	resp := s.response(req, cr)
-	for i := range cr.seqs {
-		resp.Choices = append(resp.Choices, protocol.CompletionChoice{Index: i})
-	}
-	for {
-		evs, err := cr.events.wait(ctx)
-		if err != nil {
-			s.abort(cr)
-			return
-		}
-		for _, ev := range evs {
-			if ev.done {
-				if ev.aborted {
-					unavailable(errStopped).Write(w)
-					return
-				}
-				resp.Usage = ev.usage
-				writeJSON(w, resp)
-				return
-			}
-			resp.Choices[ev.choice].Text += ev.text
-			if ev.finish != "" {
-				resp.Choices[ev.choice].FinishReason = protocol.StringPtr(ev.finish)
-			}
-		}
-	}
-}
-
-// stream answers a completion as server-sent events.
-func (s *server) stream(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
-	sse := protocol.NewSSEWriter(w)
-	for {
-		evs, err := cr.events.wait(ctx)
-		if err != nil {
-			s.abort(cr)
-			return
-		}
-		for _, ev := range evs {
-			if ev.done {
-				s.endStream(sse, req, cr, ev)
-				return
-			}
-			chunk := s.response(req, cr)
-			choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text}
-			if ev.finish != "" {
-				choice.FinishReason = protocol.StringPtr(ev.finish)
-			}
-			chunk.Choices = []protocol.CompletionChoice{choice}
-			if sse.WriteJSON(chunk) != nil {
-				s.abort(cr)
-				return
-			}
-		}
-	}
-}
-
-// endStream writes the usage chunk, when asked for, and the end marker.
-func (s *server) endStream(sse *protocol.SSEWriter, req *protocol.CompletionRequest, cr *request, ev event) {
-	if ev.aborted {
-		s.e.logf("request %s: stream ended by shutdown", cr.id)
-	} else if req.IncludeUsage() {
-		chunk := s.response(req, cr)
-		chunk.Choices = []protocol.CompletionChoice{}
-		chunk.Usage = ev.usage
-		_ = sse.WriteJSON(chunk)
-	}
-	_ = sse.WriteDone()
-}
-
-// response returns an empty completion response for cr.
-func (s *server) response(req *protocol.CompletionRequest, cr *request) protocol.CompletionResponse {
-	m := req.Model
-	if m == "" {
-		m = s.e.opts.Model
-	}
-	return protocol.CompletionResponse{ID: "cmpl-" + cr.id, Object: protocol.ObjectTextCompletion, Created: time.Now().Unix(), Model: m, Choices: []protocol.CompletionChoice{}}
-}
-
 // newRequest tokenizes and resolves a completion request.
 func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*request, *protocol.Error) {
 	tokens, perr := s.tokenize(req.Prompt)
@@ -231,7 +150,7 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 		cr.seqs = append(cr.seqs, &sequence{
 			req: cr, index: i, tokens: append([]int(nil), tokens...),
 			sampler: newSampler(&cr.params, s.e.allowed, i),
-			out:     &output{tok: s.e.tok, stop: p.stop},
+			out:     newOutput(s.e.tok, p.stop),
 		})
 	}
 	return cr, nil
