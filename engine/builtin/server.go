@@ -41,7 +41,7 @@ func (s *server) handler() http.Handler {
 		protocol.PathStartGenerate: {http.MethodPost, s.startGenerateEndpoint},
 		protocol.PathRelease:       {http.MethodPost, s.releaseEndpoint},
 		PathKVTransfer:             {http.MethodPost, s.kvTransfer},
-		"/metrics":                 {http.MethodGet, s.metrics},
+		"/metrics":                 {http.MethodGet, metricsHandler(s.e).ServeHTTP},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := routes[r.URL.Path]
