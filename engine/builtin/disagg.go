@@ -170,7 +170,7 @@ func (e *Engine) gatherKV(s *sequence, begin, end int) []byte {
 	buf := make([]byte, 0, (end-begin)*layers*2*d*4)
 	for pos := begin; pos < end; pos++ {
 		slot := s.slots[pos]
-		for l := 0; l < layers; l++ {
+		for l := range layers {
 			buf = appendFloats(buf, e.pool.KV.K[l][slot*d:(slot+1)*d])
 			buf = appendFloats(buf, e.pool.KV.V[l][slot*d:(slot+1)*d])
 		}

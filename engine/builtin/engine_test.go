@@ -160,11 +160,9 @@ func TestPreemptionResumes(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([]result, len(ps))
 	for i, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			got[i] = complete(goTB{t}, small.client, small.url, "/v1/completions", with(greedy(clip(p, 40), 40), "stream", i%2 == 0))
-		}()
+		})
 	}
 	wg.Wait()
 	for i := range ps {
@@ -185,9 +183,7 @@ func TestPreemptionInDisaggregation(t *testing.T) {
 	var mu sync.Mutex
 	reasons := map[string]int{}
 	for i, p := range prompts(16) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			req := greedy(clip(p, 60), 80)
 			if i%2 == 0 {
 				req = with(req, "stream", true, "stream_options", map[string]any{"include_usage": true})
@@ -199,7 +195,7 @@ func TestPreemptionInDisaggregation(t *testing.T) {
 			mu.Lock()
 			reasons[r.finish[0]]++
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	if reasons["preempt"] == 0 || reasons["length"] == 0 {

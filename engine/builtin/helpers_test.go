@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -234,9 +235,7 @@ func greedy(prompt any, maxTokens int) map[string]any {
 // with returns a copy of m with more fields.
 func with(m map[string]any, kv ...any) map[string]any {
 	c := map[string]any{}
-	for k, v := range m {
-		c[k] = v
-	}
+	maps.Copy(c, m)
 	for i := 0; i+1 < len(kv); i += 2 {
 		c[kv[i].(string)] = kv[i+1]
 	}
@@ -263,7 +262,7 @@ func prompts(n int) []string {
 	for i := range out {
 		length := 1 + (i*37)%300
 		var b strings.Builder
-		for j := 0; j < length; j++ {
+		for j := range length {
 			if j > 0 {
 				b.WriteByte(' ')
 			}

@@ -271,7 +271,7 @@ func (s *server) planSend(req *protocol.CompletionRequest) (*transfer, string, [
 	c := s.e.model.Config()
 	t := &transfer{fingerprint: s.e.model.Fingerprint(), layers: c.Layers, dim: c.Dim, user: user, begin: begin}
 	for _, seg := range meta[0] {
-		for i := 0; i < seg.Length; i++ {
+		for i := range seg.Length {
 			t.slots = append(t.slots, seg.Start+i)
 		}
 	}

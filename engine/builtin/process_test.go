@@ -144,11 +144,7 @@ func startWorld(t *testing.T, n int, args ...string) []*proc {
 			fmt.Sprintf(`%s={"uid":[7,1,2,3],"npes":%d,"pe_start":%d}`, EnvNVSHMEMConfig, n, i),
 			EnvBuiltinPeers + "=" + string(peersJSON),
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			procs[i] = startProc(t, ports[i], env, args...)
-		}()
+		wg.Go(func() { procs[i] = startProc(t, ports[i], env, args...) })
 	}
 	wg.Wait()
 	return procs

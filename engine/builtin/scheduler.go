@@ -95,7 +95,7 @@ func (e *Engine) prefill() {
 		if !e.reserve(s, s.kvLen+n) {
 			continue
 		}
-		for i := 0; i < n; i++ {
+		for range n {
 			e.forward(s, s.kvLen+1 == s.target() && !s.req.computeOnly)
 		}
 		budget -= n

@@ -146,7 +146,7 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 		id = newID()
 	}
 	cr := &request{id: id, prompt: tokens, params: p, events: newEventQueue()}
-	for i := 0; i < p.n; i++ {
+	for i := range p.n {
 		cr.seqs = append(cr.seqs, &sequence{
 			req: cr, index: i, tokens: append([]int(nil), tokens...),
 			sampler: newSampler(&cr.params, s.e.allowed, i),
