@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -40,7 +41,9 @@ func TestMaxTokensBeyondContext(t *testing.T) {
 	if m, _ := te.e.Metrics(); m.Prepared+m.Waiting+m.Running != 0 || m.Pages.Used != 0 || m.PrefillTokens != 0 {
 		t.Fatalf("a refused request left state behind: %+v", m)
 	}
-	status, b := post(t, te.client, te.url+protocol.PathCompletions, greedy(ids, 247))
+	status, b := post(t, te.client, te.url+protocol.PathCompletions, greedy(ids, math.MaxInt64))
+	wantContextError(t, "max_tokens that overflows", status, b, "max_tokens", "you requested 9223372036854775817 tokens")
+	status, b = post(t, te.client, te.url+protocol.PathCompletions, greedy(ids, 247))
 	wantContextError(t, "one token too many", status, b, "max_tokens", "you requested 257 tokens (10 in the prompt, 247 for the completion)")
 
 	exact := complete(t, te.client, te.url, protocol.PathCompletions, with(greedy(ids, 246), "debug_config", map[string]any{"ignore_eos": true}))

@@ -27,15 +27,15 @@ func (e *Engine) submit(r *request) {
 // conditions.
 func (e *Engine) sample(s *sequence) {
 	id := s.sampler.pick(e.logits)
-	var lp *tokenLogprob
-	if s.req.params.logprobs {
-		lp = e.logprobOf(e.logits, id, s.req.params.topLogprobs) // e.logits as pick adjusted them
-	}
 	s.generated++
 	s.req.completionTokens++
 	if e.eos[id] && !s.req.params.ignoreEOS {
 		e.finish(s, protocol.FinishStop)
 		return
+	}
+	var lp *tokenLogprob
+	if s.req.params.logprobs {
+		lp = e.logprobOf(e.logits, id, s.req.params.topLogprobs) // e.logits as pick adjusted them
 	}
 	s.tokens = append(s.tokens, id)
 	p, stopped := s.out.push(id, lp)

@@ -80,10 +80,10 @@ func (s *server) maxTokens(req *protocol.CompletionRequest, promptLen int) (int,
 	if req.MaxTokens == nil {
 		return min(defaultMaxTokens, limit-promptLen), nil
 	}
-	if m := *req.MaxTokens; promptLen+m > limit {
+	if m := *req.MaxTokens; m > limit-promptLen { // not promptLen+m: it may overflow
 		return 0, protocol.InvalidRequest("max_tokens",
 			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d for the completion). Please reduce the prompt or max_tokens.",
-			limit, promptLen+m, promptLen, m).WithCode(codeContextLength)
+			limit, uint64(promptLen)+uint64(m), promptLen, m).WithCode(codeContextLength)
 	}
 	return *req.MaxTokens, nil
 }
