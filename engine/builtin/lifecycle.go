@@ -39,20 +39,13 @@ func (e *Engine) sample(s *sequence) {
 	}
 	s.tokens = append(s.tokens, id)
 	p, stopped := s.out.push(id, lp)
+	e.send(s, p, "")
 	switch {
 	case stopped:
-		e.push(s, p, protocol.FinishStop)
+		e.finish(s, protocol.FinishStop)
 	case s.generated >= s.req.params.maxTokens || len(s.tokens) >= e.opts.Overrides.MaxTotalSeqLength:
-		e.push(s, p, protocol.FinishLength)
-	default:
-		e.send(s, p, "")
+		e.finish(s, protocol.FinishLength)
 	}
-}
-
-// push sends the last piece of s and finishes it.
-func (e *Engine) push(s *sequence, p piece, reason string) {
-	e.send(s, p, "")
-	e.finish(s, reason)
 }
 
 // send gives s's handler a piece of text, with the finish reason that ends
