@@ -1,6 +1,10 @@
 package builtin
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -21,16 +25,19 @@ const wakeDeadline = 30 * time.Second
 func TestQueuedPrepRecvRunsWhenGenerationEnds(t *testing.T) {
 	te := newTestEngine(t, "max_total_seq_length=256", true, "--prefix-cache-mode", "disable")
 	ids := tiny.New().Encode(strings.Repeat(" the sun", 120)) // 240 tokens: 15 pages for [0, 239)
-	for attempt := 1; ; attempt++ {
+	for range 5 {
 		gen := make(chan result, 1)
 		go func() {
 			req := with(greedy(" the", 239), "debug_config", map[string]any{"ignore_eos": true})
 			gen <- complete(goTB{t}, te.client, te.url, protocol.PathCompletions, req)
 		}()
-		te.waitMetrics(func(m Metrics) bool { return m.Running == 1 })
+		if !pollUntil(te, gen, func(m Metrics) bool { return m.Running == 1 }) {
+			<-gen // it ended before it was seen running: again
+			continue
+		}
 		prep := make(chan protocol.PrepRecvResponse, 1)
 		go func() { prep <- prepRecv(goTB{t}, te, "late", ids, -1) }()
-		queued := te.pollUntil(prep, func(m Metrics) bool { return m.Waiting == 1 && m.Running == 1 })
+		queued := pollUntil(te, prep, func(m Metrics) bool { return m.Waiting == 1 && m.Running == 1 })
 		// From here on nothing but the two answers is awaited.
 		select {
 		case <-prep:
@@ -44,16 +51,14 @@ func TestQueuedPrepRecvRunsWhenGenerationEnds(t *testing.T) {
 		if queued {
 			return
 		}
-		if attempt == 5 {
-			t.Fatal("the generation ended before the prep_recv was queued, 5 times")
-		}
 	}
+	t.Fatal("the generation ended before the prep_recv was queued, 5 times")
 }
 
 // pollUntil polls the engine's metrics until cond holds, reporting true,
 // or until done delivers (the awaited answer came first), reporting false;
 // what done delivered is put back.
-func (te *testEngine) pollUntil(done chan protocol.PrepRecvResponse, cond func(Metrics) bool) bool {
+func pollUntil[T any](te *testEngine, done chan T, cond func(Metrics) bool) bool {
 	te.t.Helper()
 	deadline := time.Now().Add(wakeDeadline)
 	for time.Now().Before(deadline) {
@@ -84,4 +89,46 @@ func consume(t testing.TB, te *testEngine, user string, ids []int) {
 	if r.finish[0] != "length" {
 		t.Fatalf("start_generate on %q's reservation: %v", user, r.finish)
 	}
+}
+
+// TestWithdrawnPrepRecvUnblocksTheQueue checks that when the client of the
+// prep_recv at the head of the queue goes away, the prep_recv behind it,
+// which fits, is served at once, with no other call reaching the engine.
+func TestWithdrawnPrepRecvUnblocksTheQueue(t *testing.T) {
+	te := newTestEngine(t, "max_total_seq_length=256", true, "--prefix-cache-mode", "disable")
+	tok := tiny.New()
+	long := tok.Encode(strings.Repeat(" the sun", 100)) // 13 of 16 pages
+	prepRecv(t, te, "a", long, -1)
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan struct{})
+	go func() { // b needs 7 pages: it waits at the head of the queue
+		defer close(gone)
+		body := fmt.Sprintf(`{"prompt":%s,"end":-1,"user":"b"}`, mustJSON(tok.Encode(strings.Repeat(" a cat", 50))))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, te.url+protocol.PathPrepRecv, strings.NewReader(body))
+		if resp, err := te.client.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	te.waitMetrics(func(m Metrics) bool { return m.Waiting == 1 })
+	short := tok.Encode(" the end")
+	prep := make(chan protocol.PrepRecvResponse, 1)
+	go func() { prep <- prepRecv(goTB{t}, te, "c", short, -1) }() // fits, but queued behind b
+	te.waitMetrics(func(m Metrics) bool { return m.Waiting == 2 })
+	cancel()
+	select {
+	case <-prep:
+	case <-time.After(wakeDeadline):
+		t.Fatal("the prep_recv behind a withdrawn one still waits")
+	}
+	<-gone
+	consume(t, te, "c", short)
+	consume(t, te, "a", long)
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
