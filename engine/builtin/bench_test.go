@@ -112,3 +112,64 @@ func benchModel(b *testing.B, n int) {
 	}
 	b.ReportMetric(float64(tokens)/elapsed.Seconds(), "decode-tok/s")
 }
+
+// BenchmarkDetokenize reports what turning a generation of 1,000 and of
+// 8,000 tokens into text costs per token, with two stop strings that never
+// match: the way the engine did it before (decode all the ids so far and
+// search the whole text, per token: O(n) per token; the tiny tokenizer
+// appended each token's string instead) and with output (a
+// StreamDecoder and a stopscan.Scanner: O(1) per token), for the tiny
+// tokenizer and a SentencePiece-style tokenizer.json.
+//
+//	go test -run XXX -bench Detokenize ./engine/builtin/
+func BenchmarkDetokenize(b *testing.B) {
+	stops := []string{"never said", "\n\n\n"}
+	for _, model := range []string{TinyModel, filepath.Join("testdata", "spm-mini")} {
+		tok, err := LoadTokenizer(model)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text := strings.Repeat(" the quick brown fox jumps over the lazy dog, and then it rests.", 2000)
+		ids := tok.Encode(text)[:8000]
+		for _, n := range []int{1000, 8000} {
+			name := fmt.Sprintf("%s-%d", filepath.Base(model), n)
+			b.Run("whole-"+name, func(b *testing.B) {
+				benchPerToken(b, n, func() {
+					text := ""
+					for i := range n {
+						if ts, ok := tok.(tokenStringer); ok {
+							text += ts.Token(ids[i])
+						} else {
+							text = tok.Decode(ids[:i+1])
+						}
+						for _, s := range stops {
+							_ = strings.Index(text, s)
+						}
+					}
+				})
+			})
+			b.Run("stream-"+name, func(b *testing.B) {
+				benchPerToken(b, n, func() {
+					o := newOutput(tok, stops)
+					for _, id := range ids[:n] {
+						o.push(id, nil)
+					}
+				})
+			})
+		}
+	}
+}
+
+// benchPerToken times run, which handles n tokens, and reports the cost
+// per token.
+func benchPerToken(b *testing.B, n int, run func()) {
+	var elapsed time.Duration
+	tokens := 0
+	for b.Loop() {
+		start := time.Now()
+		run()
+		elapsed += time.Since(start)
+		tokens += n
+	}
+	b.ReportMetric(float64(elapsed.Microseconds())/float64(tokens), "µs/token")
+}
