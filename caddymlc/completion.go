@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/stopscan"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -126,7 +127,7 @@ func (c *completion) clientError(err error) *protocol.Error {
 
 // choice returns the job that generates choice i.
 func (c *completion) choice(i int) *choiceJob {
-	j := &choiceJob{c: c, index: i, stop: newStopScanner(c.req.Stop)}
+	j := &choiceJob{c: c, index: i, stop: stopscan.New(c.req.Stop)}
 	if c.req.Seed != nil && i > 0 {
 		seed := *c.req.Seed + int64(i)
 		j.seed = &seed
@@ -143,7 +144,7 @@ type choiceJob struct {
 	c         *completion
 	index     int
 	seed      *int64
-	stop      *stopScanner
+	stop      *stopscan.Scanner
 	delivered strings.Builder // text the client has of this choice
 	avoid     map[string]bool // engines that failed this choice
 	before    int             // tokens delivered before the current attempt
@@ -308,7 +309,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 		return false, err
 	}
 	defer stream.close()
-	j.stop.drop()
+	j.stop.Drop()
 	reason := ""
 	var usage *protocol.Usage
 	for {
@@ -347,7 +348,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 	if reason == "" {
 		return false, &engineError{op: "stream", addr: stream.lease().addr, retry: true, err: errors.New("stream ended without a finish reason")}
 	}
-	if err := j.send(j.stop.flush(), nil, out); err != nil {
+	if err := j.send(j.stop.Flush(), nil, out); err != nil {
 		return false, err
 	}
 	j.finish(reason, usage, out)
@@ -372,7 +373,7 @@ func (j *choiceJob) deliver(text string, logprobs *protocol.CompletionLogprobs, 
 	if text == "" {
 		return false, nil
 	}
-	text, hit = j.stop.push(text)
+	text, hit = j.stop.Push(text)
 	return hit, j.send(text, logprobs, out)
 }
 

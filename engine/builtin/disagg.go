@@ -39,11 +39,15 @@ func (e *Engine) queuePrepRecv(w *prepWait) {
 	e.servePrepRecvs()
 }
 
-// servePrepRecvs makes the queued reservations that fit, in order.
-func (e *Engine) servePrepRecvs() {
+// servePrepRecvs makes the queued reservations that fit, in order,
+// reporting whether it made any.
+func (e *Engine) servePrepRecvs() bool {
+	served := false
 	for len(e.pendingPrep) > 0 && e.tryPrepRecv(e.pendingPrep[0]) {
 		e.pendingPrep = e.pendingPrep[1:]
+		served = true
 	}
+	return served
 }
 
 // tryPrepRecv matches w's prompt against the prefix cache and reserves
@@ -166,7 +170,7 @@ func (e *Engine) gatherKV(s *sequence, begin, end int) []byte {
 	buf := make([]byte, 0, (end-begin)*layers*2*d*4)
 	for pos := begin; pos < end; pos++ {
 		slot := s.slots[pos]
-		for l := 0; l < layers; l++ {
+		for l := range layers {
 			buf = appendFloats(buf, e.pool.KV.K[l][slot*d:(slot+1)*d])
 			buf = appendFloats(buf, e.pool.KV.V[l][slot*d:(slot+1)*d])
 		}

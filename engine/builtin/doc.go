@@ -32,10 +32,14 @@
 // uses stream i of the seed); without one it is random. top_p, logit_bias,
 // presence and frequency penalties (over generated tokens), stop strings
 // (the text ends before the earliest one; text that may still become one is
-// held back), EOS (unless debug_config.ignore_eos) and n are honoured;
-// max_tokens defaults to 256 and a sequence also ends ("length") at
-// max_total_seq_length tokens. logprobs is always null; echo, suffix,
-// best_of and response_format are accepted and ignored.
+// held back), EOS (unless debug_config.ignore_eos) and n are honoured.
+// A prompt plus max_tokens beyond max_total_seq_length is a 400
+// (context_length_exceeded); without max_tokens a generation stops at 256
+// tokens or at the end of the context. logprobs k answers, per token, its
+// log probability and the k most likely tokens (see logprobs.go for the
+// distribution), in MLC's completion shape; in a stream each chunk carries
+// those of the tokens whose text it holds. echo, suffix, best_of and
+// response_format are accepted and ignored.
 //
 // # Disaggregation
 //
@@ -49,11 +53,15 @@
 // values of [begin, end) to the engine that holds PE recv_rank (found in
 // MLC_BUILTIN_PEERS_JSON) at POST /microserving/kv_transfer, whose binary
 // body is described at [PathKVTransfer]; it answers {} once that engine
-// acknowledged the write.
+// acknowledged the write. POST /microserving/release {"user"} (caddy-mlc's
+// extension, see protocol.PathRelease) frees the user's reservation at
+// once, or withdraws its prep_recv still waiting for pages (that call
+// answers 499, code prep_recv_released).
 //
 // # Metrics
 //
-// GET /metrics serves mlc_engine_running_requests,
+// GET /metrics serves, through client_golang on a registry of its own,
+// mlc_engine_running_requests,
 // mlc_engine_waiting_requests, mlc_engine_prepared_requests,
 // mlc_engine_kv_pages{state="used|cached|free"}, mlc_engine_kv_pages_total,
 // mlc_engine_preemptions_total, mlc_engine_prefill_tokens_total and

@@ -119,12 +119,22 @@ func allowedIDs(tok Tokenizer, vocab int, eos map[int]bool) []bool {
 
 // Run is the scheduler loop. It returns when ctx is done, after aborting
 // every request.
+//
+// The loop sleeps only after a step that made no progress. A step is a
+// function of the scheduler's state alone, so a step that changed nothing
+// would change nothing again until a command, a reservation's deadline or
+// the end arrives. A step that did work may have freed pages (a sequence
+// finished, was preempted or handed over its KV), so another step follows
+// at once and offers them to the queued sequences and prep_recvs. Deciding
+// on what the step did, rather than on a separate guess of whether queued
+// work could run, is what keeps queued work from waiting for an outside
+// event.
 func (e *Engine) Run(ctx context.Context) {
 	defer close(e.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for {
-		if !e.busy() {
+	for idle := true; ; {
+		if idle {
 			timer.Reset(e.nextDeadline())
 			select {
 			case f := <-e.cmds:
@@ -139,7 +149,7 @@ func (e *Engine) Run(ctx context.Context) {
 			return
 		}
 		e.expire(time.Now())
-		e.step()
+		idle = !e.step()
 	}
 }
 
@@ -153,11 +163,6 @@ func (e *Engine) drain() {
 			return
 		}
 	}
-}
-
-// busy reports whether a step would do work.
-func (e *Engine) busy() bool {
-	return len(e.running) > 0 || e.admissible() >= 0
 }
 
 // nextDeadline is how long until the first prep_recv reservation expires.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/tiny"
 )
 
@@ -158,11 +160,9 @@ func TestPreemptionResumes(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([]result, len(ps))
 	for i, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			got[i] = complete(goTB{t}, small.client, small.url, "/v1/completions", with(greedy(clip(p, 40), 40), "stream", i%2 == 0))
-		}()
+		})
 	}
 	wg.Wait()
 	for i := range ps {
@@ -183,9 +183,7 @@ func TestPreemptionInDisaggregation(t *testing.T) {
 	var mu sync.Mutex
 	reasons := map[string]int{}
 	for i, p := range prompts(16) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			req := greedy(clip(p, 60), 80)
 			if i%2 == 0 {
 				req = with(req, "stream", true, "stream_options", map[string]any{"include_usage": true})
@@ -197,7 +195,7 @@ func TestPreemptionInDisaggregation(t *testing.T) {
 			mu.Lock()
 			reasons[r.finish[0]]++
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	if reasons["preempt"] == 0 || reasons["length"] == 0 {
@@ -216,7 +214,7 @@ func TestClientDisconnectFreesPages(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, te.url+"/v1/completions",
-			strings.NewReader(fmt.Sprintf(`{"prompt":"the end of the world","max_tokens":100000,"temperature":0,"debug_config":{"ignore_eos":true},"stream":%v}`, stream)))
+			strings.NewReader(fmt.Sprintf(`{"prompt":"the end of the world","max_tokens":16000,"temperature":0,"debug_config":{"ignore_eos":true},"stream":%v}`, stream)))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -243,17 +241,53 @@ func TestMetrics(t *testing.T) {
 	if extraInt(t, r.usage, "kv_pages_total") != 64 || extraInt(t, r.usage, "kv_pages_used") != 0 || extraInt(t, r.usage, "running") != 0 {
 		t.Fatalf("metrics extra %s", r.usage.Extra)
 	}
-	resp, err := te.client.Get(te.url + "/metrics")
-	if err != nil {
+	// GET /metrics parses as the Prometheus text format and says the same.
+	want := `
+# HELP mlc_engine_running_requests Sequences being prefilled or decoded.
+# TYPE mlc_engine_running_requests gauge
+mlc_engine_running_requests 0
+# HELP mlc_engine_waiting_requests Sequences waiting to be scheduled.
+# TYPE mlc_engine_waiting_requests gauge
+mlc_engine_waiting_requests 0
+# HELP mlc_engine_prepared_requests prep_recv reservations waiting for start_generate.
+# TYPE mlc_engine_prepared_requests gauge
+mlc_engine_prepared_requests 0
+# HELP mlc_engine_kv_pages KV cache pages by state (cached: held only by the prefix cache).
+# TYPE mlc_engine_kv_pages gauge
+mlc_engine_kv_pages{state="used"} 0
+mlc_engine_kv_pages{state="cached"} %d
+mlc_engine_kv_pages{state="free"} %d
+# HELP mlc_engine_kv_pages_total KV cache pages in all.
+# TYPE mlc_engine_kv_pages_total gauge
+mlc_engine_kv_pages_total 64
+# HELP mlc_engine_preemptions_total Sequences preempted for lack of KV pages.
+# TYPE mlc_engine_preemptions_total counter
+mlc_engine_preemptions_total 0
+# HELP mlc_engine_prefill_tokens_total Prompt tokens computed.
+# TYPE mlc_engine_prefill_tokens_total counter
+mlc_engine_prefill_tokens_total %d
+# HELP mlc_engine_decode_tokens_total Tokens decoded.
+# TYPE mlc_engine_decode_tokens_total counter
+mlc_engine_decode_tokens_total 4
+`
+	cached, free, prefill := extraInt(t, r.usage, "kv_pages_cached"), extraInt(t, r.usage, "kv_pages_free"), extraInt(t, r.usage, "prefill_tokens")
+	if cached+free != 64 || prefill == 0 {
+		t.Fatalf("metrics extra %s", r.usage.Extra)
+	}
+	if err := testutil.ScrapeAndCompare(te.url+"/metrics", strings.NewReader(fmt.Sprintf(want, cached, free, prefill))); err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	_, _ = fmt.Fprint(&b, readAll(t, resp))
-	for _, want := range []string{"mlc_engine_kv_pages_total 64", `mlc_engine_kv_pages{state="used"} 0`, "mlc_engine_decode_tokens_total 4", "mlc_engine_preemptions_total 0", "mlc_engine_running_requests 0"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("/metrics lacks %q:\n%s", want, b.String())
-		}
+	// Reserved pages show as used.
+	prepRecv(t, te, "m", tiny.New().Encode(strings.Repeat(" the sun", 20)), -1)
+	if err := testutil.ScrapeAndCompare(te.url+"/metrics", strings.NewReader(`
+# HELP mlc_engine_prepared_requests prep_recv reservations waiting for start_generate.
+# TYPE mlc_engine_prepared_requests gauge
+mlc_engine_prepared_requests 1
+`), "mlc_engine_prepared_requests"); err != nil {
+		t.Fatal(err)
+	}
+	if !release(t, te, "m") {
+		t.Fatal("release answered released: false")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,8 +41,14 @@ type testEngine struct {
 // no KV page is left in use and no goroutine is left behind.
 func newTestEngine(t testing.TB, overrides string, disagg bool, args ...string) *testEngine {
 	t.Helper()
+	return newTestEngineModel(t, TinyModel, overrides, disagg, args...)
+}
+
+// newTestEngineModel is newTestEngine for another model.
+func newTestEngineModel(t testing.TB, model, overrides string, disagg bool, args ...string) *testEngine {
+	t.Helper()
 	before := runtime.NumGoroutine()
-	opts, err := ParseArgs(append([]string{"tiny", "--enable-debug", "--mode", "server", "--overrides", overrides}, args...), io.Discard)
+	opts, err := ParseArgs(append([]string{model, "--enable-debug", "--mode", "server", "--overrides", overrides}, args...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,9 +235,7 @@ func greedy(prompt any, maxTokens int) map[string]any {
 // with returns a copy of m with more fields.
 func with(m map[string]any, kv ...any) map[string]any {
 	c := map[string]any{}
-	for k, v := range m {
-		c[k] = v
-	}
+	maps.Copy(c, m)
 	for i := 0; i+1 < len(kv); i += 2 {
 		c[kv[i].(string)] = kv[i+1]
 	}
@@ -257,7 +262,7 @@ func prompts(n int) []string {
 	for i := range out {
 		length := 1 + (i*37)%300
 		var b strings.Builder
-		for j := 0; j < length; j++ {
+		for j := range length {
 			if j > 0 {
 				b.WriteByte(' ')
 			}

@@ -33,26 +33,28 @@ func (e *Engine) sample(s *sequence) {
 		e.finish(s, protocol.FinishStop)
 		return
 	}
+	var lp *tokenLogprob
+	if s.req.params.logprobs {
+		lp = e.logprobOf(e.logits, id, s.req.params.topLogprobs) // e.logits as pick adjusted them
+	}
 	s.tokens = append(s.tokens, id)
-	text, stopped := s.out.push(id)
+	p, stopped := s.out.push(id, lp)
+	e.send(s, p, "")
 	switch {
 	case stopped:
-		e.push(s, text, protocol.FinishStop)
+		e.finish(s, protocol.FinishStop)
 	case s.generated >= s.req.params.maxTokens || len(s.tokens) >= e.opts.Overrides.MaxTotalSeqLength:
-		e.push(s, text, protocol.FinishLength)
-	default:
-		if text != "" {
-			s.req.events.push(event{choice: s.index, text: text})
-		}
+		e.finish(s, protocol.FinishLength)
 	}
 }
 
-// push sends the last text of s and finishes it.
-func (e *Engine) push(s *sequence, text, reason string) {
-	if text != "" {
-		s.req.events.push(event{choice: s.index, text: text})
+// send gives s's handler a piece of text, with the finish reason that ends
+// it, if any. An empty piece is sent only with a finish reason.
+func (e *Engine) send(s *sequence, p piece, finish string) {
+	if p.text == "" && len(p.logprobs) == 0 && finish == "" {
+		return
 	}
-	e.finish(s, reason)
+	s.req.events.push(event{choice: s.index, text: p.text, logprobs: p.logprobs, finish: finish})
 }
 
 // finish ends s: its pages go to the prefix cache or back to the pool, its
@@ -71,7 +73,7 @@ func (e *Engine) finish(s *sequence, reason string) {
 	s.state = seqDone
 	r := s.req
 	if reason != finishAbort {
-		r.events.push(event{choice: s.index, text: s.out.flush(), finish: reason})
+		e.send(s, s.out.flush(), reason) // held-back text and its logprobs, even when preempted
 	}
 	r.live--
 	if r.live == 0 {

@@ -2,8 +2,10 @@ package builtin
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/kvcache"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -65,31 +67,68 @@ func (s *server) metricsCompletion(w http.ResponseWriter, req *protocol.Completi
 	writeJSON(w, resp)
 }
 
-// metrics answers GET /metrics in the Prometheus text format.
-func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
-	m, err := s.e.Metrics()
+// metricsHandler serves GET /metrics in the Prometheus formats, from a
+// registry of the engine's own (an engine is a process; the test binary
+// may hold many).
+func metricsHandler(e *Engine) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(e))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+}
+
+// collector exports the engine's Metrics. Each scrape takes one snapshot,
+// so the numbers of a scrape agree with each other (the pages add up).
+type collector struct {
+	e                                           *Engine
+	running, waiting, prepared, pages, pagesAll *prometheus.Desc
+	preemptions, prefillTokens, decodeTokens    *prometheus.Desc
+}
+
+func newCollector(e *Engine) *collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("mlc_engine_"+name, help, labels, nil)
+	}
+	return &collector{
+		e:             e,
+		running:       d("running_requests", "Sequences being prefilled or decoded."),
+		waiting:       d("waiting_requests", "Sequences waiting to be scheduled."),
+		prepared:      d("prepared_requests", "prep_recv reservations waiting for start_generate."),
+		pages:         d("kv_pages", "KV cache pages by state (cached: held only by the prefix cache).", "state"),
+		pagesAll:      d("kv_pages_total", "KV cache pages in all."),
+		preemptions:   d("preemptions_total", "Sequences preempted for lack of KV pages."),
+		prefillTokens: d("prefill_tokens_total", "Prompt tokens computed."),
+		decodeTokens:  d("decode_tokens_total", "Tokens decoded."),
+	}
+}
+
+// Describe sends the descriptions of every metric.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.running, c.waiting, c.prepared, c.pages, c.pagesAll, c.preemptions, c.prefillTokens, c.decodeTokens} {
+		ch <- d
+	}
+}
+
+// Collect sends the metrics of one snapshot.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	m, err := c.e.Metrics()
 	if err != nil {
-		unavailable(err).Write(w)
+		ch <- prometheus.NewInvalidMetric(c.running, err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	p := func(name, typ, help string, v int64, labels string) {
-		if labels == "" || labels == `state="used"` {
-			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-		}
-		if labels != "" {
-			labels = "{" + labels + "}"
-		}
-		fmt.Fprintf(w, "%s%s %d\n", name, labels, v)
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
-	p("mlc_engine_running_requests", "gauge", "Sequences being prefilled or decoded.", int64(m.Running), "")
-	p("mlc_engine_waiting_requests", "gauge", "Sequences waiting to be scheduled.", int64(m.Waiting), "")
-	p("mlc_engine_prepared_requests", "gauge", "prep_recv reservations waiting for start_generate.", int64(m.Prepared), "")
-	p("mlc_engine_kv_pages", "gauge", "KV cache pages by state (cached: held only by the prefix cache).", int64(m.Pages.Used), `state="used"`)
-	p("mlc_engine_kv_pages", "gauge", "", int64(m.Pages.Cached), `state="cached"`)
-	p("mlc_engine_kv_pages", "gauge", "", int64(m.Pages.Free), `state="free"`)
-	p("mlc_engine_kv_pages_total", "gauge", "KV cache pages in all.", int64(m.Pages.Total), "")
-	p("mlc_engine_preemptions_total", "counter", "Sequences preempted for lack of KV pages.", m.Preemptions, "")
-	p("mlc_engine_prefill_tokens_total", "counter", "Prompt tokens computed.", m.PrefillTokens, "")
-	p("mlc_engine_decode_tokens_total", "counter", "Tokens decoded.", m.DecodeTokens, "")
+	counter := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	gauge(c.running, m.Running)
+	gauge(c.waiting, m.Waiting)
+	gauge(c.prepared, m.Prepared)
+	gauge(c.pages, m.Pages.Used, "used")
+	gauge(c.pages, m.Pages.Cached, "cached")
+	gauge(c.pages, m.Pages.Free, "free")
+	gauge(c.pagesAll, m.Pages.Total)
+	counter(c.preemptions, m.Preemptions)
+	counter(c.prefillTokens, m.PrefillTokens)
+	counter(c.decodeTokens, m.DecodeTokens)
 }

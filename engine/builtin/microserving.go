@@ -126,6 +126,9 @@ func (s *server) prepRecv(ctx context.Context, req *protocol.CompletionRequest) 
 	if perr != nil {
 		return res, 0, perr
 	}
+	if _, perr := s.maxTokens(req, len(tokens)); perr != nil {
+		return res, 0, perr
+	}
 	end, perr := window("end", req.DebugConfig.DisaggConfig.KVWindowEnd, -1, len(tokens))
 	if perr != nil {
 		return res, 0, perr
@@ -208,7 +211,7 @@ func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest
 		return perr
 	}
 	cr := &request{id: t.user, prompt: tokens, computeOnly: true, sendBegin: t.begin, events: newEventQueue()}
-	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: &output{tok: s.e.tok}}}
+	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: newOutput(s.e.tok, nil)}}
 	if err := s.e.do(func() { s.e.submit(cr) }); err != nil {
 		return unavailable(err)
 	}
@@ -233,6 +236,9 @@ func (s *server) planSend(req *protocol.CompletionRequest) (*transfer, string, [
 	}
 	tokens, perr := s.tokenize(req.Prompt)
 	if perr != nil {
+		return nil, "", nil, perr
+	}
+	if _, perr := s.maxTokens(req, len(tokens)); perr != nil {
 		return nil, "", nil, perr
 	}
 	dc := req.DebugConfig.DisaggConfig
@@ -265,7 +271,7 @@ func (s *server) planSend(req *protocol.CompletionRequest) (*transfer, string, [
 	c := s.e.model.Config()
 	t := &transfer{fingerprint: s.e.model.Fingerprint(), layers: c.Layers, dim: c.Dim, user: user, begin: begin}
 	for _, seg := range meta[0] {
-		for i := 0; i < seg.Length; i++ {
+		for i := range seg.Length {
 			t.slots = append(t.slots, seg.Start+i)
 		}
 	}

@@ -144,11 +144,7 @@ func startWorld(t *testing.T, n int, args ...string) []*proc {
 			fmt.Sprintf(`%s={"uid":[7,1,2,3],"npes":%d,"pe_start":%d}`, EnvNVSHMEMConfig, n, i),
 			EnvBuiltinPeers + "=" + string(peersJSON),
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			procs[i] = startProc(t, ports[i], env, args...)
-		}()
+		wg.Go(func() { procs[i] = startProc(t, ports[i], env, args...) })
 	}
 	wg.Wait()
 	return procs
@@ -167,7 +163,7 @@ func TestUnknownFlagExits2(t *testing.T) {
 
 func TestSIGTERMEndsStreamsAndExits0(t *testing.T) {
 	p := startProc(t, freePort(t), nil)
-	body := `{"prompt":"the long road","max_tokens":1000000,"temperature":0,"stream":true,"debug_config":{"ignore_eos":true}}`
+	body := `{"prompt":"the long road","max_tokens":16000,"temperature":0,"stream":true,"debug_config":{"ignore_eos":true}}`
 	resp, err := http.Post(p.url("/v1/completions"), "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

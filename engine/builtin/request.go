@@ -7,20 +7,6 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// genParams are a request's generation settings, resolved.
-type genParams struct {
-	n           int
-	maxTokens   int
-	stop        []string
-	ignoreEOS   bool
-	temperature float64
-	topP        float64
-	seed        *int64
-	presence    float64
-	frequency   float64
-	logitBias   map[int]float32
-}
-
 // request is one completion (n sequences) or one remote_send computation,
 // owned by the scheduler goroutine once submitted.
 type request struct {
@@ -53,13 +39,14 @@ const (
 
 // event is what the scheduler tells a request's handler.
 type event struct {
-	choice  int
-	text    string
-	finish  string          // "" while the choice goes on
-	done    bool            // last event of the request
-	usage   *protocol.Usage // with done
-	payload []byte          // with done, for computeOnly requests
-	aborted bool            // with done: the engine is shutting down
+	choice   int
+	text     string
+	logprobs []tokenLogprob  // of the tokens text completes, when asked for
+	finish   string          // "" while the choice goes on
+	done     bool            // last event of the request
+	usage    *protocol.Usage // with done
+	payload  []byte          // with done, for computeOnly requests
+	aborted  bool            // with done: the engine is shutting down
 }
 
 // eventQueue is an unbounded queue from the scheduler (which never blocks

@@ -5,13 +5,17 @@ import (
 )
 
 // step is one scheduler iteration: admit the waiting sequences and make
-// the prep_recv reservations that pages allow, prefill up to prefill_chunk_size prompt tokens, then decode one
-// token of every running sequence.
-func (e *Engine) step() {
-	e.admit()
-	e.servePrepRecvs()
+// the prep_recv reservations that pages allow, prefill up to
+// prefill_chunk_size prompt tokens, then decode one token of every running
+// sequence. It reports whether it made progress; a running sequence always
+// makes some (it computes, or is preempted).
+func (e *Engine) step() bool {
+	admitted := e.admit()
+	served := e.servePrepRecvs()
+	progress := admitted || served || len(e.running) > 0
 	e.prefill()
 	e.decode()
+	return progress
 }
 
 // admissible returns the index in the queue of the next waiting sequence
@@ -42,9 +46,12 @@ func (e *Engine) fits(need int) bool {
 	return need+len(e.running) <= e.pool.Available()
 }
 
-// admit moves waiting sequences to running.
-func (e *Engine) admit() {
+// admit moves waiting sequences to running, reporting whether it moved
+// any.
+func (e *Engine) admit() bool {
+	admitted := false
 	for i := e.admissible(); i >= 0; i = e.admissible() {
+		admitted = true
 		s := e.waiting[i]
 		e.waiting = slices.Delete(e.waiting, i, i+1)
 		if len(s.pages) == 0 && s.kvLen == 0 {
@@ -55,6 +62,7 @@ func (e *Engine) admit() {
 		s.state = seqRunning
 		e.running = append(e.running, s)
 	}
+	return admitted
 }
 
 // matchPrefix starts s from the prefix cache. A sampling sequence always
@@ -87,7 +95,7 @@ func (e *Engine) prefill() {
 		if !e.reserve(s, s.kvLen+n) {
 			continue
 		}
-		for i := 0; i < n; i++ {
+		for range n {
 			e.forward(s, s.kvLen+1 == s.target() && !s.req.computeOnly)
 		}
 		budget -= n

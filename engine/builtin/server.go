@@ -1,19 +1,14 @@
 package builtin
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
-
-// defaultMaxTokens bounds a generation that sets no max_tokens.
-const defaultMaxTokens = 256
 
 // maxTransferBytes bounds a kv_transfer body.
 const maxTransferBytes = 1 << 30
@@ -44,8 +39,9 @@ func (s *server) handler() http.Handler {
 		protocol.PathPrepRecv:      {http.MethodPost, s.prepRecvEndpoint},
 		protocol.PathRemoteSend:    {http.MethodPost, s.remoteSendEndpoint},
 		protocol.PathStartGenerate: {http.MethodPost, s.startGenerateEndpoint},
+		protocol.PathRelease:       {http.MethodPost, s.releaseEndpoint},
 		PathKVTransfer:             {http.MethodPost, s.kvTransfer},
-		"/metrics":                 {http.MethodGet, s.metrics},
+		"/metrics":                 {http.MethodGet, metricsHandler(s.e).ServeHTTP},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := routes[r.URL.Path]
@@ -135,93 +131,13 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, req *protocol.
 // abort cancels cr on the scheduler.
 func (s *server) abort(cr *request) { _ = s.e.do(func() { s.e.abort(cr) }) }
 
-// collect answers a whole completion once it is done.
-func (s *server) collect(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
-	resp := s.response(req, cr)
-	for i := range cr.seqs {
-		resp.Choices = append(resp.Choices, protocol.CompletionChoice{Index: i})
-	}
-	for {
-		evs, err := cr.events.wait(ctx)
-		if err != nil {
-			s.abort(cr)
-			return
-		}
-		for _, ev := range evs {
-			if ev.done {
-				if ev.aborted {
-					unavailable(errStopped).Write(w)
-					return
-				}
-				resp.Usage = ev.usage
-				writeJSON(w, resp)
-				return
-			}
-			resp.Choices[ev.choice].Text += ev.text
-			if ev.finish != "" {
-				resp.Choices[ev.choice].FinishReason = protocol.StringPtr(ev.finish)
-			}
-		}
-	}
-}
-
-// stream answers a completion as server-sent events.
-func (s *server) stream(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
-	sse := protocol.NewSSEWriter(w)
-	for {
-		evs, err := cr.events.wait(ctx)
-		if err != nil {
-			s.abort(cr)
-			return
-		}
-		for _, ev := range evs {
-			if ev.done {
-				s.endStream(sse, req, cr, ev)
-				return
-			}
-			chunk := s.response(req, cr)
-			choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text}
-			if ev.finish != "" {
-				choice.FinishReason = protocol.StringPtr(ev.finish)
-			}
-			chunk.Choices = []protocol.CompletionChoice{choice}
-			if sse.WriteJSON(chunk) != nil {
-				s.abort(cr)
-				return
-			}
-		}
-	}
-}
-
-// endStream writes the usage chunk, when asked for, and the end marker.
-func (s *server) endStream(sse *protocol.SSEWriter, req *protocol.CompletionRequest, cr *request, ev event) {
-	if ev.aborted {
-		s.e.logf("request %s: stream ended by shutdown", cr.id)
-	} else if req.IncludeUsage() {
-		chunk := s.response(req, cr)
-		chunk.Choices = []protocol.CompletionChoice{}
-		chunk.Usage = ev.usage
-		_ = sse.WriteJSON(chunk)
-	}
-	_ = sse.WriteDone()
-}
-
-// response returns an empty completion response for cr.
-func (s *server) response(req *protocol.CompletionRequest, cr *request) protocol.CompletionResponse {
-	m := req.Model
-	if m == "" {
-		m = s.e.opts.Model
-	}
-	return protocol.CompletionResponse{ID: "cmpl-" + cr.id, Object: protocol.ObjectTextCompletion, Created: time.Now().Unix(), Model: m, Choices: []protocol.CompletionChoice{}}
-}
-
 // newRequest tokenizes and resolves a completion request.
 func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*request, *protocol.Error) {
 	tokens, perr := s.tokenize(req.Prompt)
 	if perr != nil {
 		return nil, perr
 	}
-	p, perr := s.params(req)
+	p, perr := s.params(req, len(tokens))
 	if perr != nil {
 		return nil, perr
 	}
@@ -230,11 +146,11 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 		id = newID()
 	}
 	cr := &request{id: id, prompt: tokens, params: p, events: newEventQueue()}
-	for i := 0; i < p.n; i++ {
+	for i := range p.n {
 		cr.seqs = append(cr.seqs, &sequence{
 			req: cr, index: i, tokens: append([]int(nil), tokens...),
 			sampler: newSampler(&cr.params, s.e.allowed, i),
-			out:     &output{tok: s.e.tok, stop: p.stop},
+			out:     newOutput(s.e.tok, p.stop),
 		})
 	}
 	return cr, nil
@@ -256,43 +172,10 @@ func (s *server) tokenize(p protocol.Prompt) ([]int, *protocol.Error) {
 		return nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
 	}
 	if limit := s.e.opts.Overrides.MaxTotalSeqLength; len(ids) >= limit {
-		return nil, protocol.InvalidRequest("prompt", "prompt has %d tokens; this engine holds at most %d (max_total_seq_length)", len(ids), limit-1)
+		return nil, protocol.InvalidRequest("prompt", "prompt has %d tokens; this engine holds at most %d (max_total_seq_length)", len(ids), limit-1).
+			WithCode(codeContextLength)
 	}
 	return ids, nil
-}
-
-// params resolves the generation settings of req.
-func (s *server) params(req *protocol.CompletionRequest) (genParams, *protocol.Error) {
-	p := genParams{
-		n: req.NOr(), maxTokens: req.MaxTokensOr(defaultMaxTokens), stop: req.Stop,
-		temperature: 1, topP: 1, seed: req.Seed,
-	}
-	if req.Temperature != nil {
-		p.temperature = *req.Temperature
-	}
-	if req.TopP != nil {
-		p.topP = *req.TopP
-	}
-	if req.PresencePenalty != nil {
-		p.presence = *req.PresencePenalty
-	}
-	if req.FrequencyPenalty != nil {
-		p.frequency = *req.FrequencyPenalty
-	}
-	if req.DebugConfig != nil {
-		p.ignoreEOS = req.DebugConfig.IgnoreEOS
-	}
-	if len(req.LogitBias) > 0 {
-		p.logitBias = map[int]float32{}
-	}
-	for k, v := range req.LogitBias {
-		id, err := strconv.Atoi(k)
-		if err != nil || id < 0 || id >= s.e.model.Config().Vocab {
-			return p, protocol.InvalidRequest("logit_bias", "logit_bias key %q is not a token id of this model", k)
-		}
-		p.logitBias[id] = float32(v)
-	}
-	return p, nil
 }
 
 // unavailable is the answer while the engine shuts down.

@@ -1,11 +1,18 @@
 package tokenizer
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// maxHeld is the most ids a StreamDecoder holds back.
+const maxHeld = 64
 
 // A StreamDecoder decodes generated tokens one at a time. Push returns
 // only whole characters: text ending in an incomplete UTF-8 sequence
-// (which decodes to a trailing U+FFFD) is held back until later tokens
-// complete it. The concatenation of all Push results and the final
+// (which decodes to a trailing U+FFFD, or stays invalid UTF-8 with a
+// tokenizer that decodes bytes as they are) is held back until later
+// tokens complete it. The concatenation of all Push results and the final
 // Flush equals Decode of all ids, with one exception: a byte-fallback
 // decoder (SentencePiece-style models) turns a whole run of byte tokens
 // into one U+FFFD per byte when the run is not valid UTF-8, so invalid
@@ -17,6 +24,12 @@ import "strings"
 // of recent ids, so that decoders that look at neighbouring tokens
 // (byte fallback, leading-space stripping) see enough context, and
 // returns what the newest id adds to the window's text.
+//
+// It holds back at most maxHeld ids: a longer run that still decodes to
+// nothing new, or to text ending in U+FFFD, is not a character being
+// completed (none takes more than 4 bytes) but invalid bytes or a long
+// row of U+FFFD characters, and is handed out as it stands, so that no
+// Push decodes more than about 2*maxHeld ids however long the run.
 //
 // A StreamDecoder is not safe for concurrent use.
 type StreamDecoder struct {
@@ -42,7 +55,9 @@ func (d *StreamDecoder) Push(id int) string {
 		d.read, d.prefix = 0, ""
 		text = d.t.Decode(d.ids)
 	}
-	if len(text) <= len(d.prefix) || strings.HasSuffix(text, "\uFFFD") {
+	last, _ := utf8.DecodeLastRuneInString(text) // RuneError: U+FFFD or an invalid byte
+	incomplete := len(text) <= len(d.prefix) || last == utf8.RuneError
+	if incomplete && len(d.ids)-d.read < maxHeld {
 		return ""
 	}
 	out := text[len(d.prefix):]

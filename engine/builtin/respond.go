@@ -1,0 +1,112 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// Answering a completion from the events of its request: whole, once it
+// is done, or as server-sent events while it runs.
+
+// collect answers a whole completion once it is done.
+func (s *server) collect(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
+	resp := s.response(req, cr)
+	logprobs := make([][]tokenLogprob, len(cr.seqs))
+	for i := range cr.seqs {
+		resp.Choices = append(resp.Choices, protocol.CompletionChoice{Index: i})
+	}
+	for {
+		evs, err := cr.events.wait(ctx)
+		if err != nil {
+			s.abort(cr)
+			return
+		}
+		for _, ev := range evs {
+			if ev.done {
+				if ev.aborted {
+					unavailable(errStopped).Write(w)
+					return
+				}
+				resp.Usage = ev.usage
+				for i := range resp.Choices {
+					resp.Choices[i].Logprobs = logprobsJSON(cr, logprobs[i])
+				}
+				writeJSON(w, resp)
+				return
+			}
+			resp.Choices[ev.choice].Text += ev.text
+			logprobs[ev.choice] = append(logprobs[ev.choice], ev.logprobs...)
+			if ev.finish != "" {
+				resp.Choices[ev.choice].FinishReason = protocol.StringPtr(ev.finish)
+			}
+		}
+	}
+}
+
+// stream answers a completion as server-sent events.
+func (s *server) stream(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
+	sse := protocol.NewSSEWriter(w)
+	for {
+		evs, err := cr.events.wait(ctx)
+		if err != nil {
+			s.abort(cr)
+			return
+		}
+		for _, ev := range evs {
+			if ev.done {
+				s.endStream(sse, req, cr, ev)
+				return
+			}
+			chunk := s.response(req, cr)
+			choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text, Logprobs: logprobsJSON(cr, ev.logprobs)}
+			if ev.finish != "" {
+				choice.FinishReason = protocol.StringPtr(ev.finish)
+			}
+			chunk.Choices = []protocol.CompletionChoice{choice}
+			if sse.WriteJSON(chunk) != nil {
+				s.abort(cr)
+				return
+			}
+		}
+	}
+}
+
+// endStream writes the usage chunk, when asked for, and the end marker.
+func (s *server) endStream(sse *protocol.SSEWriter, req *protocol.CompletionRequest, cr *request, ev event) {
+	if ev.aborted {
+		s.e.logf("request %s: stream ended by shutdown", cr.id)
+	} else if req.IncludeUsage() {
+		chunk := s.response(req, cr)
+		chunk.Choices = []protocol.CompletionChoice{}
+		chunk.Usage = ev.usage
+		_ = sse.WriteJSON(chunk)
+	}
+	_ = sse.WriteDone()
+}
+
+// response returns an empty completion response for cr.
+func (s *server) response(req *protocol.CompletionRequest, cr *request) protocol.CompletionResponse {
+	m := req.Model
+	if m == "" {
+		m = s.e.opts.Model
+	}
+	return protocol.CompletionResponse{ID: "cmpl-" + cr.id, Object: protocol.ObjectTextCompletion, Created: time.Now().Unix(), Model: m, Choices: []protocol.CompletionChoice{}}
+}
+
+// logprobsJSON is the logprobs of a choice (or of a chunk of it): the
+// entries in the completion shape when the request asks for logprobs,
+// else nil (null on the wire).
+func logprobsJSON(cr *request, entries []tokenLogprob) json.RawMessage {
+	if !cr.params.logprobs {
+		return nil
+	}
+	b, err := json.Marshal(completionLogprobs(entries))
+	if err != nil {
+		return nil
+	}
+	return b
+}
