@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -33,7 +32,7 @@ func (s *server) collect(w http.ResponseWriter, ctx context.Context, req *protoc
 				}
 				resp.Usage = ev.usage
 				for i := range resp.Choices {
-					resp.Choices[i].Logprobs = logprobsJSON(cr, logprobs[i])
+					resp.Choices[i].Logprobs = choiceLogprobs(cr, logprobs[i])
 				}
 				writeJSON(w, resp)
 				return
@@ -62,7 +61,7 @@ func (s *server) stream(w http.ResponseWriter, ctx context.Context, req *protoco
 				return
 			}
 			chunk := s.response(req, cr)
-			choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text, Logprobs: logprobsJSON(cr, ev.logprobs)}
+			choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text, Logprobs: choiceLogprobs(cr, ev.logprobs)}
 			if ev.finish != "" {
 				choice.FinishReason = protocol.StringPtr(ev.finish)
 			}
@@ -97,16 +96,12 @@ func (s *server) response(req *protocol.CompletionRequest, cr *request) protocol
 	return protocol.CompletionResponse{ID: "cmpl-" + cr.id, Object: protocol.ObjectTextCompletion, Created: time.Now().Unix(), Model: m, Choices: []protocol.CompletionChoice{}}
 }
 
-// logprobsJSON is the logprobs of a choice (or of a chunk of it): the
+// choiceLogprobs is the logprobs of a choice (or of a chunk of it): the
 // entries in the completion shape when the request asks for logprobs,
 // else nil (null on the wire).
-func logprobsJSON(cr *request, entries []tokenLogprob) json.RawMessage {
+func choiceLogprobs(cr *request, entries []tokenLogprob) *protocol.CompletionLogprobs {
 	if !cr.params.logprobs {
 		return nil
 	}
-	b, err := json.Marshal(completionLogprobs(entries))
-	if err != nil {
-		return nil
-	}
-	return b
+	return completionLogprobs(entries)
 }
