@@ -116,6 +116,21 @@ func (b *breaker) failure(pid int) bool {
 	return b.failures == breakerThreshold || wasTrial
 }
 
+// forgive takes back the last failure recorded for pid: it turned out to
+// be another engine's (a remote_send that waited on a frozen decode
+// engine). A breaker it had opened closes again.
+func (b *breaker) forgive(pid int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if pid != b.pid || b.failures == 0 {
+		return
+	}
+	b.failures--
+	if b.failures < breakerThreshold {
+		b.openUntil, b.trial = time.Time{}, time.Time{}
+	}
+}
+
 // badness orders open breakers for a last-resort choice: fewer failures
 // in a row, then the one that reopens soonest.
 func (b *breaker) badness() (int, time.Time) {

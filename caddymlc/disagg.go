@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -83,6 +85,10 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 				dec.release()
 				return nil, context.Cause(ctx)
 			}
+			if err := d.decodeAtFault(pre, dec, err); err != nil {
+				dec.release()
+				return nil, err
+			}
 			d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
 				zap.String("user", userOf(req)), addrField(pre.upstream), zap.Error(err))
 			return d.r.prefillLocally(ctx, dec, req, "remote_send_failed")
@@ -124,6 +130,50 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// decodeCheckTimeout bounds the check of a decode engine after a failed
+// remote_send.
+const decodeCheckTimeout = 500 * time.Millisecond
+
+// decodeAtFault tells, after a remote_send that failed without an answer
+// (err), whether the decode engine is the one that does not answer: the
+// prefill engine's KV transfer to a frozen decode engine hangs just as a
+// frozen prefill engine does. It asks the decode engine directly; if it
+// does not answer, the failure is its own (returned, so the attempt is
+// retried on another decode engine), and the prefill engine, which was
+// only waiting on it, is not blamed.
+func (d *disagg) decodeAtFault(pre, dec *lease, err error) error {
+	var ee *engineError
+	if !errors.As(err, &ee) || !ee.timeout {
+		return nil // the prefill engine answered (an error): it is alive, and so is the path
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), decodeCheckTimeout)
+	defer cancel()
+	if probeEngine(ctx, d.r.client.http, dec.url) == nil {
+		return nil
+	}
+	pre.breaker.forgive(pre.pid)
+	dec.failed(dec.pid)
+	return &engineError{op: "remote_send", addr: dec.addr, retry: true, timeout: true,
+		err: fmt.Errorf("the KV transfer to %s got no answer, nor did the engine: %w", dec.addr, err)}
+}
+
+// probeEngine returns nil when GET <base>/v1/models answers 200.
+func probeEngine(ctx context.Context, client *http.Client, base string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+protocol.PathModels, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // prefillLocally serves the whole request on the decode engine l, which

@@ -8,58 +8,114 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// releaseTimeout bounds giving a reservation back.
-const releaseTimeout = time.Second
+// Giving a reservation back: each try is bounded by releaseTimeout; an
+// engine that cannot be reached (frozen, overloaded) is asked again with
+// backoff for up to releaseRetryFor, the built-in engine's own prep_recv
+// timeout, after which the engine has freed the pages itself.
+const (
+	releaseTimeout  = time.Second
+	releaseRetryFor = time.Minute
+)
 
-// releaseReservation gives back the KV pages that prep_recv reserved (or
-// still waits to reserve) for req on the decode engine of l, when the
-// request will not start generating there: the client left, remote_send
-// failed, the attempt failed before start_generate took the reservation.
-// Left alone, the pages would stay held until the engine's prep_recv
-// timeout (a minute), invisible to the balancer.
+// releaseReservation gives back, in the background, the KV pages that
+// prep_recv reserved (or still waits to reserve) for req on the decode
+// engine of l, when the request will not start generating there: the
+// client left, remote_send failed, the attempt failed before
+// start_generate took the reservation. Left alone, the pages would stay
+// held until the engine's prep_recv timeout, invisible to the balancer.
+// The attempt that gave up goes on at once: its next attempt has its own
+// user, so the release can never touch it.
 //
 // Engines that serve caddy-mlc's release extension (the built-in engine)
 // drop the reservation at once. MLC's API has no such call: for an engine
 // that answers 404, the router uses up the reservation with a
 // start_generate that asks for one token and drops the stream at once,
 // which makes the engine abort the request and free its pages. An engine
-// that cannot be reached keeps the reservation until its own timeout (or
-// its restart). It runs on a fresh context: the request's may be done.
+// that cannot be reached is asked again until it answers, restarts (its
+// KV went with its process) or its own timeout has freed the pages.
 func (r *Router) releaseReservation(l *lease, req *protocol.CompletionRequest, end int) {
+	rel := &release{r: r, u: l.upstream, pid: l.pid, req: req, end: end}
+	goroutine.Go(r.logger, "reservation release", rel.run, nil)
+}
+
+// release is one reservation to give back.
+type release struct {
+	r   *Router
+	u   *upstream
+	pid int
+	req *protocol.CompletionRequest
+	end int
+}
+
+func (rel *release) run() {
+	begin := time.Now()
+	for wait := releaseTimeout; ; wait = min(2*wait, 16*time.Second) {
+		how, reached := rel.once()
+		if reached {
+			rel.r.metrics.releases.WithLabelValues(how).Inc()
+			return
+		}
+		if time.Since(begin) > releaseRetryFor {
+			rel.r.metrics.releases.WithLabelValues("failed").Inc()
+			rel.r.logger.Warn("could not give a reservation back; the engine's own timeout frees it",
+				zap.String("user", userOf(rel.req)), addrField(rel.u))
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-rel.u.fleet.done:
+			t.Stop()
+			return // the engines stopped, and their KV with them
+		}
+		if _, pid := rel.u.status(); pid != rel.pid {
+			return // the engine restarted: its KV went with the old process
+		}
+	}
+}
+
+// once tries to give the reservation back. reached reports that the
+// engine answered (whatever it said); how says how it was done.
+func (rel *release) once() (how string, reached bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	user := userOf(req)
-	if !l.noRelease.Load() {
+	l := &lease{upstream: rel.u, pid: rel.pid, release: func() {}}
+	user := userOf(rel.req)
+	if !rel.u.noRelease.Load() {
 		var ack protocol.ReleaseResponse
-		err := r.client.post(ctx, l, protocol.PathRelease, protocol.ReleaseRequest{User: user}, &ack)
+		err := rel.r.client.post(ctx, l, protocol.PathRelease, protocol.ReleaseRequest{User: user}, &ack)
 		var ee *engineError
 		switch {
 		case err == nil:
-			r.metrics.releases.WithLabelValues("release").Inc()
-			return
+			return "release", true
 		case errors.As(err, &ee) && ee.apiErr != nil && (ee.apiErr.Status == http.StatusNotFound || ee.apiErr.Status == http.StatusMethodNotAllowed):
-			l.noRelease.Store(true)
-			r.logger.Info("engine has no release extension; giving reservations back through start_generate", addrField(l.upstream))
+			rel.u.noRelease.Store(true)
+			rel.r.logger.Info("engine has no release extension; reservations are given back through start_generate", addrField(rel.u))
+		case errors.As(err, &ee) && ee.apiErr != nil:
+			return "failed", true // it answered, and refused: nothing more to do
 		default:
-			r.metrics.releases.WithLabelValues("failed").Inc()
-			r.logger.Debug("releasing a reservation", zap.String("user", user), addrField(l.upstream), zap.Error(err))
-			return
+			rel.r.logger.Debug("giving a reservation back", zap.String("user", user), addrField(rel.u), zap.Error(err))
+			return "", false
 		}
 	}
-	gen := protocol.StartGenerateRequest{CompletionRequest: *req.Clone(), Begin: end}
+	gen := protocol.StartGenerateRequest{CompletionRequest: *rel.req.Clone(), Begin: rel.end}
 	gen.MaxTokens = new(1)
 	gen.Stream, gen.StreamOptions = true, nil
-	cl, err := r.client.start(ctx, l, protocol.PathStartGenerate, gen)
-	if err != nil {
-		r.metrics.releases.WithLabelValues("failed").Inc()
-		r.logger.Debug("using up a reservation", zap.String("user", user), addrField(l.upstream), zap.Error(err))
-		return
+	cl, err := rel.r.client.start(ctx, l, protocol.PathStartGenerate, gen)
+	var ee *engineError
+	switch {
+	case err == nil:
+		cl.end() // drop the stream: the engine aborts the request
+		return "start_generate", true
+	case errors.As(err, &ee) && ee.apiErr != nil:
+		return "failed", true
 	}
-	cl.end() // drop the stream: the engine aborts the request
-	r.metrics.releases.WithLabelValues("start_generate").Inc()
+	rel.r.logger.Debug("using up a reservation", zap.String("user", user), addrField(rel.u), zap.Error(err))
+	return "", false
 }
 
 // userOf returns the request's user: the id that ties its microserving

@@ -47,14 +47,12 @@ func TestFleetHungEngineIsRestarted(t *testing.T) {
 	if s := f.State(0); s != StateUnhealthy {
 		t.Fatalf("stopped engine is %s, want unhealthy first", s)
 	}
-	d := time.Since(t0)
-	t.Logf("unhealthy %v after the SIGSTOP", d)
-	if d > 20*spec.HealthInterval {
-		t.Errorf("unhealthy after %v, more than 20 health intervals", d)
-	}
+	// How fast is a timing figure (logged), not a CI assertion: a loaded
+	// machine delays the probes' own goroutines.
+	t.Logf("unhealthy %v after the SIGSTOP", time.Since(t0))
 	h.waitFor("the hung engine to be restarted", func() bool { return f.Restarts(0) == 1 && f.Ready(0) })
 	// Its last answer came at most an interval before the SIGSTOP.
-	d = time.Since(t0)
+	d := time.Since(t0)
 	t.Logf("restarted and ready %v after the SIGSTOP (hang timeout %v)", d, spec.HangTimeout)
 	if d < spec.HangTimeout-spec.HealthInterval {
 		t.Errorf("restarted %v after the SIGSTOP, before the hang timeout", d)

@@ -72,7 +72,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	admin 127.0.0.1:%d
 	auto_https off
 	log {
-		level ERROR
+		level %s
 	}
 }
 http://127.0.0.1:%d {
@@ -87,7 +87,7 @@ http://127.0.0.1:%d {
 		endpoint 127.0.0.1:%d
 	}
 }
-`, ports[2], ports[0], eps.String(), cfg.routerOpts, ports[1], ports[3])
+`, ports[2], logLevel(), ports[0], eps.String(), cfg.routerOpts, ports[1], ports[3])
 	adapted, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
 	if err != nil {
 		t.Fatalf("adapt: %v\n%s", err, cf)
@@ -106,6 +106,15 @@ http://127.0.0.1:%d {
 	r.client.CloseIdleConnections()
 	r.goroutines = countGoroutines()
 	return r
+}
+
+// logLevel is Caddy's log level in the suite: ERROR, or what
+// CADDY_MLC_CHAOS_LOG says (DEBUG shows every retry and its cause).
+func logLevel() string {
+	if l := os.Getenv("CADDY_MLC_CHAOS_LOG"); l != "" {
+		return l
+	}
+	return "ERROR"
 }
 
 // stop stops Caddy and waits until every engine process it started is
