@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -30,6 +31,8 @@ type engineStatus struct {
 	Addr     string `json:"addr"`
 	Role     string `json:"role,omitempty"`
 	External bool   `json:"external,omitempty"`
+	// Dynamic marks an engine a dynamic source found.
+	Dynamic bool `json:"dynamic,omitempty"`
 	PEStart  int    `json:"pe_start"`
 	GPUs     int    `json:"gpus"`
 	// State is the fleet's: starting, ready, unhealthy, restarting,
@@ -101,7 +104,43 @@ func (r *Router) status() routerStatus {
 		}
 		st.Engines = append(st.Engines, es)
 	}
+	if r.dynamic != nil {
+		st.Engines = append(st.Engines, r.dynamic.status()...)
+	}
 	return st
+}
+
+// status describes the discovered engines.
+func (d *dynamicSet) status() []engineStatus {
+	roles := map[*upstream][]string{}
+	var order []*upstream
+	for _, role := range []string{engine.RolePrefill, engine.RoleDecode, ""} {
+		for _, u := range d.list(role) {
+			if _, ok := roles[u]; !ok {
+				order = append(order, u)
+				roles[u] = nil
+			}
+			if role != "" {
+				roles[u] = append(roles[u], role)
+			}
+		}
+	}
+	out := []engineStatus{}
+	for _, u := range order {
+		state, pid := u.fleet.Status(u.index)
+		role := strings.Join(roles[u], "+")
+		if role == "" {
+			role = engine.RoleAny
+		}
+		es := engineStatus{Addr: u.addr, Role: role, External: true, Dynamic: true, PEStart: int(u.pe.Load()), GPUs: 1,
+			State: state.String(), PID: pid, InFlight: u.inflight.Load(), Breaker: u.breaker.state(pid).String()}
+		if l := u.load.Load(); l != nil {
+			es.Load = &loadStatus{Running: l.running, Waiting: l.waiting, Prepared: l.prepared,
+				KVPagesFree: l.pagesFree, KVPages: l.pagesTotal, At: l.at}
+		}
+		out = append(out, es)
+	}
+	return out
 }
 
 // endpointGPUs returns the GPU count of each endpoint.

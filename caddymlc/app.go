@@ -57,21 +57,28 @@ func (a *App) Provision(ctx caddy.Context) error {
 }
 
 // fleetHandle is the routers' way to their fleet: nil until the app
-// starts. Routers with the same engines share one.
+// starts (or for a router with only dynamic engines). Routers with the
+// same engines share one.
 type fleetHandle struct {
-	spec    engine.Spec
-	lf      atomic.Pointer[liveFleet]
-	changes notifier // the fleet was attached, or a router was handed over
+	spec engine.Spec
+	lf   atomic.Pointer[liveFleet]
 }
 
 // get returns the fleet, or nil before the config started.
 func (h *fleetHandle) get() *liveFleet { return h.lf.Load() }
 
-// register adds a router and its fleet, to be started with the config.
-func (a *App) register(r *Router, spec engine.Spec) *fleetHandle {
+// adoptRouter adds a router of this config: it is started and stopped
+// with it, and handed over to its successor after a reload.
+func (a *App) adoptRouter(r *Router) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.routers = append(a.routers, r)
+}
+
+// register adds a fleet, to be started with the config.
+func (a *App) register(spec engine.Spec) *fleetHandle {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	key := spec.Key()
 	if h, ok := a.handles[key]; ok {
 		return h
@@ -105,10 +112,13 @@ func (a *App) Start() error {
 			a.logger.Warn("updating the supervision settings of a kept fleet", zap.Error(err))
 		}
 		h.lf.Store(lf)
-		h.changes.notify()
 	}
+	engineChanges.notify()
 	current.Store(a)
 	for _, r := range a.routers {
+		if r.dynamic != nil {
+			r.dynamic.start()
+		}
 		r.logStart(a.listenAddrs(r))
 	}
 	return nil
@@ -167,18 +177,27 @@ func (a *App) Stop() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if next := current.Load(); next != nil && next != a {
-		next.adopt(a.routers)
+		next.succeed(a.routers)
 	}
+	for _, r := range a.routers {
+		r.retired.Store(true)
+	}
+	engineChanges.notify()
 	current.CompareAndSwap(a, nil)
+	for _, r := range a.routers {
+		if r.dynamic != nil {
+			r.dynamic.stop()
+		}
+	}
 	a.releaseAll()
 	return nil
 }
 
-// adopt makes a's routers the successors of old routers: the k-th old
+// succeed makes a's routers the successors of old routers: the k-th old
 // router of a model is replaced by the k-th new router of that model (or
 // the last one). Routers of a model the new config does not serve have no
 // successor and keep serving on their engines while those drain.
-func (a *App) adopt(old []*Router) {
+func (a *App) succeed(old []*Router) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	seen := map[string]int{}
@@ -195,7 +214,6 @@ func (a *App) adopt(old []*Router) {
 			continue
 		}
 		o.next.Store(same[min(k, len(same)-1)])
-		o.handle.changes.notify()
 	}
 }
 

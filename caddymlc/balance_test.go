@@ -55,13 +55,28 @@ func externalFleet(t *testing.T, n int) *liveFleet {
 	}
 }
 
+// testRouter is a router over lf's engines (all of them, any role) with
+// the given selection policy.
+func testRouter(t *testing.T, lf *liveFleet, policy string) *Router {
+	t.Helper()
+	p, err := newPolicy(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := queueRouter(time.Minute, 8)
+	r.policy = p
+	r.handle.lf.Store(lf)
+	r.roles = roleIndexes(ModeRoundRobin, lf.spec.Endpoints)
+	return r
+}
+
 func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 	lf := externalFleet(t, 3)
-	all := []int{0, 1, 2}
+	r := testRouter(t, lf, PolicyLeastLoaded)
 	// Equal load: consecutive picks go round the engines.
 	seen := map[int]bool{}
 	for range 3 {
-		l := lf.pick(all, pickOptions{})
+		l := r.pick("", pickOptions{})
 		seen[l.index] = true
 		l.release()
 	}
@@ -73,7 +88,7 @@ func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 	for _, i := range []int{0, 0, 1, 1, 2} {
 		held = append(held, &lease{upstream: lf.upstreams[i], release: lf.upstreams[i].hold()})
 	}
-	if l := lf.pick(all, pickOptions{}); l.index != 2 {
+	if l := r.pick("", pickOptions{}); l.index != 2 {
 		t.Fatalf("picked %d, want the least loaded (2)", l.index)
 	} else {
 		l.release()
@@ -90,10 +105,10 @@ func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 
 func TestPickTiers(t *testing.T) {
 	lf := externalFleet(t, 2)
-	all := []int{0, 1}
+	r := testRouter(t, lf, PolicyLeastLoaded)
 	u0, u1 := lf.upstreams[0], lf.upstreams[1]
 	pick := func(o pickOptions) int {
-		l := lf.pick(all, o)
+		l := r.pick("", o)
 		if l == nil {
 			return -1
 		}

@@ -1,14 +1,17 @@
 package caddymlc
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/dustin/go-humanize"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 )
@@ -33,6 +36,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    engine            builtin|mlc|command <program> [args...]
 //	    engine_args       <args...>
 //	    endpoint          <host>:<port> [gpus <n>] [role prefill|decode|any] [external]
+//	    dynamic           [prefill|decode|any] <source> [<args...>] {
+//	        <source options>
+//	    }
+//	    policy            least_loaded|prefix_aware|round_robin
 //	    startup_timeout   <duration>
 //	    engine_timeout    <duration>
 //	    queue_timeout     <duration>
@@ -52,7 +59,7 @@ func (r *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if !ok {
 			return d.Errf("unknown subdirective %q", name)
 		}
-		if seen[name] && name != "endpoint" {
+		if seen[name] && name != "endpoint" && name != "dynamic" {
 			return d.Errf("%s given twice", name)
 		}
 		seen[name] = true
@@ -80,6 +87,8 @@ var subdirectives = map[string]func(*Router, *caddyfile.Dispenser) error{
 	"engine":            parseEngine,
 	"engine_args":       parseEngineArgs,
 	"endpoint":          parseEndpoint,
+	"dynamic":           parseDynamic,
+	"policy":            parsePolicy,
 	"startup_timeout":   durationOption(func(r *Router) *caddy.Duration { return &r.StartupTimeout }),
 	"engine_timeout":    durationOption(func(r *Router) *caddy.Duration { return &r.EngineTimeout }),
 	"queue_timeout":     durationOption(func(r *Router) *caddy.Duration { return &r.QueueTimeout }),
@@ -216,6 +225,52 @@ func endpointOption(d *caddyfile.Dispenser, ep *engine.Endpoint) error {
 		ep.External = true
 	default:
 		return d.Errf("endpoint option %q: want gpus <n>, role <role> or external", d.Val())
+	}
+	return nil
+}
+
+// parseDynamic reads `dynamic [role] <source> ...`: reverse_proxy's own
+// dynamic subdirective (any http.reverse_proxy.upstreams module, with its
+// arguments and block), with a role in front.
+func parseDynamic(r *Router, d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	role := engine.RoleAny
+	switch d.Val() {
+	case engine.RolePrefill, engine.RoleDecode, engine.RoleAny:
+		role = d.Val()
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+	}
+	name := d.Val()
+	modID := "http.reverse_proxy.upstreams." + name
+	unm, err := caddyfile.UnmarshalModule(d, modID)
+	if err != nil {
+		return err
+	}
+	src, ok := unm.(reverseproxy.UpstreamSource)
+	if !ok {
+		return d.Errf("module %s (%T) is not an upstream source", modID, unm)
+	}
+	if r.Dynamic == nil {
+		r.Dynamic = &DynamicEngines{}
+	}
+	dst := map[string]*json.RawMessage{engine.RoleAny: &r.Dynamic.AnyRaw, engine.RolePrefill: &r.Dynamic.PrefillRaw, engine.RoleDecode: &r.Dynamic.DecodeRaw}[role]
+	if *dst != nil {
+		return d.Errf("dynamic %s engines given twice", role)
+	}
+	*dst = caddyconfig.JSONModuleObject(src, "source", name, nil)
+	return nil
+}
+
+func parsePolicy(r *Router, d *caddyfile.Dispenser) error {
+	if err := oneArg(d, &r.Policy); err != nil {
+		return err
+	}
+	if _, err := newPolicy(r.Policy); err != nil {
+		return d.Err(err.Error())
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
@@ -74,6 +75,15 @@ type Router struct {
 	// --endpoint-ports, --endpoint-num-gpus.
 	Endpoints []engine.Endpoint `json:"endpoints,omitempty"`
 
+	// Dynamic are engines found while Caddy runs, by reverse_proxy's
+	// upstream sources (DNS A/AAAA or SRV records, ...), one source per
+	// role. With dynamic engines, Endpoints may be empty.
+	Dynamic *DynamicEngines `json:"dynamic,omitempty"`
+
+	// Policy chooses among healthy engines: least_loaded (the default),
+	// prefix_aware or round_robin (see PolicyLeastLoaded...).
+	Policy string `json:"policy,omitempty"`
+
 	// StartupTimeout bounds how long the engines may take to become ready.
 	// Default 120s.
 	StartupTimeout caddy.Duration `json:"startup_timeout,omitempty"`
@@ -107,6 +117,9 @@ type Router struct {
 	chatTmpl chat.Template
 	chatErr  error
 	handle   *fleetHandle
+	roles    map[string][]int // endpoint indexes by the role a call needs
+	policy   selectionPolicy
+	dynamic  *dynamicSet
 	*routerState
 	client   *engineClient
 	strategy strategy
@@ -125,8 +138,11 @@ type EngineProgram struct {
 
 // routerState is what a provisioned router changes while it serves.
 type routerState struct {
-	next   atomic.Pointer[Router] // the router that took over after a reload
-	queued atomic.Int64           // requests waiting for an engine
+	next     atomic.Pointer[Router] // the router that took over after a reload
+	retired  atomic.Bool            // its config stopped: new work goes to next
+	queued   atomic.Int64           // requests waiting for an engine
+	pickMu   sync.Mutex             // makes choosing an engine and holding it atomic
+	rotation atomic.Uint64          // where ties start
 }
 
 // withDefaults returns a copy of r's configuration with defaults applied.
@@ -144,8 +160,11 @@ func (r Router) withDefaults() Router {
 	if c.Engine == nil {
 		c.Engine = &EngineProgram{Kind: string(engine.KindBuiltin)}
 	}
-	if len(c.Endpoints) == 0 {
+	if len(c.Endpoints) == 0 && c.Dynamic == nil {
 		c.Endpoints = []engine.Endpoint{{Host: DefaultHost, Port: DefaultPort, GPUs: 1}}
+	}
+	if c.Policy == "" {
+		c.Policy = PolicyLeastLoaded
 	}
 	c.Endpoints = append([]engine.Endpoint(nil), c.Endpoints...)
 	for i := range c.Endpoints {
@@ -196,13 +215,16 @@ func (c Router) validate() error {
 	if err := c.Engine.validate(); err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
-	if err := engine.ValidateEndpoints(c.Endpoints); err != nil {
-		return fmt.Errorf("mlc_router: %w", err)
-	}
-	if c.Mode == ModeDisagg {
-		if _, _, err := splitRoles(c.Endpoints); err != nil {
+	if len(c.Endpoints) > 0 || c.Dynamic == nil {
+		if err := engine.ValidateEndpoints(c.Endpoints); err != nil {
 			return fmt.Errorf("mlc_router: %w", err)
 		}
+	}
+	if err := c.checkRoles(); err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
+	}
+	if _, err := newPolicy(c.Policy); err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
 	}
 	if c.StartupTimeout < 0 {
 		return fmt.Errorf("mlc_router: startup_timeout must be positive")
@@ -278,6 +300,24 @@ func splitRoles(eps []engine.Endpoint) (prefill, decode []int, err error) {
 		return nil, nil, errors.New("disagg mode needs an endpoint that can decode: add a second endpoint, or give one role any")
 	}
 	return prefill, decode, nil
+}
+
+// checkRoles makes sure a disagg router has engines of both roles, listed
+// or found by a dynamic source.
+func (c Router) checkRoles() error {
+	if c.Mode != ModeDisagg {
+		return nil
+	}
+	if c.Dynamic == nil {
+		_, _, err := splitRoles(c.Endpoints)
+		return err
+	}
+	for _, role := range []string{engine.RolePrefill, engine.RoleDecode} {
+		if !c.Dynamic.has(role) && len(roleIndexes(c.Mode, c.Endpoints)[role]) == 0 {
+			return fmt.Errorf("disagg mode needs %s engines: list one with role %s or any, or add a dynamic source for %s or any engines", role, role, role)
+		}
+	}
+	return nil
 }
 
 // parseEndpointAddr splits host:port.

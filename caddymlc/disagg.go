@@ -31,8 +31,6 @@ const remoteSendTries = 3
 // the whole request: slower for its other streams, but never a stall.
 type disagg struct {
 	r       *Router
-	prefill []int // endpoints that may prefill
-	decode  []int // endpoints that may decode
 	balance float64
 }
 
@@ -47,19 +45,24 @@ func (d *disagg) windowEnd(promptLen int) int {
 }
 
 func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
-	n := len(req.Prompt.IDs)
-	dec, err := d.r.acquire(ctx, engine.RoleDecode, d.decode, pickOptions{avoid: avoid, needPages: pagesFor(n)})
+	prompt := req.Prompt.IDs
+	n := len(prompt)
+	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, prompt: prompt, needPages: pagesFor(n)})
 	if err != nil {
 		return nil, err
 	}
+	chain := prefixChain(prompt)
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
 	end := protocol.ResolveIndex(prep.End, n)
-	var pre *lease
-	if end > 0 {
-		pre = dec.fleet.pick(d.prefill, pickOptions{avoid: avoid, exclude: dec.upstream, noBroken: true})
+	if end <= 0 {
+		return d.r.prefillLocally(ctx, dec, req, chain, "empty_window")
 	}
+	if dec.pe.Load() < 0 {
+		return d.r.prefillLocally(ctx, dec, req, chain, "unknown_pe")
+	}
+	pre := d.r.pick(engine.RolePrefill, pickOptions{avoid: avoid, exclude: dec.upstream, noBroken: true})
 	if pre == nil {
-		return d.r.prefillLocally(ctx, dec, req, "no_prefill_engine")
+		return d.r.prefillLocally(ctx, dec, req, chain, "no_prefill_engine")
 	}
 	prep.Stream, prep.StreamOptions = false, nil
 	var recv protocol.PrepRecvResponse
@@ -76,6 +79,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 		return nil, &engineError{op: "prep_recv", addr: dec.addr, retry: true,
 			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
 	}
+	dec.prefixes.learn(chain, recv.PrefixMatchedLength, dec.prefixCapacity())
 	if recv.PrefixMatchedLength < end {
 		err := d.remoteSend(ctx, pre, dec, req, recv, end)
 		pre.release()
@@ -91,7 +95,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 			}
 			d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
 				zap.String("user", userOf(req)), addrField(pre.upstream), zap.Error(err))
-			return d.r.prefillLocally(ctx, dec, req, "remote_send_failed")
+			return d.r.prefillLocally(ctx, dec, req, nil, "remote_send_failed")
 		}
 	} else {
 		pre.release()
@@ -115,7 +119,7 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 		Begin:             recv.PrefixMatchedLength,
 		End:               end,
 		KVAddrInfo:        recv.KVAppendMetadata,
-		RecvRank:          dec.peStart,
+		RecvRank:          int(dec.pe.Load()),
 	}
 	send.Stream, send.StreamOptions = false, nil
 	for try := 1; ; try++ {
@@ -178,8 +182,12 @@ func probeEngine(ctx context.Context, client *http.Client, base string) error {
 
 // prefillLocally serves the whole request on the decode engine l, which
 // then prefills it itself: MLC's plain /v1/completions, which every engine
-// serves.
-func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, reason string) (*chunkStream, error) {
+// serves. chain, when not nil, is the prompt's prefix chain, recorded as
+// what the engine will hold.
+func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, chain []uint64, reason string) (*chunkStream, error) {
 	r.metrics.localPrefills.WithLabelValues(reason).Inc()
+	if chain != nil {
+		l.prefixes.learn(chain, -1, l.prefixCapacity())
+	}
 	return r.client.stream(ctx, l, protocol.PathCompletions, req)
 }

@@ -37,9 +37,6 @@ type liveFleet struct {
 
 	logger   atomic.Pointer[zap.Logger]
 	grace    atomic.Int64 // drain grace, nanoseconds
-	mu       sync.Mutex   // makes choosing an engine and holding it atomic
-	rotation atomic.Uint64
-	changes  notifier // router-level changes: draining, a breaker opened
 	inflight atomic.Int64
 	idle     notifier // notified when inflight drops to 0
 
@@ -51,7 +48,8 @@ type liveFleet struct {
 }
 
 func newLiveFleet(spec engine.Spec, log *zap.Logger) (*liveFleet, error) {
-	f, err := engine.New(spec, engine.Options{Logger: log})
+	f, err := engine.New(spec, engine.Options{Logger: log,
+		OnStateChange: func(int, engine.State, engine.State) { engineChanges.notify() }})
 	if err != nil {
 		return nil, fmt.Errorf("mlc: %w", err)
 	}
@@ -60,15 +58,23 @@ func newLiveFleet(spec engine.Spec, log *zap.Logger) (*liveFleet, error) {
 	lf.grace.Store(int64(DefaultDrainGrace))
 	starts := spec.DeviceIDStarts()
 	for i, ep := range spec.Endpoints {
-		lf.upstreams = append(lf.upstreams, &upstream{fleet: lf, index: i, addr: ep.Addr(), url: ep.URL(), peStart: starts[i]})
+		u := &upstream{fleet: lf, index: i, addr: ep.Addr(), url: ep.URL()}
+		u.pe.Store(int64(starts[i]))
+		lf.upstreams = append(lf.upstreams, u)
 	}
 	return lf, nil
 }
 
 func (lf *liveFleet) log() *zap.Logger { return lf.logger.Load() }
 
+// engineChanges wakes the requests that wait for an engine: an engine's
+// state changed, a fleet was attached or drains, a breaker opened, a
+// router was handed over, dynamic engines came or went. One notifier for
+// all: a wake-up is cheap, a missed one is a stall.
+var engineChanges notifier
+
 // wake tells the routers waiting for an engine to look again.
-func (lf *liveFleet) wake() { lf.changes.notify() }
+func (lf *liveFleet) wake() { engineChanges.notify() }
 
 // held counts calls in flight on the whole fleet, for the drain.
 func (lf *liveFleet) held(delta int64) {

@@ -19,9 +19,11 @@ import (
 // other Caddy replicas, nor reservations an engine still holds, so each
 // fleet asks its engines for their load (MLC's query_engine_metrics
 // special request) on a short interval. The built-in engine reports
-// running and waiting sequences, reservations and free KV pages; an engine
-// that reports none of them (MLC's own reports timings only) is balanced
-// on the router's counts alone.
+// running and waiting sequences, reservations and free KV pages, and, as
+// caddy-mlc's extension, its first NVSHMEM PE (pe_start: how a discovered
+// engine's recv_rank is learnt); an engine that reports none of them
+// (MLC's own reports timings only) is balanced on the router's counts
+// alone.
 const (
 	loadPollInterval = 250 * time.Millisecond
 	loadPollTimeout  = time.Second
@@ -78,6 +80,9 @@ func (u *upstream) pollOnce(ctx context.Context, client *http.Client) {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEngineErrorBody)).Decode(&out); err != nil || out.Usage == nil {
 		return
 	}
+	if pe, ok := intExtra(out.Usage.Extra, "pe_start"); ok {
+		u.pe.Store(int64(pe))
+	}
 	l, ok := parseLoad(out.Usage.Extra)
 	if !ok {
 		return
@@ -99,13 +104,21 @@ func parseLoad(extra map[string]json.RawMessage) (engineLoad, bool) {
 		"running": &l.running, "waiting": &l.waiting, "prepared": &l.prepared,
 		"kv_pages_free": &l.pagesFree, "kv_pages_total": &l.pagesTotal,
 	} {
-		if raw, ok := extra[key]; ok {
-			if n, err := strconv.Atoi(string(raw)); err == nil {
-				*dst, found = n, true
-			}
+		if n, ok := intExtra(extra, key); ok {
+			*dst, found = n, true
 		}
 	}
 	return l, found
+}
+
+// intExtra reads an integer field of usage.extra.
+func intExtra(extra map[string]json.RawMessage, key string) (int, bool) {
+	raw, ok := extra[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(raw))
+	return n, err == nil
 }
 
 func addrField(u *upstream) zap.Field { return zap.String("engine", u.addr) }

@@ -36,15 +36,27 @@ func (r *Router) Provision(ctx caddy.Context) error {
 		r.chatErr = err
 		r.logger.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
 	}
-	spec, err := r.fleetSpec()
-	if err != nil {
-		return err
-	}
 	appVal, err := ctx.App("mlc")
 	if err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
-	r.handle = appVal.(*App).register(r, spec)
+	app := appVal.(*App)
+	r.handle = &fleetHandle{}
+	if len(r.Endpoints) > 0 {
+		spec, err := r.fleetSpec()
+		if err != nil {
+			return err
+		}
+		r.handle = app.register(spec)
+	}
+	if err := r.provisionDynamic(ctx); err != nil {
+		return err
+	}
+	app.adoptRouter(r)
+	r.roles = roleIndexes(r.Mode, r.Endpoints)
+	if r.policy, err = newPolicy(r.Policy); err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
+	}
 	r.client = newEngineClient(time.Duration(r.EngineTimeout))
 	r.metrics = sharedMetrics()
 	if err := r.metrics.register(ctx.GetMetricsRegistry()); err != nil {
@@ -85,17 +97,9 @@ func (r *Router) noTokenizer(param, what string) *protocol.Error {
 
 func (r *Router) newStrategy() (strategy, error) {
 	if r.Mode == ModeRoundRobin {
-		all := make([]int, len(r.Endpoints))
-		for i := range all {
-			all[i] = i
-		}
-		return &wholeRequest{r: r, all: all}, nil
+		return &wholeRequest{r: r}, nil
 	}
-	prefill, decode, err := splitRoles(r.Endpoints)
-	if err != nil {
-		return nil, fmt.Errorf("mlc_router: %w", err)
-	}
-	return &disagg{r: r, prefill: prefill, decode: decode, balance: r.PDBalanceFactor}, nil
+	return &disagg{r: r, balance: r.PDBalanceFactor}, nil
 }
 
 // fleetSpec is the engine fleet the configuration describes.
@@ -127,17 +131,16 @@ func (r *Router) fleetSpec() (engine.Spec, error) {
 }
 
 // target returns the router that serves a new attempt of r's requests:
-// r, or, once r's engines drain after a reload, the router of the newer
-// config that took its place.
+// r, or, once a reload replaced r, the router of the newer config that
+// took its place (its engines may be others). Attempts already running
+// finish where they are: the old engines drain.
 func (r *Router) target() *Router {
 	t := r
 	for range 16 { // a chain of quick reloads; bounded against a cycle
-		lf := t.handle.get()
-		next := t.next.Load()
-		if lf == nil || next == nil || !lf.draining.Load() {
+		if !t.handedOver() {
 			return t
 		}
-		t = next
+		t = t.next.Load()
 	}
 	return t
 }

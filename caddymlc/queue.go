@@ -52,17 +52,18 @@ func (e *noEngineError) apiError() *protocol.Error {
 	return err
 }
 
-// acquire holds an engine of role among candidates for a call. While none
-// is ready it waits, in a queue bounded by queue_size, for up to
-// queue_timeout: an engine restarting, the engines of a config starting
-// (whichever of Caddy's apps starts first), the moment between old and
-// new engines in a reload. It returns errDraining when the router's
-// engines drain after a reload and another router took over.
-func (r *Router) acquire(ctx context.Context, role string, candidates []int, o pickOptions) (*lease, error) {
-	if lf := r.handle.get(); lf != nil && !r.handedOver(lf) {
-		if l := lf.pick(candidates, o); l != nil {
-			return l, nil
-		}
+// acquire holds an engine of role for a call. While none is ready it
+// waits, in a queue bounded by queue_size, for up to queue_timeout: an
+// engine restarting, the engines of a config starting (whichever of
+// Caddy's apps starts first), the moment between old and new engines in a
+// reload, dynamic engines not found yet. It returns errDraining when the
+// router was replaced by a reload: the attempt goes to its successor.
+func (r *Router) acquire(ctx context.Context, role string, o pickOptions) (*lease, error) {
+	if r.handedOver() {
+		return nil, errDraining
+	}
+	if l := r.pick(role, o); l != nil {
+		return l, nil
 	}
 	if r.queued.Add(1) > int64(r.QueueSize) {
 		r.queued.Add(-1)
@@ -78,24 +79,20 @@ func (r *Router) acquire(ctx context.Context, role string, candidates []int, o p
 	timeout := time.NewTimer(time.Duration(r.QueueTimeout))
 	defer timeout.Stop()
 	for {
-		attached := r.handle.changes.wait()
-		var fleetChanged, routerChanged <-chan struct{}
+		changed := engineChanges.wait()
+		if r.handedOver() {
+			return nil, errDraining
+		}
 		if lf := r.handle.get(); lf != nil {
-			fleetChanged, routerChanged = lf.Changed(), lf.changes.wait()
-			if r.handedOver(lf) {
-				return nil, errDraining
-			}
-			if err := lf.failed(); err != nil {
+			if err := lf.failed(); err != nil && r.dynamic == nil {
 				return nil, &noEngineError{role: role, cause: err}
 			}
-			if l := lf.pick(candidates, o); l != nil {
-				return l, nil
-			}
+		}
+		if l := r.pick(role, o); l != nil {
+			return l, nil
 		}
 		select {
-		case <-attached:
-		case <-fleetChanged:
-		case <-routerChanged:
+		case <-changed:
 		case <-timeout.C:
 			return nil, &noEngineError{role: role, waited: time.Since(begin)}
 		case <-ctx.Done():
@@ -104,8 +101,8 @@ func (r *Router) acquire(ctx context.Context, role string, candidates []int, o p
 	}
 }
 
-// handedOver reports that lf drains and a newer router took r's place:
-// new work goes there.
-func (r *Router) handedOver(lf *liveFleet) bool {
-	return lf.draining.Load() && r.next.Load() != nil
+// handedOver reports that a reload replaced r by a newer router, which
+// takes its new work.
+func (r *Router) handedOver() bool {
+	return r.retired.Load() && r.next.Load() != nil
 }

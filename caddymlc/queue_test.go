@@ -16,7 +16,7 @@ import (
 // http app before the mlc app.
 func queueRouter(timeout time.Duration, size int) *Router {
 	return &Router{routerState: new(routerState), handle: &fleetHandle{}, metrics: sharedMetrics(),
-		QueueTimeout: caddy.Duration(timeout), QueueSize: size}
+		policy: leastLoaded{}, roles: map[string][]int{}, QueueTimeout: caddy.Duration(timeout), QueueSize: size}
 }
 
 // A request that arrives before the engines run waits, and is served as
@@ -26,15 +26,16 @@ func TestQueueWaitsForTheFleet(t *testing.T) {
 	got := make(chan *lease, 1)
 	errc := make(chan error, 1)
 	go func() {
-		l, err := r.acquire(context.Background(), engine.RoleDecode, []int{0}, pickOptions{})
+		l, err := r.acquire(context.Background(), "", pickOptions{})
 		got <- l
 		errc <- err
 	}()
 	// Attach only once the request is queued: the wait, not luck, serves it.
 	waitQueued(t, r, 1)
 	lf := externalFleet(t, 1)
+	r.roles = roleIndexes(ModeRoundRobin, lf.spec.Endpoints)
 	r.handle.lf.Store(lf)
-	r.handle.changes.notify()
+	engineChanges.notify()
 	if l, err := <-got, <-errc; err != nil || l == nil || l.upstream != lf.upstreams[0] {
 		t.Fatalf("acquire after attach: %v %v", l, err)
 	} else {
@@ -49,7 +50,7 @@ func TestQueueWaitsForTheFleet(t *testing.T) {
 // Retry-After; a full queue answers at once.
 func TestQueueTimesOutAndOverflows(t *testing.T) {
 	r := queueRouter(50*time.Millisecond, 1)
-	_, err := r.acquire(context.Background(), engine.RoleDecode, []int{0}, pickOptions{})
+	_, err := r.acquire(context.Background(), engine.RoleDecode, pickOptions{})
 	var none *noEngineError
 	if !errors.As(err, &none) || none.full {
 		t.Fatalf("after the queue timeout: %v", err)
@@ -65,12 +66,12 @@ func TestQueueTimesOutAndOverflows(t *testing.T) {
 	defer cancel()
 	first := make(chan error, 1)
 	go func() {
-		_, err := r.acquire(ctx, engine.RoleDecode, []int{0}, pickOptions{})
+		_, err := r.acquire(ctx, engine.RoleDecode, pickOptions{})
 		first <- err
 	}()
 	waitQueued(t, r, 1)
 	begin := time.Now()
-	_, err = r.acquire(context.Background(), engine.RoleDecode, []int{0}, pickOptions{})
+	_, err = r.acquire(context.Background(), engine.RoleDecode, pickOptions{})
 	if !errors.As(err, &none) || !none.full || time.Since(begin) > 5*time.Second {
 		t.Fatalf("second request with a full queue: %v after %v", err, time.Since(begin))
 	}

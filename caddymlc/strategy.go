@@ -23,15 +23,14 @@ var (
 
 // wholeRequest sends each whole request to one engine's /v1/completions,
 // the least loaded (MLC's "round-robin" mode).
-type wholeRequest struct {
-	r   *Router
-	all []int
-}
+type wholeRequest struct{ r *Router }
 
 func (s *wholeRequest) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
-	l, err := s.r.acquire(ctx, "", s.all, pickOptions{avoid: avoid, needPages: pagesFor(len(req.Prompt.IDs))})
+	prompt := req.Prompt.IDs
+	l, err := s.r.acquire(ctx, "", pickOptions{avoid: avoid, prompt: prompt, needPages: pagesFor(len(prompt))})
 	if err != nil {
 		return nil, err
 	}
+	l.prefixes.learn(prefixChain(prompt), -1, l.prefixCapacity())
 	return s.r.client.stream(ctx, l, protocol.PathCompletions, req)
 }

@@ -17,10 +17,13 @@ import (
 // reloads.
 type upstream struct {
 	fleet   *liveFleet
-	index   int // endpoint index in the fleet
-	addr    string
-	url     string
-	peStart int
+	index int // endpoint index in the fleet
+	addr  string
+	url   string
+	// pe is the engine's first NVSHMEM PE, the recv_rank of a remote_send
+	// to it: the spec's for the fleet's endpoints, what the engine reports
+	// for discovered ones; -1 while unknown.
+	pe atomic.Int64
 
 	// inflight counts calls that hold the engine: a request holds its
 	// decode engine from prep_recv to the end of its stream (which covers
@@ -28,6 +31,7 @@ type upstream struct {
 	inflight atomic.Int64
 	breaker  breaker
 	load     atomic.Pointer[engineLoad] // nil until the engine reports one
+	prefixes prefixIndex                // what its prefix cache is expected to hold
 	// noRelease is set once the engine answered 404 to the release
 	// extension (a real MLC engine): reservations are then given back
 	// through MLC's own API.
@@ -46,6 +50,15 @@ type engineLoad struct {
 	pagesFree  int
 	pagesTotal int
 	ownAtPoll  int64 // our inflight when the answer came
+}
+
+// prefixCapacity is how many KV pages the engine's prefix cache can hold
+// at most: its KV capacity, when it reports one.
+func (u *upstream) prefixCapacity() int {
+	if l := u.load.Load(); l != nil {
+		return l.pagesTotal
+	}
+	return 0
 }
 
 // loadStale is how old a load report may be before it is ignored.
@@ -109,6 +122,6 @@ func (u *upstream) failed(pid int) {
 	if u.breaker.failure(pid) {
 		u.fleet.log().Warn("engine taken out of rotation after failures in a row",
 			addrField(u), zap.Int("pid", pid), zap.Int("failures", breakerThreshold))
-		u.fleet.wake()
+		engineChanges.notify()
 	}
 }

@@ -64,6 +64,12 @@ func (s *server) metricsCompletion(w http.ResponseWriter, req *protocol.Completi
 	}
 	resp := s.response(req, &request{id: newID()})
 	resp.Usage = &protocol.Usage{Extra: m.extra()}
+	if s.world != nil {
+		// caddy-mlc's extension: the engine's place in its NVSHMEM world,
+		// how a router that found it by DNS learns its recv_rank.
+		resp.Usage.Extra["pe_start"] = jsonInt(s.world.PEStart)
+		resp.Usage.Extra["npes"] = jsonInt(s.world.NPEs)
+	}
 	writeJSON(w, resp)
 }
 
