@@ -83,6 +83,27 @@ func startLoad(t *testing.T, s *site, n int) *loadGen {
 	return g
 }
 
+// waitMore waits until n more requests have completed.
+func (g *loadGen) waitMore(n int) {
+	g.t.Helper()
+	g.mu.Lock()
+	target := g.ok + n
+	g.mu.Unlock()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		g.mu.Lock()
+		ok, failed := g.ok, len(g.failed)
+		g.mu.Unlock()
+		if ok >= target || failed > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("%d requests completed, waiting for %d", ok, target)
+		}
+		time.Sleep(10 * time.Millisecond) // the clients' progress
+	}
+}
+
 // finish stops the clients and fails the test on any failed request.
 func (g *loadGen) finish() int {
 	g.t.Helper()

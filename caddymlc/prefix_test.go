@@ -1,0 +1,88 @@
+package caddymlc
+
+import (
+	"slices"
+	"testing"
+)
+
+func seq(from, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = from + i
+	}
+	return out
+}
+
+func TestPrefixChainIsPerPrefix(t *testing.T) {
+	a := prefixChain(seq(0, 40))
+	if len(a) != 40/kvPageTokens {
+		t.Fatalf("%d pages for 40 tokens", len(a))
+	}
+	b := prefixChain(append(seq(0, 16), seq(100, 24)...))
+	if a[0] != b[0] || a[1] == b[1] {
+		t.Fatalf("chains of prompts sharing one page: %x %x", a, b)
+	}
+	// A page hash names the whole prefix, not the page alone.
+	c := prefixChain(append(seq(100, 16), seq(16, 16)...))
+	if c[1] == a[1] {
+		t.Fatal("the same second page after another first page hashes the same")
+	}
+	if !slices.Equal(prefixChain([]int{1 << 20, 3}), prefixChain([]int{1 << 20, 3})) {
+		t.Fatal("not deterministic")
+	}
+}
+
+func TestPrefixIndexMatchesLearnsAndForgetsLeavesFirst(t *testing.T) {
+	var p prefixIndex
+	long := prefixChain(seq(0, 64)) // 4 pages
+	if p.match(long) != 0 {
+		t.Fatal("an empty index matched")
+	}
+	p.learn(long, -1, 0)
+	if got := p.match(long); got != 64 {
+		t.Fatalf("match %d, want 64", got)
+	}
+	if got := p.match(prefixChain(append(seq(0, 32), seq(500, 32)...))); got != 32 {
+		t.Fatalf("a prompt sharing 2 pages matched %d", got)
+	}
+	// Capacity: a new prompt pushes out the oldest pages, and of a
+	// prompt's pages its last ones (leaves) go first.
+	var q prefixIndex
+	q.learn(long, -1, 4)
+	other := prefixChain(seq(1000, 32))
+	q.learn(other, -1, 4)
+	if got := q.match(long); got != 32 {
+		t.Fatalf("after eviction the old prompt matches %d tokens, want its first 2 pages (32)", got)
+	}
+	if got := q.match(other); got != 32 {
+		t.Fatalf("the new prompt matches %d", got)
+	}
+}
+
+func TestPrefixAwarePrefersTheWarmEngineUnlessBusy(t *testing.T) {
+	lf := externalFleet(t, 2)
+	r := testRouter(t, lf, PolicyPrefixAware)
+	prompt := seq(0, 1024)
+	lf.upstreams[1].prefixes.learn(prefixChain(prompt), -1, 0)
+	for range 4 {
+		l := r.pick("", pickOptions{prompt: prompt})
+		if l.index != 1 {
+			t.Fatalf("prefix_aware chose engine %d, not the one holding the prompt", l.index)
+		}
+		l.release()
+	}
+	// Busy enough that the prefix no longer pays: 5 calls cost more than
+	// prefilling 1,024 tokens.
+	var held []func()
+	for range 5 {
+		held = append(held, lf.upstreams[1].hold())
+	}
+	l := r.pick("", pickOptions{prompt: prompt})
+	if l.index != 0 {
+		t.Fatalf("prefix_aware chose the busy engine %d", l.index)
+	}
+	l.release()
+	for _, h := range held {
+		h()
+	}
+}
