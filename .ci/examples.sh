@@ -105,7 +105,10 @@ echo "$using"
 eval "$(sed '$d' <<<"$using")" 2>"$work/main.log"
 main=$!
 echo
-bash examples/curl.sh
+clients='BASE=http://localhost:8000 bash examples/curl.sh'
+grep -qF "$clients" README.md || fail "the README does not show: $clients"
+echo "\$ $clients"
+eval "$clients"
 (cd "$work" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund openai@4 >/dev/null)
 cp examples/openai-client.mjs "$work/"
 (cd "$work" && BASE=http://localhost:8000 node openai-client.mjs)
