@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for the CI scripts (sourced, run from the repository root): the
 # README's commands, and the processes CI starts.
 
@@ -39,6 +40,7 @@ start_time() {
 # listed under the thread that forked it).
 descendants() {
   local child
+  # shellcheck disable=SC2013 # the file is a space-separated list of PIDs
   for child in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
     echo "$child $(start_time "$child")"
     descendants "$child"
