@@ -37,6 +37,22 @@ completes() {
   out=$(eval "$1") && grep -q '"object":"text_completion"' <<<"$out"
 }
 
+# counted ADMIN succeeds if the metrics on an admin endpoint count a
+# completion that ended well.
+counted() {
+  local metrics
+  metrics=$(curl -sf "$1/metrics") && grep '^caddy_mlc_requests_total{.*outcome="ok"}' <<<"$metrics"
+}
+
+# all_ready ADMIN prints the engine states on an admin endpoint and succeeds
+# if every engine is ready.
+all_ready() {
+  local states
+  states=$(curl -sf "$1/mlc/engines" | grep -o '"state":"[^"]*"' | sort -u)
+  echo "$states"
+  [ "$states" = '"state":"ready"' ]
+}
+
 # header_commands FILE prints the commands in a Caddyfile's header
 # comment (the lines "#   <command>").
 header_commands() { sed -n 's/^#   //p' "$1"; }
@@ -85,11 +101,10 @@ for file in examples/*.Caddyfile; do
     esac
   done
   admin=${admin_of[$name]}
-  metrics=$(curl -sf "$admin/metrics") || fail "$name: no metrics on $admin"
-  grep -q '^caddy_mlc_requests_total{.*outcome="ok"}' <<<"$metrics" ||
-    fail "$name: no caddy_mlc_requests_total on $admin/metrics"
-  states=$(curl -sf "$admin/mlc/engines" | grep -o '"state":"[^"]*"' | sort -u)
-  [ "$states" = '"state":"ready"' ] || fail "$name: engines $states on $admin/mlc/engines"
+  retry 20 counted "$admin" || fail "$name: no caddy_mlc_requests_total on $admin/metrics"
+  # One ready engine serves the completion; the others (an external one
+  # is ready once a health check has seen it) follow.
+  retry 60 all_ready "$admin" || fail "$name: engines not all ready on $admin/mlc/engines"
   echo "$name: ok (metrics and engines on $admin)"
 done
 
