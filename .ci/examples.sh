@@ -1,30 +1,149 @@
 #!/usr/bin/env bash
-# Runs the main job (the README's first command) and the client examples
-# against it: curl and the openai npm SDK.
+# The README's commands as written, on the binary the README's main job
+# builds: every built-in example at once (each with the commands in its
+# header, checked through its own admin endpoint), then the main job through
+# the README's "Using it" block with the curl and openai npm clients beside
+# it. All of them share the machine, which checks that their ports do not
+# clash. Then no process that Caddy started may outlive it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/lib.sh
 work=$(mktemp -d)
-go build -o "$work/caddy" ./xcaddy
-"$work/caddy" run --config Caddyfile >"$work/caddy.log" 2>&1 &
-pid=$!
-cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"; }
+# On the way out, stop what this script started and still runs (its jobs).
+cleanup() {
+  local pid
+  for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
+  wait || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
-for _ in $(seq 1 300); do
-  curl -sf localhost:8000/v1/models >/dev/null 2>&1 && break
-  kill -0 "$pid" 2>/dev/null || { cat "$work/caddy.log"; exit 1; }
-  sleep 0.2
+fail() {
+  echo "FAIL: $*" >&2
+  for log in "$work"/*.log; do echo "--- $log (last lines)" >&2; tail -20 "$log" >&2; done
+  exit 1
+}
+
+# The main job's command is "<build> && <run>": build here, run below.
+main_job=$(readme_top 1)
+build=${main_job%% && *}
+run=${main_job#* && }
+[ "$build" != "$main_job" ] || fail "the README's main job is not '<build> && <run>': $main_job"
+echo "\$ $build"
+eval "$build"
+
+# completes CMD runs a curl command and succeeds if it printed a completion.
+completes() {
+  local out
+  out=$(eval "$1") && grep -q '"object":"text_completion"' <<<"$out"
+}
+
+# counted ADMIN succeeds if the metrics on an admin endpoint count a
+# completion that ended well.
+counted() {
+  local metrics
+  metrics=$(curl -sf "$1/metrics") && grep '^caddy_mlc_requests_total{.*outcome="ok"}' <<<"$metrics"
+}
+
+# all_ready ADMIN prints the engine states on an admin endpoint and succeeds
+# if every engine is ready.
+all_ready() {
+  local states
+  states=$(curl -sf "$1/mlc/engines" | grep -o '"state":"[^"]*"' | sort -u)
+  echo "$states"
+  [ "$states" = '"state":"ready"' ]
+}
+
+# header_commands FILE prints the commands in a Caddyfile's header
+# comment (the lines "#   <command>").
+header_commands() { sed -n 's/^#   //p' "$1"; }
+
+# Every example that runs built-in engines.
+caddies=()   # the examples' Caddys
+engines=()   # engines started by hand (for the external example)
+declare -A admin_of
+for file in examples/*.Caddyfile; do
+  grep -q '^[[:space:]]*engine mlc' "$file" && continue
+  name=$(basename "$file" .Caddyfile)
+  admin_of[$name]=$(sed -n 's/^[[:space:]]*admin \(.*\)$/\1/p' "$file")
+  [ -n "${admin_of[$name]}" ] || fail "$file has no admin endpoint"
+  while IFS= read -r cmd; do
+    case "$cmd" in
+      "./caddy mlc-engine "*"&")
+        echo "\$ $cmd"
+        eval "${cmd%&} >>'$work/$name-engines.log' 2>&1 &"
+        engines+=("$!") ;;
+      "./caddy run --config $file")
+        echo "\$ $cmd &"
+        eval "$cmd >'$work/$name.log' 2>&1 &"
+        caddies+=("$!") ;;
+    esac
+  done < <(header_commands "$file")
 done
-# The router answers /v1/models before the engines are ready; a completion
-# tells when they are.
-for _ in $(seq 1 300); do
-  curl -sf localhost:8000/v1/completions -d '{"prompt":"hi","max_tokens":1}' >/dev/null 2>&1 && break
-  sleep 0.2
+
+for file in examples/*.Caddyfile; do
+  name=$(basename "$file" .Caddyfile)
+  [ -n "${admin_of[$name]:-}" ] || continue
+  echo
+  echo "# $file"
+  mapfile -t curls < <(header_commands "$file" | grep '^curl ')
+  [ "${#curls[@]}" -gt 0 ] || fail "$file shows no curl command"
+  # The first is a completion: it completes once Caddy, its engines and
+  # (for TLS) its certificate are ready.
+  retry 120 completes "${curls[0]}" || fail "$name: ${curls[0]}"
+  for cmd in "${curls[@]}"; do
+    echo "\$ $cmd"
+    out=$(eval "$cmd") || fail "$name: $cmd"
+    echo "$out"
+    case "$cmd" in
+      *"/v1/completions"*) grep -q '"object":"text_completion"' <<<"$out" || fail "$name: not a completion" ;;
+      "curl -sI http://"*) # The redirect keeps the HTTPS port.
+        grep -qi '^location: https://localhost:8443/' <<<"$out" || fail "$name: redirect drops the port" ;;
+    esac
+  done
+  admin=${admin_of[$name]}
+  retry 20 counted "$admin" || fail "$name: no caddy_mlc_requests_total on $admin/metrics"
+  # One ready engine serves the completion; the others (an external one
+  # is ready once a health check has seen it) follow.
+  retry 60 all_ready "$admin" || fail "$name: engines not all ready on $admin/mlc/engines"
+  echo "$name: ok (metrics and engines on $admin)"
 done
-bash examples/curl.sh
+
+# The main job, through the README's "Using it" block: everything before
+# its "kill $!" now (it starts Caddy in the background), the kill at the end.
+echo
+echo "# the README's \"Using it\" block"
+using=$(readme_block using)
+[ "$(head -1 <<<"$using")" = "$run &" ] || fail "\"Using it\" does not start the main job ($run &)"
+stop=$(grep -x 'kill \$!' <<<"$using") || fail "\"Using it\" does not end with kill \$!"
+[ "$(tail -1 <<<"$using")" = "$stop" ] || fail "\"Using it\" does not end with kill \$!"
+echo "$using"
+eval "$(sed '$d' <<<"$using")" 2>"$work/main.log"
+main=$!
+echo
+clients='BASE=http://localhost:8000 bash examples/curl.sh'
+grep -qF "$clients" README.md || fail "the README does not show: $clients"
+echo "\$ $clients"
+eval "$clients"
 (cd "$work" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund openai@4 >/dev/null)
 cp examples/openai-client.mjs "$work/"
 (cd "$work" && BASE=http://localhost:8000 node openai-client.mjs)
-kill "$pid"; wait "$pid" || true
-# No engine outlives Caddy.
-if pgrep -f "caddy mlc-engine" >/dev/null; then echo "engines left running"; exit 1; fi
+
+# What Caddy started, recorded while it runs.
+: >"$work/ours"
+for pid in "$main" "${caddies[@]}"; do descendants "$pid" >>"$work/ours"; done
+[ -s "$work/ours" ] || fail "no engine under any Caddy"
+for pid in "${engines[@]}"; do echo "$pid $(start_time "$pid")" >>"$work/ours"; done
+echo "$(( ${#caddies[@]} + 1 )) Caddys, $(wc -l <"$work/ours") processes under them or started by hand"
+
+eval "$stop"
+wait "$main" || fail "the main job exited with status $?"
+for pid in "${caddies[@]}"; do
+  kill "$pid"
+  wait "$pid" || fail "a Caddy exited with status $?"
+done
+for pid in "${engines[@]}"; do
+  kill "$pid"
+  wait "$pid" || true   # killed by SIGTERM
+done
+wait_gone "$work/ours" || fail "processes outlived the Caddy that started them"
 echo "examples: ok"

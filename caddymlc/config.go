@@ -293,11 +293,13 @@ func splitRoles(eps []engine.Endpoint) (prefill, decode []int, err error) {
 			decode = append(decode, i)
 		}
 	}
-	if len(prefill) == 0 {
-		return nil, nil, errors.New("disagg mode needs an endpoint that can prefill (role prefill or any)")
-	}
-	if len(decode) == 0 {
-		return nil, nil, errors.New("disagg mode needs an endpoint that can decode: add a second endpoint, or give one role any")
+	switch {
+	case len(eps) == 0:
+		return nil, nil, errors.New("disagg mode needs endpoints")
+	case len(prefill) == 0:
+		return nil, nil, missingRole(engine.RolePrefill, len(eps), explicit)
+	case len(decode) == 0:
+		return nil, nil, missingRole(engine.RoleDecode, len(eps), explicit)
 	}
 	return prefill, decode, nil
 }
@@ -318,6 +320,24 @@ func (c Router) checkRoles() error {
 		}
 	}
 	return nil
+}
+
+// missingRole says that no endpoint can take role, with the fix that fits
+// the config as written: a lone endpoint without roles needs a second one
+// (MLC's rule then gives it decode) or role any; with roles given, one
+// endpoint must take the missing role, which for a lone endpoint means
+// adding one.
+func missingRole(role string, endpoints int, explicit bool) error {
+	var hint string
+	switch {
+	case !explicit:
+		hint = "add a second endpoint (the first prefills, the others decode), or give this one role any"
+	case endpoints == 1:
+		hint = fmt.Sprintf("add an endpoint with role %s, or give this one role any", role)
+	default:
+		hint = fmt.Sprintf("give one of them role %s (or any)", role)
+	}
+	return fmt.Errorf("disagg mode needs an endpoint that can %s: %s", role, hint)
 }
 
 // parseEndpointAddr splits host:port.

@@ -1,5 +1,8 @@
 // Command xcaddy is a Caddy binary with the standard modules and the
-// mlc_router module, for `go run ./xcaddy <caddy args>`.
+// mlc_router module: `go build -o caddy ./xcaddy`, then `./caddy run`.
+// (Build it rather than `go run` it when it runs in the background: go run
+// passes no SIGINT on, and a SIGTERM to it leaves Caddy and its engines
+// running.)
 package main
 
 import (
