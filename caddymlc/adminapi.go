@@ -33,8 +33,8 @@ type engineStatus struct {
 	External bool   `json:"external,omitempty"`
 	// Dynamic marks an engine a dynamic source found.
 	Dynamic bool `json:"dynamic,omitempty"`
-	PEStart  int    `json:"pe_start"`
-	GPUs     int    `json:"gpus"`
+	PEStart int  `json:"pe_start"`
+	GPUs    int  `json:"gpus"`
 	// State is the fleet's: starting, ready, unhealthy, restarting,
 	// failed, stopped; "not started" before the mlc app started it.
 	State    string `json:"state"`

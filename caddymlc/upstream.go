@@ -16,7 +16,7 @@ import (
 // every config that uses the fleet balances on the same counts, across
 // reloads.
 type upstream struct {
-	fleet   *liveFleet
+	fleet *liveFleet
 	index int // endpoint index in the fleet
 	addr  string
 	url   string
