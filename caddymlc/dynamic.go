@@ -39,6 +39,10 @@ type DynamicEngines struct {
 	PrefillRaw json.RawMessage `json:"prefill,omitempty" caddy:"namespace=http.reverse_proxy.upstreams inline_key=source"`
 	// Decode is the source of decode engines (disagg mode).
 	DecodeRaw json.RawMessage `json:"decode,omitempty" caddy:"namespace=http.reverse_proxy.upstreams inline_key=source"`
+
+	// loaded holds the roles whose source was loaded: loading a module
+	// clears its raw JSON.
+	loaded map[string]bool
 }
 
 // has reports whether a source serves role.
@@ -46,13 +50,16 @@ func (d *DynamicEngines) has(role string) bool {
 	if d == nil {
 		return false
 	}
+	anyRole := d.AnyRaw != nil || d.loaded[""]
+	prefill := d.PrefillRaw != nil || d.loaded[engine.RolePrefill]
+	decode := d.DecodeRaw != nil || d.loaded[engine.RoleDecode]
 	switch role {
 	case engine.RolePrefill:
-		return d.AnyRaw != nil || d.PrefillRaw != nil
+		return anyRole || prefill
 	case engine.RoleDecode:
-		return d.AnyRaw != nil || d.DecodeRaw != nil
+		return anyRole || decode
 	}
-	return d.AnyRaw != nil || d.PrefillRaw != nil || d.DecodeRaw != nil
+	return anyRole || prefill || decode
 }
 
 // dynamicRefresh is how often the sources are asked; they cache their own
@@ -93,6 +100,10 @@ func (r *Router) provisionDynamic(ctx caddy.Context) error {
 			return fmt.Errorf("mlc_router: loading the dynamic %s engines: %w", roleName(src.role), err)
 		}
 		d.sources[src.role] = mod.(reverseproxy.UpstreamSource)
+		if r.Dynamic.loaded == nil {
+			r.Dynamic.loaded = map[string]bool{}
+		}
+		r.Dynamic.loaded[src.role] = true
 	}
 	d.engines.Store(&map[string][]*upstream{})
 	r.dynamic = d
