@@ -41,6 +41,8 @@ type engineStatus struct {
 	Restarts int    `json:"restarts"`
 	PID      int    `json:"pid,omitempty"`
 	InFlight int64  `json:"in_flight"`
+	// Requests counts the calls the routers made to the engine.
+	Requests int64 `json:"requests"`
 	// Breaker is the router's circuit breaker: closed, open, half-open.
 	Breaker  string `json:"breaker"`
 	Draining bool   `json:"draining,omitempty"`
@@ -96,7 +98,8 @@ func (r *Router) status() routerStatus {
 			u := lf.upstreams[i]
 			state, pid := lf.Status(i)
 			es.State, es.PID, es.Restarts = state.String(), pid, lf.Restarts(i)
-			es.InFlight, es.Breaker, es.Draining = u.inflight.Load(), u.breaker.state(pid).String(), lf.draining.Load()
+			es.InFlight, es.Requests = u.inflight.Load(), u.requests.Load()
+			es.Breaker, es.Draining = u.breaker.state(pid).String(), lf.draining.Load()
 			if l := u.load.Load(); l != nil {
 				es.Load = &loadStatus{Running: l.running, Waiting: l.waiting, Prepared: l.prepared,
 					KVPagesFree: l.pagesFree, KVPages: l.pagesTotal, At: l.at}
@@ -133,7 +136,7 @@ func (d *dynamicSet) status() []engineStatus {
 			role = engine.RoleAny
 		}
 		es := engineStatus{Addr: u.addr, Role: role, External: true, Dynamic: true, PEStart: int(u.pe.Load()), GPUs: 1,
-			State: state.String(), PID: pid, InFlight: u.inflight.Load(), Breaker: u.breaker.state(pid).String()}
+			State: state.String(), PID: pid, InFlight: u.inflight.Load(), Requests: u.requests.Load(), Breaker: u.breaker.state(pid).String()}
 		if l := u.load.Load(); l != nil {
 			es.Load = &loadStatus{Running: l.running, Waiting: l.waiting, Prepared: l.prepared,
 				KVPagesFree: l.pagesFree, KVPages: l.pagesTotal, At: l.at}

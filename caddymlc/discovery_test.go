@@ -71,10 +71,6 @@ func (d *dnsServer) set(name string, ips ...string) {
 // in that order, as an operator would run them for discovery.
 func startWorld(t *testing.T, port int, ips ...string) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var peers []engine.Peer
 	for i, ip := range ips {
 		peers = append(peers, engine.Peer{PEStart: i, NPEs: 1, Addr: net.JoinHostPort(ip, strconv.Itoa(port))})
@@ -82,20 +78,32 @@ func startWorld(t *testing.T, port int, ips ...string) {
 	peersJSON, _ := json.Marshal(peers)
 	for i, ip := range ips {
 		cfg, _ := json.Marshal(engine.NVSHMEMConfig{UID: []int{7, 7, 7}, NPEs: len(ips), PEStart: i})
-		cmd := exec.Command(exe, engine.BuiltinSubcommand, "tiny", "--enable-debug", "--mode", "server",
-			"--host", ip, "--port", strconv.Itoa(port))
-		cmd.Env = append(os.Environ(), engine.EnvNVSHMEMConfig+"="+string(cfg), engine.EnvBuiltinPeers+"="+string(peersJSON))
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
+		startEngineProc(t, net.JoinHostPort(ip, strconv.Itoa(port)),
+			[]string{engine.EnvNVSHMEMConfig + "=" + string(cfg), engine.EnvBuiltinPeers + "=" + string(peersJSON)})
 	}
-	for _, p := range peers {
-		waitAnswers(t, "http://"+p.Addr)
+}
+
+// startEngineProc runs a built-in engine on addr (this test binary,
+// re-executed), with env added and args appended, and waits until it
+// answers.
+func startEngineProc(t *testing.T, addr string, env []string, args ...string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(exe, append([]string{engine.BuiltinSubcommand, "tiny", "--enable-debug", "--mode", "server",
+		"--host", host, "--port", port}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	waitAnswers(t, "http://"+addr)
 }
 
 // waitAnswers waits until an engine the test started answers.

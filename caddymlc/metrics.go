@@ -16,9 +16,11 @@ type routerMetrics struct {
 	tokens      prometheus.Counter
 	ttft        prometheus.Histogram
 	inflight    *prometheus.GaugeVec
-	queued      prometheus.Gauge
-	queueWait   prometheus.Histogram
-	releases    *prometheus.CounterVec
+	// engineRequests counts the calls made to each engine.
+	engineRequests *prometheus.CounterVec
+	queued         prometheus.Gauge
+	queueWait      prometheus.Histogram
+	releases       *prometheus.CounterVec
 	// localPrefills counts disaggregated requests the decode engine
 	// prefilled itself, by reason.
 	localPrefills *prometheus.CounterVec
@@ -45,6 +47,8 @@ func sharedMetrics() *routerMetrics {
 				Help: "Time from a request's arrival to its first text.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
 			inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_inflight_requests",
 				Help: "Requests in flight per engine, as the router balances them."}, []string{"engine"}),
+			engineRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "engine_requests_total",
+				Help: "Calls made to each engine (a disaggregated request makes one to its decode engine and one to its prefill engine)."}, []string{"engine"}),
 			queued: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "queued_requests",
 				Help: "Requests waiting for an engine (none ready: engines starting or restarting, a reload)."}),
 			queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "queue_wait_seconds",
@@ -64,7 +68,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.inflight,
-		m.queued, m.queueWait, m.releases, m.localPrefills} {
+		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

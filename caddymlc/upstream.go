@@ -29,6 +29,7 @@ type upstream struct {
 	// decode engine from prep_recv to the end of its stream (which covers
 	// the KV reservation), a prefill engine for its remote_send.
 	inflight atomic.Int64
+	requests atomic.Int64 // calls ever held, for operators
 	breaker  breaker
 	load     atomic.Pointer[engineLoad] // nil until the engine reports one
 	prefixes prefixIndex                // what its prefix cache is expected to hold
@@ -74,8 +75,11 @@ func (u *upstream) status() (ready bool, pid int) {
 // counts it back; callers defer it, so the count comes back on success,
 // error, retry, disconnect and panic alike.
 func (u *upstream) hold() func() {
-	gauge := sharedMetrics().inflight.WithLabelValues(u.addr)
+	m := sharedMetrics()
+	gauge := m.inflight.WithLabelValues(u.addr)
 	gauge.Set(float64(u.inflight.Add(1)))
+	u.requests.Add(1)
+	m.engineRequests.WithLabelValues(u.addr).Inc()
 	u.fleet.held(1)
 	var once atomic.Bool
 	return func() {
