@@ -125,6 +125,7 @@ func (lf *liveFleet) startNow() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	lf.cancel = cancel
 	lf.pollLoad(ctx)
+	lf.pollGPUs(ctx)
 	close(lf.started)
 	lf.wake()
 	return nil

@@ -18,6 +18,7 @@ type routerMetrics struct {
 	inflight    *prometheus.GaugeVec
 	// engineRequests counts the calls made to each engine.
 	engineRequests *prometheus.CounterVec
+	gpu            gpuMetrics
 	queued         prometheus.Gauge
 	queueWait      prometheus.Histogram
 	releases       *prometheus.CounterVec
@@ -47,6 +48,7 @@ func sharedMetrics() *routerMetrics {
 				Help: "Time from a request's arrival to its first text.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
 			inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_inflight_requests",
 				Help: "Requests in flight per engine, as the router balances them."}, []string{"engine"}),
+			gpu: newGPUMetrics(ns, sub),
 			engineRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "engine_requests_total",
 				Help: "Calls made to each engine (a disaggregated request makes one to its decode engine and one to its prefill engine)."}, []string{"engine"}),
 			queued: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "queued_requests",
@@ -67,8 +69,8 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.inflight,
-		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests} {
+	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.inflight,
+		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests}, m.gpu.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

@@ -32,3 +32,14 @@ func enoughGPUs(have, needed int) error {
 	}
 	return nil
 }
+
+// GPUSample is one GPU's memory use and utilisation at a moment.
+type GPUSample struct {
+	// Index is the NVML (and, by default, CUDA) device index.
+	Index int
+	// MemoryUsed and MemoryTotal are in bytes.
+	MemoryUsed, MemoryTotal uint64
+	// Utilization is the share of the last sample period during which a
+	// kernel ran, in [0, 1].
+	Utilization float64
+}

@@ -13,3 +13,9 @@ import (
 func Inventory(*zap.Logger) ([]GPU, error) {
 	return nil, fmt.Errorf("%w: built without cgo or not on Linux", ErrNoNVML)
 }
+
+// SampleGPUs cannot use NVML in this build. It returns an error wrapping
+// ErrNoNVML.
+func SampleGPUs() ([]GPUSample, error) {
+	return nil, fmt.Errorf("%w: built without cgo or not on Linux", ErrNoNVML)
+}

@@ -58,3 +58,35 @@ func deviceInfo(i int) (GPU, error) {
 	gpu.MemoryTotal, gpu.MemoryFree = mem.Total, mem.Free
 	return gpu, nil
 }
+
+// SampleGPUs reads every GPU's memory use and utilisation through NVML. It
+// returns an error wrapping ErrNoNVML when the NVML library is missing.
+func SampleGPUs() ([]GPUSample, error) {
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		if ret == nvml.ERROR_LIBRARY_NOT_FOUND || ret == nvml.ERROR_DRIVER_NOT_LOADED {
+			return nil, fmt.Errorf("%w: %v", ErrNoNVML, ret)
+		}
+		return nil, fmt.Errorf("nvml init: %w", ret)
+	}
+	defer nvml.Shutdown()
+	n, ret := nvml.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvml device count: %w", ret)
+	}
+	out := make([]GPUSample, 0, n)
+	for i := range n {
+		dev, ret := nvml.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml device %d: %w", i, ret)
+		}
+		s := GPUSample{Index: i}
+		if mem, ret := dev.GetMemoryInfo(); ret == nvml.SUCCESS {
+			s.MemoryUsed, s.MemoryTotal = mem.Used, mem.Total
+		}
+		if util, ret := dev.GetUtilizationRates(); ret == nvml.SUCCESS {
+			s.Utilization = float64(util.Gpu) / 100
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
