@@ -62,9 +62,9 @@ func (s *server) metricsCompletion(w http.ResponseWriter, req *protocol.Completi
 		unavailable(err).Write(w)
 		return
 	}
-	resp := s.response(req, &request{id: newID()})
+	resp := s.response(req, &request{id: protocol.NewID("")})
 	resp.Usage = &protocol.Usage{Extra: m.extra()}
-	writeJSON(w, resp)
+	protocol.WriteJSON(w, http.StatusOK, resp)
 }
 
 // metricsHandler serves GET /metrics in the Prometheus formats, from a
