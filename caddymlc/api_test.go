@@ -94,6 +94,7 @@ func TestAPIPathsModelsAndLimits(t *testing.T) {
 		{"POST", "/v1/embeddings", `{"input":"hi"}`, notFound},
 		{"GET", "/v1/", ``, notFound},
 		{"GET", "/v1", ``, notFound},
+		{"GET", "/v1/models/", ``, notFound},
 		{"POST", "/v1/chat/completion", chatHi, notFound},
 		{"POST", "/microserving/prep_recv", `{"prompt":[1],"end":-1}`, notFound},
 		{"GET", "/v1/models/other", ``, noModel},

@@ -41,7 +41,7 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyh
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, r.Model))
 		}
-	case strings.HasPrefix(path, protocol.PathModels+"/"):
+	case strings.HasPrefix(path, protocol.PathModels+"/") && len(path) > len(protocol.PathModels)+1:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			r.serveModel(w, strings.TrimPrefix(path, protocol.PathModels+"/"))
 		}
