@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -50,9 +51,11 @@ func chatSink(w http.ResponseWriter, id, model string, req *protocol.CompletionR
 	if req.Stream {
 		return newChatStream(w, id, model, req.IncludeUsage())
 	}
-	return newChatWhole(w, id, model, req.NOr())
+	return newChatWhole(w, id, model, req.NOr(), req.Logprobs != nil)
 }
 
+// decodeChat reads, decodes and validates a chat request; the model is
+// checked before the other fields, as prepareCompletion does.
 func (r *Router) decodeChat(hreq *http.Request) (*protocol.ChatCompletionRequest, *protocol.Error) {
 	b, e := protocol.ReadBody(hreq.Body, r.maxBody())
 	if e != nil {
@@ -62,10 +65,31 @@ func (r *Router) decodeChat(hreq *http.Request) (*protocol.ChatCompletionRequest
 	if e := protocol.DecodeJSON(b, &creq); e != nil {
 		return nil, e
 	}
+	if e := r.checkModel(creq.Model); e != nil {
+		return nil, e
+	}
 	if e := creq.Validate(); e != nil {
 		return nil, e
 	}
+	if e := r.checkTopLogprobs(creq.TopLogprobs); e != nil {
+		return nil, e
+	}
 	return &creq, nil
+}
+
+// checkTopLogprobs refuses a top_logprobs that the engines cannot serve.
+// The router asks engines for a chat's top_logprobs as the logprobs of a
+// completion request. The built-in engine serves them up to the chat
+// bound (20); MLC-LLM's engines validate a completion's logprobs against
+// its own bound (5), so with them more is a 400 here, naming the chat
+// field, rather than fewer alternatives than asked for or an engine's
+// error about a field the client did not send.
+func (r *Router) checkTopLogprobs(k *int) *protocol.Error {
+	if k == nil || *k <= protocol.MaxCompletionLogprobs || r.Engine == nil || engine.Kind(r.Engine.Kind) != engine.KindMLC {
+		return nil
+	}
+	return protocol.InvalidRequest("top_logprobs", "top_logprobs must be at most %d with MLC-LLM engines (they serve a chat's logprobs through completion requests, which MLC bounds at %d), got %d",
+		protocol.MaxCompletionLogprobs, protocol.MaxCompletionLogprobs, *k).WithCode(protocol.CodeIntegerAboveMax)
 }
 
 // renderChat returns the prompt ids of the conversation and the stop
@@ -107,41 +131,35 @@ func (r *Router) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []stri
 }
 
 // chatStream streams a chat completion as chat.completion.chunk events.
+// Every delta names the role (MLC's stream model requires it; see
+// protocol.ChatDelta), and logprobs go out in the chat shape.
 type chatStream struct {
 	*completionStream
-	roleSent map[int]bool
 }
 
 func newChatStream(w http.ResponseWriter, id, model string, includeUsage bool) *chatStream {
-	return &chatStream{completionStream: newCompletionStream(w, id, model, includeUsage), roleSent: map[int]bool{}}
+	return &chatStream{completionStream: newCompletionStream(w, id, model, includeUsage)}
 }
 
 func (s *chatStream) chatChunk(choices []protocol.ChatChunkChoice, usage *protocol.Usage) protocol.ChatCompletionChunk {
 	if choices == nil {
 		choices = []protocol.ChatChunkChoice{}
 	}
-	return protocol.ChatCompletionChunk{ID: s.id, Object: protocol.ObjectChatCompletionChunk, Created: s.created, Model: s.model, Choices: choices, Usage: usage}
+	return protocol.ChatCompletionChunk{ID: s.id, Object: protocol.ObjectChatCompletionChunk, Created: s.created, Model: s.model,
+		SystemFingerprint: protocol.SystemFingerprint, Choices: choices, Usage: usage}
 }
 
-func (s *chatStream) delta(index int, text string, _ *protocol.CompletionLogprobs) error {
+func (s *chatStream) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := protocol.ChatDelta{Content: &text}
-	if !s.roleSent[index] {
-		d.Role = "assistant"
-		s.roleSent[index] = true
-	}
-	return s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d}}, nil))
+	d := protocol.ChatDelta{Role: protocol.RoleAssistant, Content: &text}
+	return s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, Logprobs: chatLogprobs(logprobs)}}, nil))
 }
 
 func (s *chatStream) finish(index int, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := protocol.ChatDelta{}
-	if !s.roleSent[index] {
-		d.Role = "assistant"
-		s.roleSent[index] = true
-	}
+	d := protocol.ChatDelta{Role: protocol.RoleAssistant}
 	_ = s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, FinishReason: &reason}}, nil))
 }
 
@@ -159,16 +177,28 @@ func (s *chatStream) done(usage protocol.Usage) {
 // chatWhole answers a chat completion as one JSON body.
 type chatWhole struct{ *completionWhole }
 
-func newChatWhole(w http.ResponseWriter, id, model string, n int) *chatWhole {
-	return &chatWhole{newCompletionWhole(w, id, model, n)}
+func newChatWhole(w http.ResponseWriter, id, model string, n int, logprobs bool) *chatWhole {
+	return &chatWhole{newCompletionWhole(w, id, model, n, logprobs)}
 }
 
 func (c *chatWhole) done(usage protocol.Usage) {
 	choices := make([]protocol.ChatChoice, len(c.choices))
 	for i, ch := range c.choices {
-		choices[i] = protocol.ChatChoice{Index: i, Message: protocol.ChatMessage{Role: "assistant", Content: ch.Text}, FinishReason: ch.FinishReason}
+		choices[i] = protocol.ChatChoice{Index: i, Message: protocol.ChatMessage{Role: protocol.RoleAssistant, Content: ch.Text},
+			FinishReason: ch.FinishReason, Logprobs: chatLogprobs(ch.Logprobs)}
 	}
-	writeJSON(c.w, http.StatusOK, protocol.ChatCompletionResponse{
-		ID: c.id, Object: protocol.ObjectChatCompletion, Created: time.Now().Unix(), Model: c.model, Choices: choices, Usage: &usage,
+	protocol.WriteJSON(c.w, http.StatusOK, protocol.ChatCompletionResponse{
+		ID: c.id, Object: protocol.ObjectChatCompletion, Created: time.Now().Unix(), Model: c.model,
+		SystemFingerprint: protocol.SystemFingerprint, Choices: choices, Usage: &usage,
 	})
+}
+
+// chatLogprobs is logprobs in the chat shape; nil (null) when the request
+// did not ask for them.
+func chatLogprobs(logprobs *protocol.CompletionLogprobs) *protocol.ChatLogprobs {
+	if logprobs == nil {
+		return nil
+	}
+	c := logprobs.Chat()
+	return &c
 }

@@ -1,7 +1,6 @@
 package caddymlc
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -9,6 +8,60 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
+
+// The completions API (/v1/completions): its prepare step, and the sinks
+// that write its answer, streamed or whole. The chat API (chat.go) builds
+// on both.
+
+// serveCompletion is MLC's handle_completion: decode and validate, tokenize
+// a string prompt, then run the request's attempts.
+func (r *Router) serveCompletion(w http.ResponseWriter, hreq *http.Request) {
+	r.serve(w, hreq, "cmpl-", r.prepareCompletion, completionSink)
+}
+
+// prepareCompletion decodes a completion request and returns its prompt
+// ids, tokenizing a string prompt. The model is checked before the other
+// fields: a request for another model is judged by nothing of this one.
+func (r *Router) prepareCompletion(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
+	b, apiErr := protocol.ReadBody(hreq.Body, r.maxBody())
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	var req protocol.CompletionRequest
+	if e := protocol.DecodeJSON(b, &req); e != nil {
+		return nil, nil, e
+	}
+	if e := r.checkModel(req.Model); e != nil {
+		return nil, nil, e
+	}
+	if e := req.Validate(); e != nil {
+		return nil, nil, e
+	}
+	if e := r.needsTokenizer(&req); e != nil {
+		return nil, nil, e
+	}
+	if !req.Prompt.IsText {
+		return &req, req.Prompt.IDs, nil
+	}
+	prompt := r.tok.Encode(req.Prompt.Text)
+	if len(prompt) == 0 {
+		return nil, nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
+	}
+	return &req, prompt, nil
+}
+
+// needsTokenizer refuses what cannot be served without a tokenizer.
+func (r *Router) needsTokenizer(req *protocol.CompletionRequest) *protocol.Error {
+	switch {
+	case r.tok != nil:
+		return nil
+	case req.Prompt.IsText:
+		return r.noTokenizer("prompt", "a string prompt")
+	case req.Echo:
+		return r.noTokenizer("echo", "echo")
+	}
+	return nil
+}
 
 // sinkMaker makes the sink that writes one API's answer to a request.
 type sinkMaker func(w http.ResponseWriter, id, model string, req *protocol.CompletionRequest) sink
@@ -18,7 +71,7 @@ func completionSink(w http.ResponseWriter, id, model string, req *protocol.Compl
 	if req.Stream {
 		return newCompletionStream(w, id, model, req.IncludeUsage())
 	}
-	return newCompletionWhole(w, id, model, req.NOr())
+	return newCompletionWhole(w, id, model, req.NOr(), req.Logprobs != nil)
 }
 
 // errClientGone is returned by a sink whose client stopped reading.
@@ -109,18 +162,27 @@ type completionWhole struct {
 	choices   []protocol.CompletionChoice
 }
 
-func newCompletionWhole(w http.ResponseWriter, id, model string, n int) *completionWhole {
+// newCompletionWhole collects n choices; with logprobs, each carries the
+// logprobs of all its tokens.
+func newCompletionWhole(w http.ResponseWriter, id, model string, n int, logprobs bool) *completionWhole {
 	c := &completionWhole{w: w, id: id, model: model, choices: make([]protocol.CompletionChoice, n)}
 	for i := range c.choices {
 		c.choices[i] = protocol.CompletionChoice{Index: i}
+		if logprobs {
+			c.choices[i].Logprobs = protocol.NewCompletionLogprobs(0)
+		}
 	}
 	return c
 }
 
-func (c *completionWhole) delta(index int, text string, _ *protocol.CompletionLogprobs) error {
+func (c *completionWhole) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.choices[index].Text += text
+	ch := &c.choices[index]
+	ch.Text += text
+	if ch.Logprobs != nil {
+		ch.Logprobs.Append(logprobs)
+	}
 	return nil
 }
 
@@ -131,22 +193,10 @@ func (c *completionWhole) finish(index int, reason string) {
 }
 
 func (c *completionWhole) done(usage protocol.Usage) {
-	writeJSON(c.w, http.StatusOK, protocol.CompletionResponse{
+	protocol.WriteJSON(c.w, http.StatusOK, protocol.CompletionResponse{
 		ID: c.id, Object: protocol.ObjectTextCompletion, Created: time.Now().Unix(),
 		Model: c.model, Choices: c.choices, Usage: &usage,
 	})
 }
 
 func (c *completionWhole) fail(err *protocol.Error) { err.Write(c.w) }
-
-// writeJSON answers v as JSON with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "encoding the answer: %v", err).Write(w)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-}

@@ -88,7 +88,7 @@ func TestRequestErrors(t *testing.T) {
 	}{
 		{"POST", "/v1/completions", `{"prompt":`, 400, "invalid JSON"},
 		{"POST", "/v1/completions", `{"prompt":"a","max_tokens":0}`, 400, "max_tokens"},
-		{"POST", "/v1/completions", `{"prompt":"` + strings.Repeat("a", 2000) + `"}`, 400, "larger than"},
+		{"POST", "/v1/completions", `{"prompt":"` + strings.Repeat("a", 2000) + `"}`, 413, "larger than"},
 		{"GET", "/v1/completions", ``, 405, "not allowed"},
 		{"POST", "/microserving/prep_recv", `{"prompt":[1],"end":-1}`, 404, "not served"},
 		{"POST", "/microserving/remote_send", `{}`, 404, "not served"},

@@ -1,8 +1,6 @@
 package caddymlc
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"strings"
 	"time"
@@ -13,34 +11,51 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// ServeHTTP serves the OpenAI-compatible API and passes every other request
-// to the next handler. The engines' own microserving endpoints are never
-// reachable through the router.
+// apiPrefix is the prefix of every path of the OpenAI API. The router
+// answers every path under it, the ones it does not serve with a 404, so
+// that a client's typo (/v1/completion) is an error it can read, not
+// whatever the next handler makes of it.
+const apiPrefix = "/v1/"
+
+// ownedBy is the owned_by of the served model.
+const ownedBy = "caddy-mlc"
+
+// servedSince is the created time of the served model: when this process
+// began serving, the same in every answer.
+var servedSince = time.Now().Unix()
+
+// ServeHTTP serves the OpenAI-compatible API and passes every request
+// outside it to the next handler. The engines' own microserving endpoints
+// are never reachable through the router.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyhttp.Handler) error {
 	switch path := req.URL.Path; {
-	case path == "/v1/completions":
-		if !allowMethod(w, req, http.MethodPost) {
-			return nil
+	case path == protocol.PathCompletions:
+		if allowMethod(w, req, http.MethodPost) {
+			r.serveCompletion(w, req)
 		}
-		r.serveCompletion(w, req)
-		return nil
 	case path == protocol.PathChatCompletions:
-		if !allowMethod(w, req, http.MethodPost) {
-			return nil
+		if allowMethod(w, req, http.MethodPost) {
+			r.serveChat(w, req)
 		}
-		r.serveChat(w, req)
-		return nil
-	case path == "/v1/models":
-		if !allowMethod(w, req, http.MethodGet, http.MethodHead) {
-			return nil
+	case path == protocol.PathModels:
+		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
+			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, r.Model))
 		}
-		writeJSON(w, http.StatusOK, protocol.NewModelList(time.Now().Unix(), "caddy-mlc", r.Model))
-		return nil
+	case strings.HasPrefix(path, protocol.PathModels+"/") && len(path) > len(protocol.PathModels)+1:
+		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
+			r.serveModel(w, strings.TrimPrefix(path, protocol.PathModels+"/"))
+		}
 	case strings.HasPrefix(path, "/microserving/"):
-		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here", path).Write(w)
-		return nil
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
+			WithCode(protocol.CodeUnknownURL).Write(w)
+	case strings.HasPrefix(path, apiPrefix) || path+"/" == apiPrefix:
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s and %s",
+			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathModels).
+			WithCode(protocol.CodeUnknownURL).Write(w)
+	default:
+		return next.ServeHTTP(w, req)
 	}
-	return next.ServeHTTP(w, req)
+	return nil
 }
 
 func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bool {
@@ -54,93 +69,108 @@ func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bo
 	return false
 }
 
-// serveCompletion is MLC's handle_completion: decode and validate, tokenize
-// a string prompt, then run the request's attempts.
-func (r *Router) serveCompletion(w http.ResponseWriter, hreq *http.Request) {
-	r.serve(w, hreq, "cmpl-", r.prepareCompletion, completionSink)
+// serveModel answers GET /v1/models/{id}: the served model, or a 404.
+func (r *Router) serveModel(w http.ResponseWriter, id string) {
+	if id != r.Model {
+		r.modelNotFound(id).Write(w)
+		return
+	}
+	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelCard(servedSince, ownedBy, r.Model))
 }
 
-// serve turns a request into a completion with prepare, then runs it,
-// writing the answer with the sink mk makes.
-func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix string,
-	prepare func(*http.Request) (*protocol.CompletionRequest, []int, *protocol.Error), mk sinkMaker) {
+// checkModel checks a request's model field: absent or empty means the
+// served model, as MLC's server (one model) reads it; another model is a
+// 404, as OpenAI answers a model it does not have, rather than an answer
+// from a model the client did not ask for.
+func (r *Router) checkModel(model string) *protocol.Error {
+	if model == "" || model == r.Model {
+		return nil
+	}
+	return r.modelNotFound(model)
+}
+
+// modelNotFound is OpenAI's answer to a model it does not serve; the type
+// is OpenAI's too (invalid_request_error), so that clients that branch on
+// it see what they know.
+func (r *Router) modelNotFound(id string) *protocol.Error {
+	e := protocol.Errorf(http.StatusNotFound, protocol.ErrTypeInvalidRequest, "the model %q does not exist: this server serves %q", id, r.Model).
+		WithCode(protocol.CodeModelNotFound)
+	e.Param = new("model")
+	return e
+}
+
+// prepareFunc turns an API request into the completion that answers it:
+// the request, the prompt's token ids, or the error the client gets.
+type prepareFunc func(*http.Request) (*protocol.CompletionRequest, []int, *protocol.Error)
+
+// serve prepares a request with prepare, runs it, and writes the answer
+// with the sink mk makes.
+func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix string, prepare prepareFunc, mk sinkMaker) {
 	begin := time.Now()
 	req, prompt, apiErr := prepare(hreq)
 	if apiErr != nil {
-		r.metrics.requests.WithLabelValues(r.Mode, "client_error").Inc()
+		outcome := outcomeOf(apiErr)
+		r.metrics.requests.WithLabelValues(r.Mode, outcome).Inc()
+		caddyhttp.SetVar(hreq.Context(), varOutcome, outcome)
 		apiErr.Write(w)
 		return
 	}
+	req.Model = r.Model // what the engines are told, and the answers say
 	c := r.newCompletion(idPrefix, req, prompt)
-	r.run(hreq, c, mk(w, c.id, r.Model, req), begin)
-}
-
-// prepareCompletion decodes a completion request and returns its prompt
-// ids, tokenizing a string prompt.
-func (r *Router) prepareCompletion(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
-	req, apiErr := protocol.DecodeCompletionRequest(hreq.Body, r.maxBody())
-	if apiErr != nil {
-		return nil, nil, apiErr
-	}
-	if e := r.needsTokenizer(req); e != nil {
-		return nil, nil, e
-	}
-	if !req.Prompt.IsText {
-		return req, req.Prompt.IDs, nil
-	}
-	prompt := r.tok.Encode(req.Prompt.Text)
-	if len(prompt) == 0 {
-		return nil, nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
-	}
-	return req, prompt, nil
-}
-
-// needsTokenizer refuses what cannot be served without a tokenizer.
-func (r *Router) needsTokenizer(req *protocol.CompletionRequest) *protocol.Error {
-	switch {
-	case r.tok != nil:
-		return nil
-	case req.Prompt.IsText:
-		return r.noTokenizer("prompt", "a string prompt")
-	case req.Echo:
-		return r.noTokenizer("echo", "echo")
-	}
-	return nil
+	rec := &outcomeSink{sink: mk(w, c.id, r.Model, req)}
+	st := c.run(hreq.Context(), rec)
+	r.record(hreq, c, rec, st, begin)
 }
 
 func (r *Router) newCompletion(idPrefix string, req *protocol.CompletionRequest, prompt []int) *completion {
-	id := newID(idPrefix)
+	id := protocol.NewID(idPrefix)
 	return &completion{r: r, id: id, req: req, prompt: prompt, log: r.logger.With(zap.String("request_id", id))}
 }
 
-// run serves c to out, then logs and counts it.
-func (r *Router) run(hreq *http.Request, c *completion, out sink, begin time.Time) {
-	rec := &outcomeSink{sink: out}
-	st := c.run(hreq.Context(), rec)
-	r.record(c, c.req, rec, st, begin)
-}
+// Caddy request variables the router sets for each request it serves, so
+// that access logs (log_append mlc_engine mlc_engine) and later handlers
+// can use them.
+const (
+	varRequestID        = "mlc_request_id"
+	varOutcome          = "mlc_outcome"           // ok, client_error, unavailable, failed or canceled
+	varEngine           = "mlc_engine"            // the engines that generated, comma-separated
+	varAttempts         = "mlc_attempts"          // attempts of every choice together
+	varPreemptions      = "mlc_preemptions"       // attempts an engine preempted
+	varPromptTokens     = "mlc_prompt_tokens"     // tokens of the prompt
+	varCompletionTokens = "mlc_completion_tokens" // tokens delivered to the client
+)
 
-// record logs and counts a finished request.
-func (r *Router) record(c *completion, req *protocol.CompletionRequest, rec *outcomeSink, st stats, begin time.Time) {
+// record logs, counts and publishes (as request variables) a finished
+// request.
+func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st stats, begin time.Time) {
 	outcome := rec.outcome()
 	r.metrics.requests.WithLabelValues(r.Mode, outcome).Inc()
 	r.metrics.tokens.Add(float64(st.tokens))
 	if st.firstToken > 0 {
 		r.metrics.ttft.Observe(st.firstToken.Seconds())
 	}
+	engines := strings.Join(st.engines, ",")
+	ctx := hreq.Context()
+	caddyhttp.SetVar(ctx, varRequestID, c.id)
+	caddyhttp.SetVar(ctx, varOutcome, outcome)
+	caddyhttp.SetVar(ctx, varEngine, engines)
+	caddyhttp.SetVar(ctx, varAttempts, st.attempts)
+	caddyhttp.SetVar(ctx, varPreemptions, st.preemptions)
+	caddyhttp.SetVar(ctx, varPromptTokens, len(c.prompt))
+	caddyhttp.SetVar(ctx, varCompletionTokens, st.tokens)
 	fields := []zap.Field{
-		zap.String("outcome", outcome), zap.Int("prompt_tokens", len(c.prompt)), zap.Int("completion_tokens", st.tokens),
+		zap.String("outcome", outcome), zap.String("engine", engines),
+		zap.Int("prompt_tokens", len(c.prompt)), zap.Int("completion_tokens", st.tokens),
 		zap.Int("attempts", st.attempts), zap.Int("preemptions", st.preemptions),
-		zap.String("duration", time.Since(begin).Round(time.Millisecond).String()),
-		zap.String("time_to_first_token", st.firstToken.Round(time.Millisecond).String()),
+		zap.Duration("duration", time.Since(begin)), zap.Duration("time_to_first_token", st.firstToken),
 	}
-	if req.User != nil {
-		fields = append(fields, zap.String("user", *req.User))
+	if c.req.User != nil {
+		fields = append(fields, zap.String("user", *c.req.User))
 	}
 	if rec.err != nil {
 		fields = append(fields, zap.String("error", rec.err.Message))
 	}
-	r.logger.Info("completion", append(fields, zap.String("id", c.id))...)
+	c.log.Debug("completion", fields...)
 }
 
 func (r *Router) maxBody() int64 {
@@ -158,23 +188,20 @@ func (o *outcomeSink) fail(err *protocol.Error) {
 	o.sink.fail(err)
 }
 
-func (o *outcomeSink) outcome() string {
+func (o *outcomeSink) outcome() string { return outcomeOf(o.err) }
+
+// outcomeOf names how a request that ended with err (nil: answered)
+// ended, as caddy_mlc_requests_total counts it.
+func outcomeOf(err *protocol.Error) string {
 	switch {
-	case o.err == nil:
+	case err == nil:
 		return "ok"
-	case o.err.Status == 499:
+	case err.Status == protocol.StatusClientClosedRequest:
 		return "canceled"
-	case o.err.Status == http.StatusServiceUnavailable:
+	case err.Status == http.StatusServiceUnavailable:
 		return "unavailable"
-	case o.err.Status < 500:
+	case err.Status < 500:
 		return "client_error"
 	}
 	return "failed"
-}
-
-// newID returns a request id: prefix and 24 random hex digits.
-func newID(prefix string) string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }

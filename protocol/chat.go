@@ -104,14 +104,24 @@ func (r *ChatCompletionRequest) Validate() *Error {
 }
 
 // Completion returns the completion request that generates this chat's
-// answer from prompt (the rendered, tokenized conversation).
+// answer from prompt (the rendered, tokenized conversation). logprobs
+// with top_logprobs k becomes the completion's logprobs k (0 without
+// top_logprobs): the logprob of every token and its k alternatives.
 func (r *ChatCompletionRequest) Completion(prompt []int) *CompletionRequest {
-	return &CompletionRequest{
+	req := &CompletionRequest{
 		Model: r.Model, Prompt: TokenPrompt(prompt), FrequencyPenalty: r.FrequencyPenalty,
 		PresencePenalty: r.PresencePenalty, LogitBias: r.LogitBias, MaxTokens: r.MaxTokens, N: r.N,
 		Seed: r.Seed, Stop: r.Stop, Stream: r.Stream, StreamOptions: r.StreamOptions,
 		Temperature: r.Temperature, TopP: r.TopP, User: r.User,
 	}
+	if r.Logprobs {
+		k := 0
+		if r.TopLogprobs != nil {
+			k = *r.TopLogprobs
+		}
+		req.Logprobs = &k
+	}
+	return req
 }
 
 // Object names of chat completion answers.

@@ -161,3 +161,27 @@ func TestChatAnswersCarryRoleAndFingerprint(t *testing.T) {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }
+
+// A chat's logprobs reach the completion that answers it: logprobs with
+// top_logprobs k asks for k alternatives (0 without top_logprobs), and no
+// logprobs asks for none.
+func TestChatCompletionCarriesLogprobs(t *testing.T) {
+	for _, c := range []struct {
+		more string
+		want *int
+	}{
+		{``, nil},
+		{`"logprobs":false,"top_logprobs":0`, nil},
+		{`"logprobs":true`, IntPtr(0)},
+		{`"logprobs":true,"top_logprobs":20`, IntPtr(20)},
+	} {
+		r, e := decodeChat(chatWith(userHi, c.more))
+		if e != nil {
+			t.Fatal(e)
+		}
+		got := r.Completion([]int{1}).Logprobs
+		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Fatalf("%s: logprobs %v, want %v", c.more, got, c.want)
+		}
+	}
+}

@@ -13,23 +13,35 @@ import (
 // DefaultMaxBodyBytes bounds a request body when no other limit is set.
 const DefaultMaxBodyBytes = 4 << 20
 
-// ReadBody reads at most limit bytes of r. A longer body is an error (400,
-// code "request_too_large"), as is an empty one.
+// ReadBody reads at most limit bytes of r. A longer body is a 413 (code
+// "request_too_large"): the request may be fine, only too large for this
+// server, and a client that tells the two apart (the OpenAI SDKs map the
+// status to an error class) should not be told its JSON is wrong. A body
+// cut short by an http.MaxBytesReader (Caddy's request_body limit) is the
+// same 413. An empty body is a 400.
 func ReadBody(r io.Reader, limit int64) ([]byte, *Error) {
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
 	}
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, bodyTooLarge(tooLarge.Limit)
+	}
 	if err != nil {
 		return nil, InvalidRequest("", "reading the request body: %v", err)
 	}
 	if int64(len(b)) > limit {
-		return nil, InvalidRequest("", "request body is larger than %d bytes", limit).WithCode("request_too_large")
+		return nil, bodyTooLarge(limit)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, InvalidRequest("", "request body is empty; expected a JSON object")
 	}
 	return b, nil
+}
+
+func bodyTooLarge(limit int64) *Error {
+	return Errorf(http.StatusRequestEntityTooLarge, ErrTypeInvalidRequest, "request body is larger than %d bytes", limit).WithCode(CodeRequestTooLarge)
 }
 
 // DecodeJSON decodes one JSON object from b into v, turning JSON errors into
@@ -101,9 +113,19 @@ func typeName(t reflect.Type) string {
 	return fmt.Sprintf("a value of type %s", t)
 }
 
-// DecodeCompletionRequest reads, decodes and validates a completion request
-// body of at most limit bytes.
+// DecodeCompletionRequest reads, decodes and validates a client's
+// completion request body of at most limit bytes.
 func DecodeCompletionRequest(r io.Reader, limit int64) (*CompletionRequest, *Error) {
+	return decodeCompletionRequest(r, limit, (*CompletionRequest).Validate)
+}
+
+// DecodeEngineRequest is DecodeCompletionRequest for the request an engine
+// serves, checked by ValidateForEngine.
+func DecodeEngineRequest(r io.Reader, limit int64) (*CompletionRequest, *Error) {
+	return decodeCompletionRequest(r, limit, (*CompletionRequest).ValidateForEngine)
+}
+
+func decodeCompletionRequest(r io.Reader, limit int64, validate func(*CompletionRequest) *Error) (*CompletionRequest, *Error) {
 	b, e := ReadBody(r, limit)
 	if e != nil {
 		return nil, e
@@ -112,7 +134,7 @@ func DecodeCompletionRequest(r io.Reader, limit int64) (*CompletionRequest, *Err
 	if e := DecodeJSON(b, &req); e != nil {
 		return nil, e
 	}
-	if e := req.Validate(); e != nil {
+	if e := validate(&req); e != nil {
 		return nil, e
 	}
 	return &req, nil

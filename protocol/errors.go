@@ -30,7 +30,23 @@ const (
 	CodeIntegerBelowMin  = "integer_below_min_value"
 	CodeDecimalAboveMax  = "decimal_above_max_value"
 	CodeDecimalBelowMin  = "decimal_below_min_value"
+	// CodeRequestTooLarge is the code of a body over the size limit (413).
+	CodeRequestTooLarge = "request_too_large"
+	// CodeModelNotFound is the code of a request for a model that is not
+	// served (404).
+	CodeModelNotFound = "model_not_found"
+	// CodeUnknownURL is the code of a request for a path of the API that
+	// does not exist (404).
+	CodeUnknownURL = "unknown_url"
+	// CodeContextLengthExceeded is the code of a request whose prompt and
+	// max_tokens do not fit the model's context (400).
+	CodeContextLengthExceeded = "context_length_exceeded"
 )
+
+// StatusClientClosedRequest is the status of a request whose client went
+// away before its answer (nginx's 499). No client reads it: it names the
+// outcome in logs, metrics and between a router and its engines.
+const StatusClientClosedRequest = 499
 
 // Error is an OpenAI-style API error. It is both a Go error and the
 // "error" object of the body {"error": {...}}.

@@ -93,6 +93,33 @@ type CompletionLogprobs struct {
 	TopLogprobs   []TopLogprobs `json:"top_logprobs"`
 }
 
+// NewCompletionLogprobs returns logprobs of no tokens, room for n, whose
+// lists are written as [] (MLC's model requires lists, not null).
+func NewCompletionLogprobs(n int) *CompletionLogprobs {
+	return &CompletionLogprobs{TextOffset: make([]int, 0, n), TokenLogprobs: make([]float64, 0, n),
+		Tokens: make([]string, 0, n), TopLogprobs: make([]TopLogprobs, 0, n)}
+}
+
+// Len returns the number of tokens; a nil c has none.
+func (c *CompletionLogprobs) Len() int {
+	if c == nil {
+		return 0
+	}
+	return len(c.Tokens)
+}
+
+// Append adds the tokens of more after c's: the logprobs of a whole
+// choice are those of its chunks, in order.
+func (c *CompletionLogprobs) Append(more *CompletionLogprobs) {
+	if more == nil {
+		return
+	}
+	c.TextOffset = append(c.TextOffset, more.TextOffset...)
+	c.TokenLogprobs = append(c.TokenLogprobs, more.TokenLogprobs...)
+	c.Tokens = append(c.Tokens, more.Tokens...)
+	c.TopLogprobs = append(c.TopLogprobs, more.TopLogprobs...)
+}
+
 // ChatLogprobs are the log probabilities of a chat choice's tokens (MLC's
 // and OpenAI's LogProbs).
 type ChatLogprobs struct {

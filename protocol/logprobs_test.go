@@ -41,3 +41,20 @@ func TestCompletionLogprobsChat(t *testing.T) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 }
+
+// The logprobs of a whole choice are its chunks', in order; empty ones are
+// written as lists.
+func TestCompletionLogprobsAppend(t *testing.T) {
+	all := NewCompletionLogprobs(0)
+	if b, _ := json.Marshal(all); string(b) != `{"text_offset":[],"token_logprobs":[],"tokens":[],"top_logprobs":[]}` {
+		t.Fatalf("empty: %s", b)
+	}
+	all.Append(&CompletionLogprobs{TextOffset: []int{0}, TokenLogprobs: []float64{-1}, Tokens: []string{"a"}, TopLogprobs: []TopLogprobs{{}}})
+	all.Append(nil)
+	all.Append(&CompletionLogprobs{TextOffset: []int{1, 2}, TokenLogprobs: []float64{-2, -3}, Tokens: []string{"b", "c"}, TopLogprobs: []TopLogprobs{{}, {{"c", -3}}}})
+	want := &CompletionLogprobs{TextOffset: []int{0, 1, 2}, TokenLogprobs: []float64{-1, -2, -3}, Tokens: []string{"a", "b", "c"},
+		TopLogprobs: []TopLogprobs{{}, {}, {{"c", -3}}}}
+	if !reflect.DeepEqual(all, want) || all.Len() != 3 || (*CompletionLogprobs)(nil).Len() != 0 {
+		t.Fatalf("got %+v, want %+v", all, want)
+	}
+}

@@ -12,18 +12,27 @@ import (
 // cost of a request.
 const MaxN = 128
 
-// Validate checks the fields of a completion request the way MLC-LLM and
-// OpenAI do, returning a 400 error that names the first bad field (param)
-// and says what is allowed. Engines validate what the router forwards with
-// it too.
-func (r *CompletionRequest) Validate() *Error {
+// Validate checks the fields of a client's completion request the way
+// MLC-LLM and OpenAI do, returning a 400 error that names the first bad
+// field (param) and says what is allowed.
+func (r *CompletionRequest) Validate() *Error { return r.validate(MaxCompletionLogprobs) }
+
+// ValidateForEngine checks a completion request an engine serves: Validate,
+// except that logprobs may go up to MaxChatTopLogprobs. A router drives
+// its engines through completion requests, and the one that answers a chat
+// request asks for the chat's top_logprobs, which OpenAI and MLC bound at
+// 20, not 5 (MLC's engine serves a chat's top_logprobs up to 20 the same
+// way, through its generation config).
+func (r *CompletionRequest) ValidateForEngine() *Error { return r.validate(MaxChatTopLogprobs) }
+
+func (r *CompletionRequest) validate(maxLogprobs int) *Error {
 	if e := r.validatePrompt(); e != nil {
 		return e
 	}
 	if e := r.Sampling().Validate(); e != nil {
 		return e
 	}
-	if e := intRange("logprobs", r.Logprobs, 0, MaxCompletionLogprobs); e != nil {
+	if e := intRange("logprobs", r.Logprobs, 0, maxLogprobs); e != nil {
 		return e
 	}
 	if e := validateStreamOptions(r.Stream, r.StreamOptions); e != nil {

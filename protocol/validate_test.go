@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -151,13 +152,45 @@ func TestLogitBiasErrorIsDeterministic(t *testing.T) {
 	}
 }
 
+// A body over the limit, ours or an http.MaxBytesReader's (Caddy's
+// request_body), is a 413, not a 400: the request may be fine.
 func TestBodyLimit(t *testing.T) {
 	body := `{"prompt":"` + strings.Repeat("a", 100) + `"}`
-	if _, e := DecodeCompletionRequest(strings.NewReader(body), 50); e == nil || e.Code == nil || *e.Code != "request_too_large" {
-		t.Fatalf("over-limit body: %v", e)
+	tooLarge := func(what string, e *Error) {
+		t.Helper()
+		if e == nil || e.Status != http.StatusRequestEntityTooLarge || e.Type != ErrTypeInvalidRequest || e.Code == nil || *e.Code != CodeRequestTooLarge {
+			t.Fatalf("%s: %+v", what, e)
+		}
 	}
+	_, e := DecodeCompletionRequest(strings.NewReader(body), 50)
+	tooLarge("over the limit", e)
+	_, e = ReadBody(http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader(body)), 50), 1000)
+	tooLarge("over a MaxBytesReader's limit", e)
 	if _, e := DecodeCompletionRequest(strings.NewReader(body), int64(len(body))); e != nil {
 		t.Fatalf("body at the limit: %v", e)
+	}
+	if _, e := ReadBody(strings.NewReader(" "), 50); e == nil || e.Status != http.StatusBadRequest {
+		t.Fatalf("empty body: %+v", e)
+	}
+}
+
+// An engine takes logprobs up to the chat bound (a router forwards a
+// chat's top_logprobs as logprobs); a client's completion request, up to
+// the completion bound.
+func TestEngineLogprobsBound(t *testing.T) {
+	for _, c := range []struct {
+		k              int
+		client, engine bool
+	}{{MaxCompletionLogprobs, true, true}, {MaxCompletionLogprobs + 1, false, true}, {MaxChatTopLogprobs, false, true}, {MaxChatTopLogprobs + 1, false, false}} {
+		body := fmt.Sprintf(`{"prompt":"a","logprobs":%d}`, c.k)
+		_, ce := DecodeCompletionRequest(strings.NewReader(body), 0)
+		_, ee := DecodeEngineRequest(strings.NewReader(body), 0)
+		if (ce == nil) != c.client || (ee == nil) != c.engine {
+			t.Errorf("logprobs %d: client %v, engine %v", c.k, ce, ee)
+		}
+		if ee != nil && (ee.Param == nil || *ee.Param != "logprobs") {
+			t.Errorf("logprobs %d: %+v", c.k, ee)
+		}
 	}
 }
 

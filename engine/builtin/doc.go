@@ -35,9 +35,10 @@
 // held back), EOS (unless debug_config.ignore_eos) and n are honoured.
 // A prompt plus max_tokens beyond max_total_seq_length is a 400
 // (context_length_exceeded); without max_tokens a generation stops at 256
-// tokens or at the end of the context. logprobs k answers, per token, its
-// log probability and the k most likely tokens (see logprobs.go for the
-// distribution), in MLC's completion shape; in a stream each chunk carries
+// tokens or at the end of the context. logprobs k (k up to 20, the bound
+// of a chat's top_logprobs, which the router forwards as logprobs) answers,
+// per token, its log probability and the k most likely tokens (see
+// logprobs.go for the distribution), in MLC's completion shape; in a stream each chunk carries
 // those of the tokens whose text it holds. echo, suffix, best_of and
 // response_format are accepted and ignored.
 //

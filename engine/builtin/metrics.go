@@ -62,7 +62,7 @@ func (s *server) metricsCompletion(w http.ResponseWriter, req *protocol.Completi
 		unavailable(err).Write(w)
 		return
 	}
-	resp := s.response(req, &request{id: newID()})
+	resp := s.response(req, &request{id: protocol.NewID("")})
 	resp.Usage = &protocol.Usage{Extra: m.extra()}
 	if s.world != nil {
 		// caddy-mlc's extension: the engine's place in its NVSHMEM world,
@@ -70,7 +70,7 @@ func (s *server) metricsCompletion(w http.ResponseWriter, req *protocol.Completi
 		resp.Usage.Extra["pe_start"] = jsonInt(s.world.PEStart)
 		resp.Usage.Extra["npes"] = jsonInt(s.world.NPEs)
 	}
-	writeJSON(w, resp)
+	protocol.WriteJSON(w, http.StatusOK, resp)
 }
 
 // metricsHandler serves GET /metrics in the Prometheus formats, from a

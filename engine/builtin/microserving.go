@@ -26,7 +26,7 @@ func (s *server) prepRecvEndpoint(w http.ResponseWriter, r *http.Request) {
 		perr.Write(w)
 		return
 	}
-	writeJSON(w, res)
+	protocol.WriteJSON(w, http.StatusOK, res)
 }
 
 // remoteSendEndpoint answers POST /microserving/remote_send.
@@ -44,7 +44,7 @@ func (s *server) remoteSendEndpoint(w http.ResponseWriter, r *http.Request) {
 		perr.Write(w)
 		return
 	}
-	writeJSON(w, struct{}{})
+	protocol.WriteJSON(w, http.StatusOK, struct{}{})
 }
 
 // startGenerateEndpoint answers POST /microserving/start_generate.
@@ -66,7 +66,7 @@ func (s *server) decodeMicro(w http.ResponseWriter, r *http.Request, v any, req 
 		var b []byte
 		if b, perr = protocol.ReadBody(r.Body, 0); perr == nil {
 			if perr = protocol.DecodeJSON(b, v); perr == nil {
-				perr = req.Validate()
+				perr = req.ValidateForEngine()
 			}
 		}
 	}
@@ -142,7 +142,7 @@ func (s *server) prepRecv(ctx context.Context, req *protocol.CompletionRequest) 
 	case pr = <-w.done:
 	case <-ctx.Done():
 		_ = s.e.do(func() { s.e.cancelPrepRecv(w) })
-		return res, 0, protocol.Errorf(499, protocol.ErrTypeServer, "client went away")
+		return res, 0, protocol.Errorf(protocol.StatusClientClosedRequest, protocol.ErrTypeServer, "client went away")
 	case <-s.e.Done():
 		return res, 0, unavailable(errStopped)
 	}
@@ -164,12 +164,12 @@ func (s *server) prepRecvCompletion(w http.ResponseWriter, r *http.Request, req 
 		perr.Write(w)
 		return
 	}
-	resp := s.response(req, &request{id: newID()})
+	resp := s.response(req, &request{id: protocol.NewID("")})
 	resp.Usage = &protocol.Usage{PromptTokens: n, TotalTokens: n, Extra: map[string]json.RawMessage{}}
 	resp.Usage.Extra["kv_append_metadata"] = jsonString(res.KVAppendMetadata)
 	resp.Usage.Extra["prefix_matched_length"] = jsonInt(res.PrefixMatchedLength)
 	resp.Usage.Extra["prompt_length"] = jsonInt(n)
-	writeJSON(w, resp)
+	protocol.WriteJSON(w, http.StatusOK, resp)
 }
 
 // remoteSendCompletion answers a remote_send completion with no choices.
@@ -178,7 +178,7 @@ func (s *server) remoteSendCompletion(w http.ResponseWriter, r *http.Request, re
 		perr.Write(w)
 		return
 	}
-	writeJSON(w, s.response(req, &request{id: newID()}))
+	protocol.WriteJSON(w, http.StatusOK, s.response(req, &request{id: protocol.NewID("")}))
 }
 
 // startGeneration prefills [begin, len(prompt)) on the user's reservation
@@ -284,7 +284,7 @@ func (s *server) awaitPayload(ctx context.Context, cr *request) ([]byte, *protoc
 		evs, err := cr.events.wait(ctx)
 		if err != nil {
 			s.abort(cr)
-			return nil, protocol.Errorf(499, protocol.ErrTypeServer, "client went away")
+			return nil, protocol.Errorf(protocol.StatusClientClosedRequest, protocol.ErrTypeServer, "client went away")
 		}
 		for _, ev := range evs {
 			switch {
@@ -330,5 +330,5 @@ func (s *server) kvTransfer(w http.ResponseWriter, r *http.Request) {
 		perr.Write(w)
 		return
 	}
-	writeJSON(w, struct{}{})
+	protocol.WriteJSON(w, http.StatusOK, struct{}{})
 }

@@ -11,7 +11,7 @@ const defaultMaxTokens = 256
 
 // codeContextLength is the error code of a request that does not fit the
 // engine's context, as OpenAI names it.
-const codeContextLength = "context_length_exceeded"
+const codeContextLength = protocol.CodeContextLengthExceeded
 
 // genParams are a request's generation settings, resolved.
 type genParams struct {

@@ -36,7 +36,7 @@ func (s *server) releaseEndpoint(w http.ResponseWriter, r *http.Request) {
 		unavailable(err).Write(w)
 		return
 	}
-	writeJSON(w, protocol.ReleaseResponse{Released: released})
+	protocol.WriteJSON(w, http.StatusOK, protocol.ReleaseResponse{Released: released})
 }
 
 // release drops user's prep_recv reservation and withdraws its prep_recvs
@@ -53,7 +53,7 @@ func (e *Engine) release(user string) bool {
 		if w.user != user {
 			return false
 		}
-		w.done <- prepResult{err: protocol.Errorf(499, protocol.ErrTypeInvalidRequest,
+		w.done <- prepResult{err: protocol.Errorf(protocol.StatusClientClosedRequest, protocol.ErrTypeInvalidRequest,
 			"prep_recv of user %q was released while it waited for KV pages", user).WithCode(codeReleased)}
 		released = true
 		return true

@@ -34,7 +34,7 @@ func (s *server) collect(w http.ResponseWriter, ctx context.Context, req *protoc
 				for i := range resp.Choices {
 					resp.Choices[i].Logprobs = choiceLogprobs(cr, logprobs[i])
 				}
-				writeJSON(w, resp)
+				protocol.WriteJSON(w, http.StatusOK, resp)
 				return
 			}
 			resp.Choices[ev.choice].Text += ev.text

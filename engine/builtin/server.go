@@ -1,9 +1,6 @@
 package builtin
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -59,12 +56,12 @@ func (s *server) handler() http.Handler {
 
 // models answers GET /v1/models.
 func (s *server) models(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, protocol.NewModelList(s.created, "caddy-mlc", s.e.opts.Model))
+	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(s.created, "caddy-mlc", s.e.opts.Model))
 }
 
 // completions answers POST /v1/completions.
 func (s *server) completions(w http.ResponseWriter, r *http.Request) {
-	req, perr := protocol.DecodeCompletionRequest(r.Body, 0)
+	req, perr := protocol.DecodeEngineRequest(r.Body, 0)
 	if perr != nil {
 		perr.Write(w)
 		return
@@ -143,7 +140,7 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 	}
 	id := user
 	if id == "" {
-		id = newID()
+		id = protocol.NewID("")
 	}
 	cr := &request{id: id, prompt: tokens, params: p, events: newEventQueue()}
 	for i := range p.n {
@@ -181,22 +178,4 @@ func (s *server) tokenize(p protocol.Prompt) ([]int, *protocol.Error) {
 // unavailable is the answer while the engine shuts down.
 func unavailable(err error) *protocol.Error {
 	return protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable, "%v", err)
-}
-
-// writeJSON answers v with status 200.
-func writeJSON(w http.ResponseWriter, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "encode response: %v", err).Write(w)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(b, '\n'))
-}
-
-// newID returns a random request id.
-func newID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
