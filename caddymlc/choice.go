@@ -199,8 +199,14 @@ func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, in
 	req.N, req.BestOf = nil, nil
 	req.Echo = false
 	req.Seed = j.seed
-	req.Stream = true
-	req.StreamOptions = &protocol.StreamOptions{IncludeUsage: true}
+	// A client that streams gets a streamed generation, with usage; one
+	// that does not gets one whole answer (it carries its usage), as MLC's
+	// router does: a preempted one still returns its text so far.
+	req.Stream = src.Stream
+	req.StreamOptions = nil
+	if req.Stream {
+		req.StreamOptions = &protocol.StreamOptions{IncludeUsage: true}
+	}
 	req.DebugConfig = nil // never the client's: engines run with --enable-debug
 	// The engines tie the microserving calls of an attempt together by
 	// user, so it names the attempt: a failed attempt's reservation is
@@ -241,6 +247,14 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 		for _, ch := range chunk.Choices {
 			switch r := ch.Finished(); r {
 			case protocol.FinishPreempt:
+				// A whole answer brings its text with the preemption.
+				hit, err := j.deliver(ch.Text, ch.Logprobs, out)
+				if err != nil {
+					return false, err
+				}
+				if hit {
+					return true, j.finish(protocol.FinishStop, nil, out)
+				}
 				j.st.preemptions++
 				j.c.r.metrics.preempted()
 				return false, nil // the text so far stays delivered; resume from it

@@ -10,9 +10,9 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// engineChunk is an engine's chunk: text, and an entry per token with its
+// fakeEngineChunk is an engine's chunk: text, and an entry per token with its
 // offset in the attempt's text (logprob -i, so entries can be told apart).
-func engineChunk(text string, tokens []string, offsets []int) (string, *protocol.CompletionLogprobs) {
+func fakeEngineChunk(text string, tokens []string, offsets []int) (string, *protocol.CompletionLogprobs) {
 	lp := protocol.NewCompletionLogprobs(len(tokens))
 	for i, tok := range tokens {
 		lp.Tokens = append(lp.Tokens, tok)
@@ -101,7 +101,7 @@ func TestLogprobsFollowDeliveredText(t *testing.T) {
 				j.logprobs.resume(j.delivered.Len())
 				j.base, j.received = j.delivered.Len(), j.delivered.Len()
 				for _, ch := range chunks {
-					text, lp := engineChunk(ch.text, ch.tokens, ch.offsets)
+					text, lp := fakeEngineChunk(ch.text, ch.tokens, ch.offsets)
 					hit, err := j.deliver(text, lp, out)
 					if err != nil {
 						t.Fatal(err)
@@ -134,7 +134,7 @@ func TestLogprobsFollowDeliveredText(t *testing.T) {
 // Without logprobs asked for, none go out, and text goes as before.
 func TestNoLogprobsUnlessAsked(t *testing.T) {
 	q := newChoiceLogprobs(false)
-	_, lp := engineChunk("ab", []string{"a", "b"}, []int{0, 1})
+	_, lp := fakeEngineChunk("ab", []string{"a", "b"}, []int{0, 1})
 	q.add(lp, 0, 0, 2)
 	if got := q.take(2); got != nil {
 		t.Fatalf("logprobs %+v, want nil", got)

@@ -101,7 +101,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 		pre.release()
 	}
 	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
-	s, err := d.r.client.stream(ctx, dec, protocol.PathStartGenerate, gen)
+	s, err := d.r.client.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream)
 	if err != nil {
 		d.r.releaseReservation(dec, req, end)
 		return nil, err
@@ -189,5 +189,5 @@ func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.Com
 	if chain != nil {
 		l.prefixes.learn(chain, -1, l.prefixCapacity())
 	}
-	return r.client.stream(ctx, l, protocol.PathCompletions, req)
+	return r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream)
 }

@@ -88,7 +88,10 @@ var errEngineSilent = errors.New("engine timeout: no answer")
 
 // call is one HTTP exchange with an engine under a watchdog: the context
 // of the request is cancelled when the engine stays silent for the
-// timeout, before its first byte or between two reads of the body.
+// timeout, before its first byte or between two reads of the body. A
+// whole (non-streamed) generation is silent until it is done, however
+// long it takes: its watchdog instead checks, every timeout, that the
+// engine still answers its health probes (same process, ready).
 type call struct {
 	l      *lease
 	op     string
@@ -96,20 +99,25 @@ type call struct {
 	cancel context.CancelCauseFunc
 	dog    *time.Timer
 	quiet  time.Duration // the engine timeout
+	whole  bool          // a generation answered at its end
 	resp   *http.Response
 	began  time.Time
 }
 
 // start posts body as JSON to path on the engine of l.
 func (c *engineClient) start(ctx context.Context, l *lease, path string, body any) (*call, error) {
+	return c.startCall(ctx, l, path, body, false)
+}
+
+func (c *engineClient) startCall(ctx context.Context, l *lease, path string, body any, whole bool) (*call, error) {
 	op := strings.TrimPrefix(path, "/")
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", op, err)
 	}
-	cl := &call{l: l, op: op, began: time.Now(), quiet: c.timeout}
+	cl := &call{l: l, op: op, began: time.Now(), quiet: c.timeout, whole: whole}
 	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
-	cl.dog = time.AfterFunc(c.timeout, func() { cl.cancel(errEngineSilent) })
+	cl.dog = time.AfterFunc(c.timeout, cl.bark)
 	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, l.url+path, bytes.NewReader(b))
 	if err != nil {
 		cl.end()
@@ -152,6 +160,17 @@ func (c *engineClient) start(ctx context.Context, l *lease, path string, body an
 
 // progress tells the watchdog the engine is alive.
 func (cl *call) progress() { cl.dog.Reset(cl.quiet) }
+
+// bark is the watchdog's: the engine was silent for the timeout.
+func (cl *call) bark() {
+	if cl.whole {
+		if ready, pid := cl.l.status(); ready && pid == cl.l.pid {
+			cl.dog.Reset(cl.quiet) // still generating, by its health
+			return
+		}
+	}
+	cl.cancel(errEngineSilent)
+}
 
 // failure turns a transport error into an engineError, telling a silent
 // engine (its fault) from a caller that went away (nobody's).
@@ -196,9 +215,40 @@ func (c *engineClient) post(ctx context.Context, l *lease, path string, body, ou
 	return nil
 }
 
-// stream makes a streamed completion call and returns its chunks. The
-// stream owns the lease: closing it releases the engine; on error the
-// lease is released at once.
+// maxEngineAnswer bounds a whole generation's answer.
+const maxEngineAnswer = 64 << 20
+
+// generate makes a completion call and returns its chunks: the events of
+// a stream, or, for a request that does not stream, its one answer (MLC's
+// router makes one call for a client that does not stream: no chunk to
+// rebuild the answer from). The returned stream owns the lease: closing
+// it releases the engine; on error the lease is released at once.
+func (c *engineClient) generate(ctx context.Context, l *lease, path string, body any, stream bool) (*chunkStream, error) {
+	if stream {
+		return c.stream(ctx, l, path, body)
+	}
+	cl, err := c.startCall(ctx, l, path, body, true)
+	if err != nil {
+		l.release()
+		return nil, err
+	}
+	var answer protocol.CompletionResponse
+	err = json.NewDecoder(io.LimitReader(cl.resp.Body, maxEngineAnswer)).Decode(&answer)
+	if err != nil {
+		if cl.ctx.Err() != nil {
+			err = cl.failure(err)
+		} else {
+			err = &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
+		}
+		cl.end()
+		l.release()
+		return nil, err
+	}
+	cl.l.fleet.Served(cl.l.index)
+	return &chunkStream{cl: cl, answer: &answer}, nil
+}
+
+// stream makes a streamed completion call and returns its chunks.
 func (c *engineClient) stream(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
 	cl, err := c.start(ctx, l, path, body)
 	if err != nil {
@@ -214,10 +264,12 @@ func (c *engineClient) stream(ctx context.Context, l *lease, path string, body a
 	return &chunkStream{cl: cl, sse: protocol.NewSSEReader(cl.resp.Body, 0)}, nil
 }
 
-// chunkStream reads the completion chunks of an engine's event stream.
+// chunkStream reads the completion chunks of an engine's event stream,
+// or hands out the one answer of a whole generation.
 type chunkStream struct {
-	cl  *call
-	sse *protocol.SSEReader
+	cl     *call
+	sse    *protocol.SSEReader
+	answer *protocol.CompletionResponse // a whole generation's, until handed out
 }
 
 // lease returns the engine the stream comes from.
@@ -226,6 +278,14 @@ func (s *chunkStream) lease() *lease { return s.cl.l }
 // next returns the next chunk, io.EOF after [DONE], or an engineError when
 // the stream breaks, falls silent or carries an error event.
 func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
+	if s.sse == nil {
+		a := s.answer
+		if a == nil {
+			return nil, io.EOF
+		}
+		s.answer = nil
+		return a, nil
+	}
 	data, err := s.sse.Next()
 	if err != nil {
 		if s.cl.ctx.Err() != nil {
@@ -242,14 +302,27 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	if protocol.IsDone(data) {
 		return nil, io.EOF
 	}
-	if apiErr := protocol.ParseError(http.StatusBadGateway, data); apiErr != nil {
-		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, apiErr: apiErr, err: apiErr}
-	}
-	var chunk protocol.CompletionResponse
+	// One decode for both shapes: a chunk, or the error event that ends
+	// the stream.
+	var chunk engineChunk
 	if err := json.Unmarshal(data, &chunk); err != nil {
 		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: fmt.Errorf("bad chunk: %w", err)}
 	}
-	return &chunk, nil
+	if chunk.Error != nil {
+		apiErr := protocol.ParseError(http.StatusBadGateway, data)
+		if apiErr == nil {
+			apiErr = protocol.Errorf(http.StatusBadGateway, protocol.ErrTypeServer, "engine stream error: %s", chunk.Error)
+		}
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, apiErr: apiErr, err: apiErr}
+	}
+	return &chunk.CompletionResponse, nil
+}
+
+// engineChunk is an event of an engine's stream: a completion chunk, or
+// an error.
+type engineChunk struct {
+	protocol.CompletionResponse
+	Error json.RawMessage `json:"error"`
 }
 
 // close ends the stream, which cancels the engine's request if it still

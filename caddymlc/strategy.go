@@ -32,5 +32,5 @@ func (s *wholeRequest) open(ctx context.Context, req *protocol.CompletionRequest
 		return nil, err
 	}
 	l.prefixes.learn(prefixChain(prompt), -1, l.prefixCapacity())
-	return s.r.client.stream(ctx, l, protocol.PathCompletions, req)
+	return s.r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream)
 }

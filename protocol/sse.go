@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -31,11 +30,15 @@ const DefaultMaxEventBytes = 1 << 20
 
 // SSEReader reads the data of server-sent events from a stream.
 type SSEReader struct {
-	r       *bufio.Reader
-	max     int
-	data    []byte
-	hasData bool
-	lastCR  bool // the previous line ended in CR: skip a following LF
+	r          io.Reader
+	buf        []byte // read from r; buf[start:end] not yet consumed
+	start, end int
+	err        error  // r's error, returned once buf is consumed
+	line       []byte // a line that spans reads
+	max        int
+	data       []byte
+	hasData    bool
+	lastCR     bool // the previous line ended in CR: skip a following LF
 }
 
 // NewSSEReader returns a reader of events of at most maxEventBytes bytes of
@@ -44,7 +47,7 @@ func NewSSEReader(r io.Reader, maxEventBytes int) *SSEReader {
 	if maxEventBytes <= 0 {
 		maxEventBytes = DefaultMaxEventBytes
 	}
-	return &SSEReader{r: bufio.NewReaderSize(r, 4096), max: maxEventBytes}
+	return &SSEReader{r: r, buf: make([]byte, 4096), max: maxEventBytes}
 }
 
 // Next returns the data of the next event, its data lines joined with "\n".
@@ -100,36 +103,72 @@ func (s *SSEReader) field(line []byte) error {
 
 // readLine returns the next line without its end. A line longer than the
 // event limit (plus room for the field name) is an error, so memory stays
-// bounded whatever the input.
+// bounded whatever the input. It scans what one read brought for both
+// line ends at once (the engine's stream is a few lines per read), and
+// returns a line within the buffer without copying it: valid until the
+// next call.
 func (s *SSEReader) readLine() ([]byte, error) {
-	var line []byte
 	limit := s.max + 64
+	s.line = s.line[:0]
+	spanning := false
 	for {
-		b, err := s.r.ReadByte()
-		if err != nil {
-			if err == io.EOF && len(line) > 0 {
-				return line, io.EOF
-			}
-			return nil, err
-		}
-		if s.lastCR {
+		if s.lastCR && s.start < s.end {
 			s.lastCR = false
-			if b == '\n' {
-				continue
+			if s.buf[s.start] == '\n' {
+				s.start++
 			}
 		}
-		switch b {
-		case '\n':
-			return line, nil
-		case '\r':
-			s.lastCR = true
-			return line, nil
+		rest := s.buf[s.start:s.end]
+		if i := lineEnd(rest); i >= 0 {
+			s.lastCR = rest[i] == '\r'
+			s.start += i + 1
+			if !spanning {
+				if i > limit {
+					return nil, ErrEventTooLarge
+				}
+				return rest[:i], nil
+			}
+			if len(s.line)+i > limit {
+				return nil, ErrEventTooLarge
+			}
+			return append(s.line, rest[:i]...), nil
 		}
-		if len(line) >= limit {
+		if len(s.line)+len(rest) > limit {
 			return nil, ErrEventTooLarge
 		}
-		line = append(line, b)
+		s.line, spanning = append(s.line, rest...), true
+		s.start, s.end = 0, 0
+		if s.err != nil {
+			if s.err == io.EOF && len(s.line) > 0 {
+				return s.line, io.EOF
+			}
+			return nil, s.err
+		}
+		s.fill()
 	}
+}
+
+// fill reads what r has into the empty buffer. Like bufio, it gives up
+// on a reader that keeps returning nothing.
+func (s *SSEReader) fill() {
+	for range 100 {
+		var n int
+		n, s.err = s.r.Read(s.buf)
+		s.end = n
+		if n > 0 || s.err != nil {
+			return
+		}
+	}
+	s.err = io.ErrNoProgress
+}
+
+// lineEnd returns the index of the first CR or LF in b, or -1.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if j := bytes.IndexByte(b, '\r'); j >= 0 && (i < 0 || j < i) {
+		return j
+	}
+	return i
 }
 
 // IsDone reports whether the data is the end-of-stream marker.
