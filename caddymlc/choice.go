@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/stopscan"
@@ -28,6 +29,8 @@ type choiceJob struct {
 	avoid     map[string]bool // engines that failed this choice
 	st        stats
 	started   time.Time
+	lastText  time.Time           // when the client got text last
+	itl       prometheus.Observer // inter-token latency, for a client that streams
 
 	// Of the current attempt.
 	before   int             // tokens delivered before it
@@ -317,8 +320,14 @@ func (j *choiceJob) send(text string, logprobs *protocol.CompletionLogprobs, out
 	if text == "" && logprobs.Len() == 0 {
 		return nil
 	}
-	if text != "" && j.st.firstToken == 0 {
-		j.st.firstToken = time.Since(j.started)
+	if text != "" {
+		now := time.Now()
+		if j.st.firstToken == 0 {
+			j.st.firstToken = now.Sub(j.started)
+		} else if j.itl != nil {
+			j.itl.Observe(now.Sub(j.lastText).Seconds())
+		}
+		j.lastText = now
 	}
 	j.delivered.WriteString(text)
 	if err := out.delta(j.index, text, logprobs); err != nil {

@@ -142,6 +142,9 @@ func (c *completion) clientError(err error) *protocol.Error {
 // choice returns the job that generates choice i.
 func (c *completion) choice(i int) *choiceJob {
 	j := &choiceJob{c: c, index: i, stop: stopscan.New(c.req.Stop), logprobs: newChoiceLogprobs(c.req.Logprobs != nil)}
+	if c.req.Stream {
+		j.itl = c.r.itl
+	}
 	if c.req.Seed != nil && i > 0 {
 		seed := *c.req.Seed + int64(i)
 		j.seed = &seed

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
@@ -119,6 +120,7 @@ type Router struct {
 	handle   *fleetHandle
 	roles    map[string][]int // endpoint indexes by the role a call needs
 	policy   selectionPolicy
+	itl      prometheus.Observer // this mode's inter-token latency
 	dynamic  *dynamicSet
 	*routerState
 	client   *engineClient

@@ -66,6 +66,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 	}
 	prep.Stream, prep.StreamOptions = false, nil
 	var recv protocol.PrepRecvResponse
+	t0 := time.Now()
 	if err := d.r.client.post(ctx, dec, protocol.PathPrepRecv, prep, &recv); err != nil {
 		pre.release()
 		d.r.releaseReservation(dec, req, end)
@@ -79,6 +80,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 		return nil, &engineError{op: "prep_recv", addr: dec.addr, retry: true,
 			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
 	}
+	d.r.metrics.steps.WithLabelValues("prep_recv").Observe(time.Since(t0).Seconds())
 	dec.prefixes.learn(chain, recv.PrefixMatchedLength, dec.prefixCapacity())
 	if recv.PrefixMatchedLength < end {
 		err := d.remoteSend(ctx, pre, dec, req, recv, end)
@@ -101,10 +103,14 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 		pre.release()
 	}
 	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
+	t0 = time.Now()
 	s, err := d.r.client.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream)
 	if err != nil {
 		d.r.releaseReservation(dec, req, end)
 		return nil, err
+	}
+	if req.Stream {
+		d.r.metrics.steps.WithLabelValues("start_generate").Observe(time.Since(t0).Seconds())
 	}
 	return s, nil
 }
@@ -123,10 +129,16 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 	}
 	send.Stream, send.StreamOptions = false, nil
 	for try := 1; ; try++ {
-		var ack map[string]any
+		var ack protocol.RemoteSendResponse
+		t0 := time.Now()
 		err := d.r.client.post(ctx, pre, protocol.PathRemoteSend, send, &ack)
+		if err == nil {
+			d.r.metrics.steps.WithLabelValues("remote_send").Observe(time.Since(t0).Seconds())
+			d.r.metrics.kvBytes.Add(float64(ack.KVBytes))
+			return nil
+		}
 		var ee *engineError
-		if err == nil || !errors.As(err, &ee) || !ee.preempted || try == remoteSendTries {
+		if !errors.As(err, &ee) || !ee.preempted || try == remoteSendTries {
 			return err
 		}
 		d.r.metrics.retry(causePreempt)

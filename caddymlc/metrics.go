@@ -14,7 +14,15 @@ type routerMetrics struct {
 	retries     *prometheus.CounterVec
 	preemptions prometheus.Counter
 	tokens      prometheus.Counter
-	ttft        prometheus.Histogram
+	ttft        *prometheus.HistogramVec
+	// itl is the time between two pieces of text a client receives.
+	itl *prometheus.HistogramVec
+	// steps times the microserving calls (to their answer, or to the
+	// first byte of start_generate's stream).
+	steps *prometheus.HistogramVec
+	// kvBytes counts the KV cache bytes remote_sends moved, as the
+	// engines report them.
+	kvBytes prometheus.Counter
 	inflight    *prometheus.GaugeVec
 	// engineRequests counts the calls made to each engine.
 	engineRequests *prometheus.CounterVec
@@ -44,8 +52,14 @@ func sharedMetrics() *routerMetrics {
 				Help: `Attempts an engine ended with finish_reason "preempt".`}),
 			tokens: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "completion_tokens_total",
 				Help: "Tokens generated for clients."}),
-			ttft: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "time_to_first_token_seconds",
-				Help: "Time from a request's arrival to its first text.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
+			ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "time_to_first_token_seconds",
+				Help: "Time from a request's arrival to its first text, by routing mode.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, []string{"mode"}),
+			itl: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "inter_token_latency_seconds",
+				Help: "Time between two pieces of a choice's text as the router sends them, by routing mode.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"mode"}),
+			steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "microserving_step_seconds",
+				Help: "Duration of the microserving calls: prep_recv, remote_send, start_generate (to its first byte).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"step"}),
+			kvBytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "kv_transfer_bytes_total",
+				Help: "KV cache bytes moved from prefill to decode engines, as the engines report them."}),
 			inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_inflight_requests",
 				Help: "Requests in flight per engine, as the router balances them."}, []string{"engine"}),
 			gpu: newGPUMetrics(ns, sub),
@@ -69,7 +83,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.inflight,
+	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.itl, m.steps, m.kvBytes, m.inflight,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests}, m.gpu.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError

@@ -62,6 +62,7 @@ func (r *Router) Provision(ctx caddy.Context) error {
 	if err := r.metrics.register(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}
+	r.itl = r.metrics.itl.WithLabelValues(r.Mode)
 	r.strategy, err = r.newStrategy()
 	if err != nil {
 		return err

@@ -147,7 +147,7 @@ func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st 
 	r.metrics.requests.WithLabelValues(r.Mode, outcome).Inc()
 	r.metrics.tokens.Add(float64(st.tokens))
 	if st.firstToken > 0 {
-		r.metrics.ttft.Observe(st.firstToken.Seconds())
+		r.metrics.ttft.WithLabelValues(r.Mode).Observe(st.firstToken.Seconds())
 	}
 	engines := strings.Join(st.engines, ",")
 	ctx := hreq.Context()

@@ -82,6 +82,13 @@ func (r *RemoteSendRequest) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// RemoteSendResponse is remote_send's answer: `{}` from MLC's engines.
+// KVBytes is caddy-mlc's extension, from the built-in engine: the bytes
+// of keys and values it sent, for the router's metrics.
+type RemoteSendResponse struct {
+	KVBytes int64 `json:"kv_bytes,omitempty"`
+}
+
 // StartGenerateRequest asks the decode engine to prefill the prompt window
 // [Begin, len(prompt)) locally and then decode.
 type StartGenerateRequest struct {

@@ -40,11 +40,12 @@ func (s *server) remoteSendEndpoint(w http.ResponseWriter, r *http.Request) {
 		Kind: protocol.DisaggRemoteSend, KVAppendMetadata: req.KVAddrInfo,
 		KVWindowBegin: &begin, KVWindowEnd: &end, DstGroupOffset: &rank,
 	})
-	if perr := s.remoteSend(r.Context(), &req.CompletionRequest); perr != nil {
+	sent, perr := s.remoteSend(r.Context(), &req.CompletionRequest)
+	if perr != nil {
 		perr.Write(w)
 		return
 	}
-	protocol.WriteJSON(w, http.StatusOK, struct{}{})
+	protocol.WriteJSON(w, http.StatusOK, protocol.RemoteSendResponse{KVBytes: sent})
 }
 
 // startGenerateEndpoint answers POST /microserving/start_generate.
@@ -174,7 +175,7 @@ func (s *server) prepRecvCompletion(w http.ResponseWriter, r *http.Request, req 
 
 // remoteSendCompletion answers a remote_send completion with no choices.
 func (s *server) remoteSendCompletion(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest) {
-	if perr := s.remoteSend(r.Context(), req); perr != nil {
+	if _, perr := s.remoteSend(r.Context(), req); perr != nil {
 		perr.Write(w)
 		return
 	}
@@ -204,27 +205,28 @@ func (s *server) startGeneration(w http.ResponseWriter, r *http.Request, req *pr
 
 // remoteSend computes the KV of the window [begin, end) and writes it into
 // the KV slots of the decode engine that holds PE recv_rank, returning once
-// that engine has acknowledged the data.
-func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest) *protocol.Error {
+// that engine has acknowledged the data. It returns the bytes of keys and
+// values sent.
+func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest) (int64, *protocol.Error) {
 	t, peerAddr, tokens, perr := s.planSend(req)
 	if perr != nil || len(t.slots) == 0 {
-		return perr
+		return 0, perr
 	}
 	cr := &request{id: t.user, prompt: tokens, computeOnly: true, sendBegin: t.begin, events: newEventQueue()}
 	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: newOutput(s.e.tok, nil)}}
 	if err := s.e.do(func() { s.e.submit(cr) }); err != nil {
-		return unavailable(err)
+		return 0, unavailable(err)
 	}
 	payload, perr := s.awaitPayload(ctx, cr)
 	if perr != nil {
-		return perr
+		return 0, perr
 	}
 	t.data = payload
 	if perr := sendKV(ctx, s.client, peerAddr, t); perr != nil {
-		return perr
+		return 0, perr
 	}
 	s.e.logf("remote_send %q: tokens [%d, %d) to %s", t.user, t.begin, t.begin+len(t.slots), peerAddr)
-	return nil
+	return int64(len(payload)), nil
 }
 
 // planSend checks a remote_send request and returns the transfer to fill,

@@ -56,8 +56,13 @@ func (r *router) run(user, prompt string, factor float64, extra map[string]any) 
 			"prompt": ids, "begin": prep.PrefixMatchedLength, "end": end, "kv_addr_info": prep.KVAppendMetadata,
 			"recv_rank": r.decodeRank, "user": user, "temperature": 0,
 		})
-		if status != http.StatusOK || strings.TrimSpace(string(body)) != "{}" {
+		var ack protocol.RemoteSendResponse
+		if status != http.StatusOK || json.Unmarshal(body, &ack) != nil {
 			r.t.Fatalf("remote_send: %d %s", status, body)
+		}
+		// 2 layers, keys and values, 64 float32 each, per position.
+		if want := int64(end-prep.PrefixMatchedLength) * 2 * 2 * 64 * 4; ack.KVBytes != want {
+			r.t.Fatalf("remote_send moved %d KV bytes, want %d", ack.KVBytes, want)
 		}
 		r.lastSent = end - prep.PrefixMatchedLength
 	}
