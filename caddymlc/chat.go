@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -17,7 +17,7 @@ import (
 // tiny, else the model directory's (mlc-chat-config.json's conv_template,
 // or tokenizer_config.json's Jinja chat_template).
 func loadChatTemplate(model string) (chat.Template, error) {
-	if model == builtin.TinyModel {
+	if model == tokenizer.TinyModel {
 		return chat.Tiny(), nil
 	}
 	return chat.Load(model)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -25,7 +25,7 @@ func TestChatCompletions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, _ := builtin.LoadTokenizer("tiny")
+	tok, _ := tokenizer.ForModel("tiny")
 	want := reference(s, s.engines[1], map[string]any{"prompt": tok.Encode(rendered), "max_tokens": 10, "temperature": 0, "stop": chat.Tiny().StopStrings()})
 
 	body := map[string]any{"messages": msgs, "max_tokens": 10, "temperature": 0}

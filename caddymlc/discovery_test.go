@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // dnsServer answers A queries from a table the test changes.
@@ -71,15 +72,15 @@ func (d *dnsServer) set(name string, ips ...string) {
 // in that order, as an operator would run them for discovery.
 func startWorld(t *testing.T, port int, ips ...string) {
 	t.Helper()
-	var peers []engine.Peer
+	var peers []protocol.Peer
 	for i, ip := range ips {
-		peers = append(peers, engine.Peer{PEStart: i, NPEs: 1, Addr: net.JoinHostPort(ip, strconv.Itoa(port))})
+		peers = append(peers, protocol.Peer{PEStart: i, NPEs: 1, Addr: net.JoinHostPort(ip, strconv.Itoa(port))})
 	}
 	peersJSON, _ := json.Marshal(peers)
 	for i, ip := range ips {
-		cfg, _ := json.Marshal(engine.NVSHMEMConfig{UID: []int{7, 7, 7}, NPEs: len(ips), PEStart: i})
+		cfg, _ := json.Marshal(protocol.NVSHMEMConfig{UID: []int{7, 7, 7}, NPEs: len(ips), PEStart: i})
 		startEngineProc(t, net.JoinHostPort(ip, strconv.Itoa(port)),
-			[]string{engine.EnvNVSHMEMConfig + "=" + string(cfg), engine.EnvBuiltinPeers + "=" + string(peersJSON)})
+			[]string{protocol.EnvNVSHMEMConfig + "=" + string(cfg), protocol.EnvBuiltinPeers + "=" + string(peersJSON)})
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -115,7 +115,7 @@ func TestLogprobsThroughTheRouter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tok, _ := builtin.LoadTokenizer("tiny")
+			tok, _ := tokenizer.ForModel("tiny")
 			for _, k := range []int{3, 20} {
 				ref := map[string]any{"prompt": tok.Encode(rendered), "max_tokens": 16, "temperature": 0, "stop": chat.Tiny().StopStrings(), "logprobs": k}
 				wantChat := whole(t, post(t, s.engines[1]+protocol.PathCompletions, ref, 200)).Choices[0].Logprobs.Chat()

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -76,7 +76,7 @@ func (r *Router) Provision(ctx caddy.Context) error {
 // models the router cannot read (an HF:// name, say): the router then
 // serves token-id prompts only, and says so.
 func (r *Router) loadTokenizer() error {
-	tok, err := builtin.LoadTokenizer(r.Model)
+	tok, err := tokenizer.ForModel(r.Model)
 	if err == nil {
 		r.tok = tok
 		return nil

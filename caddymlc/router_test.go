@@ -9,12 +9,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 )
 
 // prompts are varied in length and form (text and token ids).
 func testPrompts(t *testing.T) []any {
-	tok, err := builtin.LoadTokenizer("tiny")
+	tok, err := tokenizer.ForModel("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}

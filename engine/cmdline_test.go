@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // threeEndpoints has GPUs [2,1,1], so device starts [0,2,3,4].
@@ -85,8 +87,8 @@ func TestEnv(t *testing.T) {
 func checkEnv(t *testing.T, env map[string]string, kind Kind, uid []int, npes, peStart int, eps []Endpoint) {
 	t.Helper()
 	var cfg map[string]any
-	if err := json.Unmarshal([]byte(env[EnvNVSHMEMConfig]), &cfg); err != nil {
-		t.Fatalf("%s: %v", EnvNVSHMEMConfig, err)
+	if err := json.Unmarshal([]byte(env[protocol.EnvNVSHMEMConfig]), &cfg); err != nil {
+		t.Fatalf("%s: %v", protocol.EnvNVSHMEMConfig, err)
 	}
 	wantUID := make([]any, len(uid))
 	for i, v := range uid {
@@ -94,18 +96,18 @@ func checkEnv(t *testing.T, env map[string]string, kind Kind, uid []int, npes, p
 	}
 	want := map[string]any{"uid": wantUID, "npes": float64(npes), "pe_start": float64(peStart)}
 	if b1, b2 := mustJSON(cfg), mustJSON(want); b1 != b2 {
-		t.Errorf("%s %s = %s, want %s", kind, EnvNVSHMEMConfig, b1, b2)
+		t.Errorf("%s %s = %s, want %s", kind, protocol.EnvNVSHMEMConfig, b1, b2)
 	}
-	peers, ok := env[EnvBuiltinPeers]
+	peers, ok := env[protocol.EnvBuiltinPeers]
 	if kind == KindMLC {
 		if ok {
-			t.Errorf("mlc engine got %s", EnvBuiltinPeers)
+			t.Errorf("mlc engine got %s", protocol.EnvBuiltinPeers)
 		}
 		return
 	}
 	var got []map[string]any
 	if err := json.Unmarshal([]byte(peers), &got); err != nil {
-		t.Fatalf("%s: %v", EnvBuiltinPeers, err)
+		t.Fatalf("%s: %v", protocol.EnvBuiltinPeers, err)
 	}
 	var wantPeers []map[string]any
 	start := 0
@@ -114,7 +116,7 @@ func checkEnv(t *testing.T, env map[string]string, kind Kind, uid []int, npes, p
 		start += ep.GPUs
 	}
 	if b1, b2 := mustJSON(got), mustJSON(wantPeers); b1 != b2 {
-		t.Errorf("%s %s = %s, want %s", kind, EnvBuiltinPeers, b1, b2)
+		t.Errorf("%s %s = %s, want %s", kind, protocol.EnvBuiltinPeers, b1, b2)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -368,8 +369,8 @@ func TestFleetBuiltinEngine(t *testing.T) {
 			t.Errorf("argv %q, want %q", rec.Argv, want)
 		}
 		env := envMap(rec.Env)
-		var cfg NVSHMEMConfig
-		if err := jsonUnmarshal(env[EnvNVSHMEMConfig], &cfg); err != nil {
+		var cfg protocol.NVSHMEMConfig
+		if err := jsonUnmarshal(env[protocol.EnvNVSHMEMConfig], &cfg); err != nil {
 			t.Fatal(err)
 		}
 		if uid == nil {

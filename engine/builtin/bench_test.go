@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/kvcache"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 )
 
 // BenchmarkEngine reports the engine's prefill speed for prompts of 256
@@ -125,7 +126,7 @@ func benchModel(b *testing.B, n int) {
 func BenchmarkDetokenize(b *testing.B) {
 	stops := []string{"never said", "\n\n\n"}
 	for _, model := range []string{TinyModel, filepath.Join("testdata", "spm-mini")} {
-		tok, err := LoadTokenizer(model)
+		tok, err := tokenizer.ForModel(model)
 		if err != nil {
 			b.Fatal(err)
 		}

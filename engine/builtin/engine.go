@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/kvcache"
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/model"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 )
 
 // errStopped is returned to callers once the scheduler has stopped.
@@ -80,7 +81,7 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 // loadModel loads the tokenizer of model and builds the model for its
 // vocabulary, seeded by the model's name.
 func loadModel(name string) (*model.Model, Tokenizer, error) {
-	tok, err := LoadTokenizer(name)
+	tok, err := tokenizer.ForModel(name)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin/tiny"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 )
 
 func TestCompletionStreamAndWhole(t *testing.T) {

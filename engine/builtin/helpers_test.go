@@ -64,7 +64,7 @@ func newTestEngineModel(t testing.TB, model, overrides string, disagg bool, args
 	go e.Run(ctx)
 	var w *world
 	if disagg {
-		w = &world{NPEs: 1}
+		w = &world{NVSHMEMConfig: protocol.NVSHMEMConfig{NPEs: 1}}
 	}
 	srv := httptest.NewServer(newServer(e, w).handler())
 	te := &testEngine{t: t, e: e, url: srv.URL, client: &http.Client{Transport: &http.Transport{}}}

@@ -15,7 +15,7 @@ import (
 // tokenizer.json (a small SentencePiece-style BPE).
 func TestDirectoryModel(t *testing.T) {
 	dir := filepath.Join("testdata", "spm-mini")
-	tok, err := LoadTokenizer(dir)
+	tok, err := tokenizer.ForModel(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +51,8 @@ func TestDirectoryModel(t *testing.T) {
 
 func TestLoadTokenizerErrors(t *testing.T) {
 	for _, model := range []string{"", "no-such-dir", "testdata"} {
-		if _, err := LoadTokenizer(model); err == nil {
-			t.Errorf("LoadTokenizer(%q): no error", model)
+		if _, err := tokenizer.ForModel(model); err == nil {
+			t.Errorf("tokenizer.ForModel(%q): no error", model)
 		}
 	}
 }

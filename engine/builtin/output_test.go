@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin/tiny"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 )
 
 // outputRun pushes ids, each with a logprobs entry, into an output with

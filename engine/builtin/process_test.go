@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // proc is an engine process: the test binary re-executed as
@@ -141,8 +142,8 @@ func startWorld(t *testing.T, n int, args ...string) []*proc {
 	var wg sync.WaitGroup
 	for i := range procs {
 		env := []string{
-			fmt.Sprintf(`%s={"uid":[7,1,2,3],"npes":%d,"pe_start":%d}`, EnvNVSHMEMConfig, n, i),
-			EnvBuiltinPeers + "=" + string(peersJSON),
+			fmt.Sprintf(`%s={"uid":[7,1,2,3],"npes":%d,"pe_start":%d}`, protocol.EnvNVSHMEMConfig, n, i),
+			protocol.EnvBuiltinPeers + "=" + string(peersJSON),
 		}
 		wg.Go(func() { procs[i] = startProc(t, ports[i], env, args...) })
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin/tiny"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
