@@ -159,7 +159,7 @@ func endpointGPUs(eps []engine.Endpoint) []int {
 func (r *Router) effectiveRoles() []string {
 	roles := make([]string, len(r.Endpoints))
 	for i := range roles {
-		roles[i] = "any"
+		roles[i] = engine.RoleAny
 	}
 	if r.Mode != ModeDisagg {
 		return roles
@@ -169,13 +169,13 @@ func (r *Router) effectiveRoles() []string {
 		roles[i] = ""
 	}
 	for _, i := range prefill {
-		roles[i] = "prefill"
+		roles[i] = engine.RolePrefill
 	}
 	for _, i := range decode {
 		if roles[i] != "" {
 			roles[i] += "+"
 		}
-		roles[i] += "decode"
+		roles[i] += engine.RoleDecode
 	}
 	return roles
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"go.uber.org/zap"
 )
 
@@ -48,7 +49,7 @@ func (s *Spec) probeTimeout() time.Duration { return min(s.HealthInterval, maxPr
 func probe(ctx context.Context, client *http.Client, base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+protocol.PathModels, nil)
 	if err != nil {
 		return err
 	}

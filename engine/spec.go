@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // Kind says which program runs the fleet's engines.
@@ -39,8 +41,8 @@ const (
 
 // Prefix cache modes of the MLC engine.
 const (
-	PrefixCacheRadix   = "radix"
-	PrefixCacheDisable = "disable"
+	PrefixCacheRadix   = protocol.PrefixCacheRadix
+	PrefixCacheDisable = protocol.PrefixCacheDisable
 )
 
 // Defaults applied by [Spec.Normalize].

@@ -11,6 +11,7 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/kvcache"
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/model"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // errStopped is returned to callers once the scheduler has stopped.
@@ -64,7 +65,7 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 		logger:   log.New(logOut, "mlc-engine: ", log.LstdFlags|log.LUTC),
 		cmds:     make(chan func()),
 		done:     make(chan struct{}),
-		pool:     kvcache.NewPool(pages, c.Layers, c.Dim, opts.PrefixCacheMode == "radix"),
+		pool:     kvcache.NewPool(pages, c.Layers, c.Dim, opts.PrefixCacheMode == protocol.PrefixCacheRadix),
 		prepared: map[string]*sequence{},
 		active:   map[*request]bool{},
 		scratch:  m.NewScratch(),

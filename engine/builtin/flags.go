@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // Options are the engine's command-line settings, as `mlc_llm serve` takes
@@ -54,7 +56,7 @@ func ParseArgs(args []string, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.Device, "device", "cpu", "device: cpu or cuda:N (recorded; compute runs on the CPU)")
 	fs.BoolVar(&o.EnableDebug, "enable-debug", false, "honour debug_config in requests")
 	fs.StringVar(&o.Mode, "mode", "local", "local, interactive or server")
-	fs.StringVar(&o.PrefixCacheMode, "prefix-cache-mode", "radix", "radix or disable")
+	fs.StringVar(&o.PrefixCacheMode, "prefix-cache-mode", protocol.PrefixCacheRadix, "radix or disable")
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on")
 	fs.IntVar(&o.Port, "port", 8000, "port to listen on")
 	overrides := fs.String("overrides", "", `engine settings, "key=value;key=value"`)
@@ -98,7 +100,7 @@ func (o *Options) validate(overrides string, log io.Writer) error {
 		return fmt.Errorf("--mode: want local, interactive or server, got %q", o.Mode)
 	}
 	switch o.PrefixCacheMode {
-	case "radix", "disable":
+	case protocol.PrefixCacheRadix, protocol.PrefixCacheDisable:
 	default:
 		return fmt.Errorf("--prefix-cache-mode: want radix or disable, got %q", o.PrefixCacheMode)
 	}
