@@ -32,10 +32,8 @@ func BenchmarkServe(b *testing.B) {
 			next := make(chan int)
 			b.ResetTimer()
 			start := time.Now()
-			for c := 0; c < clients; c++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+			for range clients {
+				wg.Go(func() {
 					for range next {
 						st, err := s.stream(context.Background(), url, greedy(prompt, tokens))
 						if err != nil || !st.done {
@@ -46,7 +44,7 @@ func BenchmarkServe(b *testing.B) {
 						ttft += st.firstAfter
 						mu.Unlock()
 					}
-				}()
+				})
 			}
 			for i := 0; i < b.N; i++ {
 				next <- i

@@ -151,7 +151,7 @@ func TestKilledEngineIsRoutedAround(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-ch // the fleet saw the death
-	for i := 0; i < 6; i++ {
+	for i := range 6 {
 		st, err := s.stream(context.Background(), s.base, greedy("the river", 8))
 		if err != nil || !st.done || st.errBody != nil {
 			t.Fatalf("request %d while engine 0 is down: %v %+v", i, err, st)

@@ -22,8 +22,8 @@ type routerMetrics struct {
 	steps *prometheus.HistogramVec
 	// kvBytes counts the KV cache bytes remote_sends moved, as the
 	// engines report them.
-	kvBytes prometheus.Counter
-	inflight    *prometheus.GaugeVec
+	kvBytes  prometheus.Counter
+	inflight *prometheus.GaugeVec
 	// engineRequests counts the calls made to each engine.
 	engineRequests *prometheus.CounterVec
 	gpu            gpuMetrics

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,13 +39,14 @@ func TestReplicasBalanceOnEngineLoad(t *testing.T) {
 	aPort, bPort, bAdmin := ports[3], ports[4], ports[5]
 
 	// Replica B: another process (this test binary, as `caddy run`).
-	cf := fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode round_robin\n", bAdmin, bPort)
+	var cf strings.Builder
+	cf.WriteString(fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode round_robin\n", bAdmin, bPort))
 	for _, ep := range eps {
-		cf += "\t\tendpoint " + ep + " external\n"
+		cf.WriteString("\t\tendpoint " + ep + " external\n")
 	}
-	cf += "\t}\n}\n"
+	cf.WriteString("\t}\n}\n")
 	file := filepath.Join(t.TempDir(), "Caddyfile")
-	if err := os.WriteFile(file, []byte(cf), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(cf.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()

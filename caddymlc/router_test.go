@@ -168,10 +168,8 @@ func TestPreemptionStormIsInvisible(t *testing.T) {
 	before := engineMetrics(t, s.engines[1])["preemptions"]
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
-	for i := 0; i < clients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for i := range clients {
+		wg.Go(func() {
 			body := greedy(prompts[i], maxTokens)
 			body["stream_options"] = map[string]any{"include_usage": true}
 			if stops[i] != nil {
@@ -193,7 +191,7 @@ func TestPreemptionStormIsInvisible(t *testing.T) {
 					errs <- fmt.Errorf("client %d saw %s", i, ev)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)

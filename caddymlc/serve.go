@@ -2,6 +2,7 @@ package caddymlc
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,10 +60,8 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyh
 }
 
 func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bool {
-	for _, m := range methods {
-		if req.Method == m {
-			return true
-		}
+	if slices.Contains(methods, req.Method) {
+		return true
 	}
 	w.Header().Set("Allow", strings.Join(methods, ", "))
 	protocol.Errorf(http.StatusMethodNotAllowed, protocol.ErrTypeInvalidRequest, "method %s is not allowed on %s", req.Method, req.URL.Path).Write(w)

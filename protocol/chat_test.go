@@ -172,8 +172,8 @@ func TestChatCompletionCarriesLogprobs(t *testing.T) {
 	}{
 		{``, nil},
 		{`"logprobs":false,"top_logprobs":0`, nil},
-		{`"logprobs":true`, IntPtr(0)},
-		{`"logprobs":true,"top_logprobs":20`, IntPtr(20)},
+		{`"logprobs":true`, new(0)},
+		{`"logprobs":true,"top_logprobs":20`, new(20)},
 	} {
 		r, e := decodeChat(chatWith(userHi, c.more))
 		if e != nil {

@@ -170,12 +170,3 @@ type CompletionResponse struct {
 
 // ObjectTextCompletion is the object name of completion responses.
 const ObjectTextCompletion = "text_completion"
-
-// StringPtr returns a pointer to s, for optional fields.
-func StringPtr(s string) *string { return &s }
-
-// IntPtr returns a pointer to v, for optional fields.
-func IntPtr(v int) *int { return &v }
-
-// Float64Ptr returns a pointer to v, for optional fields.
-func Float64Ptr(v float64) *float64 { return &v }

@@ -54,7 +54,7 @@ func DecodeKVAppendMetadata(s string, models int) (KVAppendMetadata, error) {
 	}
 	m := make(KVAppendMetadata, 0, models)
 	i := 0
-	for model := 0; model < models; model++ {
+	for model := range models {
 		if i >= len(flat) {
 			return nil, fmt.Errorf("kv_append_metadata: missing segments of model %d", model)
 		}

@@ -272,11 +272,11 @@ func chunkText(chat bool, data []byte) (string, error) {
 	if err := json.Unmarshal(data, &out); err != nil {
 		return "", fmt.Errorf("bad chunk %s", data)
 	}
-	s := ""
+	var s strings.Builder
 	for _, c := range out.Choices {
-		s += c.Text + c.Delta.Content
+		s.WriteString(c.Text + c.Delta.Content)
 	}
-	return s, nil
+	return s.String(), nil
 }
 
 // references returns the reference text of every job, from the

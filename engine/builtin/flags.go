@@ -124,7 +124,7 @@ func (o *Options) validate(overrides string, log io.Writer) error {
 
 // parse applies "key=value;key=value".
 func (ov *Overrides) parse(s string) error {
-	for _, kv := range strings.Split(s, ";") {
+	for kv := range strings.SplitSeq(s, ";") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
 			continue

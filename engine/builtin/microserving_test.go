@@ -82,21 +82,19 @@ func TestMicroservingExact(t *testing.T) {
 	var sent, matched atomic.Int64
 	jobs := make(chan int, 52)
 	var wg sync.WaitGroup
-	for i := 0; i < 52; i++ {
+	for i := range 52 {
 		jobs <- i
 	}
 	close(jobs)
-	for w := 0; w < 3; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range 3 {
+		wg.Go(func() {
 			r := &router{t: goTB{t}, client: c, prefill: procs[0].url(""), decode: procs[1].url(""), decodeRank: 1}
 			for i := range jobs {
 				s, m := r.checkPrompt(i, clip(prompts(52)[i], 1+i*5%90))
 				sent.Add(s)
 				matched.Add(m)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if sent.Load() < 50 || matched.Load() < 50 {
@@ -211,11 +209,9 @@ func TestMicroservingPreemptRetry(t *testing.T) {
 	var wg sync.WaitGroup
 	var preempts atomic.Int64
 	for i, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r := &router{t: goTB{t}, client: c, prefill: procs[0].url(""), decode: procs[1].url(""), decodeRank: 1}
-			for attempt := 0; attempt < 50; attempt++ {
+			for range 50 {
 				got := r.run(fmt.Sprintf("p%d", i), clip(p, 50), []float64{0, 0.3, 0.7}[i%3], with(greedy(nil, 60), "stream", i%2 == 0))
 				if got.finish[0] == "preempt" {
 					preempts.Add(1)
@@ -227,7 +223,7 @@ func TestMicroservingPreemptRetry(t *testing.T) {
 				return
 			}
 			t.Errorf("request %d: preempted 50 times", i)
-		}()
+		})
 	}
 	wg.Wait()
 	if preempts.Load() == 0 {

@@ -114,7 +114,7 @@ func (p *proc) metric(t *testing.T, name string) int {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	for _, line := range strings.Split(readAll(t, resp), "\n") {
+	for line := range strings.SplitSeq(readAll(t, resp), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			n, _ := strconv.Atoi(v)
 			return n

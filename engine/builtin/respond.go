@@ -40,7 +40,7 @@ func (s *server) collect(w http.ResponseWriter, ctx context.Context, req *protoc
 			resp.Choices[ev.choice].Text += ev.text
 			logprobs[ev.choice] = append(logprobs[ev.choice], ev.logprobs...)
 			if ev.finish != "" {
-				resp.Choices[ev.choice].FinishReason = protocol.StringPtr(ev.finish)
+				resp.Choices[ev.choice].FinishReason = new(ev.finish)
 			}
 		}
 	}
@@ -63,7 +63,7 @@ func (s *server) stream(w http.ResponseWriter, ctx context.Context, req *protoco
 			chunk := s.response(req, cr)
 			choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text, Logprobs: choiceLogprobs(cr, ev.logprobs)}
 			if ev.finish != "" {
-				choice.FinishReason = protocol.StringPtr(ev.finish)
+				choice.FinishReason = new(ev.finish)
 			}
 			chunk.Choices = []protocol.CompletionChoice{choice}
 			if sse.WriteJSON(chunk) != nil {

@@ -38,7 +38,7 @@ func (s *sequence) target() int { return len(s.tokens) }
 // addPage appends a page and its slots.
 func (s *sequence) addPage(page int) {
 	s.pages = append(s.pages, page)
-	for off := 0; off < kvcache.PageSize; off++ {
+	for off := range kvcache.PageSize {
 		s.slots = append(s.slots, page*kvcache.PageSize+off)
 	}
 }

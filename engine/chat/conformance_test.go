@@ -61,7 +61,7 @@ func conformanceCases(n int) []conformanceCase {
 			msgs = append(msgs, Message{Role: "system", Content: content(true)})
 		}
 		turns := 1 + r.IntN(6)
-		for j := 0; j < turns; j++ {
+		for j := range turns {
 			role := "user"
 			if j%2 == 1 {
 				role = "assistant"

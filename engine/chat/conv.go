@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -116,9 +117,7 @@ func FromConvTemplate(raw json.RawMessage) (Template, error) {
 	if j.AddRoleAfterSystemMessage != nil {
 		c.addRoleAfterSystemMessage = *j.AddRoleAfterSystemMessage
 	}
-	for k, v := range j.RoleTemplates {
-		c.roleTemplates[k] = v
-	}
+	maps.Copy(c.roleTemplates, j.RoleTemplates)
 	c.seps = [2]string{j.Seps[0], j.Seps[len(j.Seps)-1]}
 	for i, m := range j.Messages {
 		cm, err := parseConvMessage(m)

@@ -121,13 +121,13 @@ func TestJinjaStopStrings(t *testing.T) {
 func TestJinjaConcurrent(t *testing.T) {
 	tmpl := mustJinja(t, `{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{{ m.content }}{% endfor %}{{ ns.n }}`, nil)
 	done := make(chan string)
-	for i := 0; i < 8; i++ {
+	for range 8 {
 		go func() {
 			got, _ := tmpl.Render([]Message{user("a"), assistant("b")}, Options{})
 			done <- got
 		}()
 	}
-	for i := 0; i < 8; i++ {
+	for range 8 {
 		if got := <-done; got != "ab2" {
 			t.Errorf("concurrent Render = %q, want \"ab2\"", got)
 		}

@@ -96,7 +96,7 @@ func newPreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 	case "ByteLevel":
 		bl := &byteLevelPre{addPrefixSpace: boolOr(c.AddPrefixSpace, true)}
 		if boolOr(c.UseRegex, true) {
-			p, err := compilePattern(&patternJSON{Regex: ptr(gpt2Pattern)})
+			p, err := compilePattern(&patternJSON{Regex: new(gpt2Pattern)})
 			if err != nil {
 				return nil, err
 			}
@@ -137,7 +137,8 @@ func boolOr(p *bool, def bool) bool {
 	return *p
 }
 
-func ptr[T any](v T) *T { return &v }
+//go:fix inline
+func ptr[T any](v T) *T { return new(v) }
 
 // isPunctuation is Rust's char::is_ascii_punctuation || is_punctuation.
 func isPunctuation(r rune) bool {

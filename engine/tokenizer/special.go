@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // tokenRef is a token in tokenizer_config.json: a string or an
@@ -80,10 +81,8 @@ func (t *HF) applyGenerationConfig(data []byte) error {
 }
 
 func (t *HF) addEOS(id int) {
-	for _, e := range t.eos {
-		if e == id {
-			return
-		}
+	if slices.Contains(t.eos, id) {
+		return
 	}
 	t.eos = append(t.eos, id)
 }

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,9 +52,7 @@ func spmVariant(tb testing.TB, replace map[string]any) []byte {
 	if err := json.Unmarshal(data, &m); err != nil {
 		tb.Fatal(err)
 	}
-	for k, v := range replace {
-		m[k] = v
-	}
+	maps.Copy(m, replace)
 	out, err := json.Marshal(m)
 	if err != nil {
 		tb.Fatal(err)

@@ -37,7 +37,7 @@ func TestLossyUTF8(t *testing.T) {
 
 func TestByteLevelTable(t *testing.T) {
 	seen := map[rune]bool{}
-	for b := 0; b < 256; b++ {
+	for b := range 256 {
 		r := byteToRune[b]
 		if seen[r] {
 			t.Fatalf("byte %d maps to a used code point %U", b, r)

@@ -165,18 +165,19 @@ func runPolicy(ctx context.Context, bin, policy string, w *workload) (result, er
 		}
 	}
 	api := "http://127.0.0.1:" + strconv.Itoa(ports[3])
-	cf := fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n}\n%s {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode round_robin\n\t\tpolicy %s\n",
-		ports[4], api, policy)
+	var cf strings.Builder
+	cf.WriteString(fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n}\n%s {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode round_robin\n\t\tpolicy %s\n",
+		ports[4], api, policy))
 	for _, e := range engines {
-		cf += "\t\tendpoint " + e + " external\n"
+		cf.WriteString("\t\tendpoint " + e + " external\n")
 	}
-	cf += "\t}\n}\n"
+	cf.WriteString("\t}\n}\n")
 	file, err := os.CreateTemp("", "prefixbench-*.Caddyfile")
 	if err != nil {
 		return result{}, err
 	}
 	defer os.Remove(file.Name())
-	if _, err := file.WriteString(cf); err != nil {
+	if _, err := file.WriteString(cf.String()); err != nil {
 		return result{}, err
 	}
 	file.Close()

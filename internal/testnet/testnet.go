@@ -13,7 +13,7 @@ import (
 func FreePorts(tb testing.TB, n int) []int {
 	tb.Helper()
 	ports := make([]int, 0, n)
-	for i := 0; i < n; i++ {
+	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			tb.Fatal(err)

@@ -17,7 +17,7 @@ func seqTokens(first, n int) []int {
 func allocN(t *testing.T, p *Pool, n int) []int {
 	t.Helper()
 	var pages []int
-	for i := 0; i < n; i++ {
+	for i := range n {
 		pg, ok := p.Alloc()
 		if !ok {
 			t.Fatalf("Alloc %d of %d failed: %+v", i, n, p.Stats())
@@ -51,7 +51,7 @@ func TestPrefixMatchAndShare(t *testing.T) {
 	p := NewPool(8, 1, 2, true)
 	tokens := seqTokens(100, 40) // two full pages and a partial one
 	pages := allocN(t, p, 3)
-	for slot := 0; slot < 3*PageSize; slot++ {
+	for slot := range 3 * PageSize {
 		p.KV.K[0][pages[slot/PageSize]*PageSize*2+slot%PageSize*2] = float32(slot)
 	}
 	p.Insert(tokens, pages)
@@ -72,7 +72,7 @@ func TestPrefixMatchAndShare(t *testing.T) {
 	if matched != 20 || got[0] != pages[0] || got[1] == pages[1] {
 		t.Fatalf("Match(limit 20) = %v %d", got, matched)
 	}
-	for off := 0; off < 4; off++ {
+	for off := range 4 {
 		if v := p.KV.K[0][(got[1]*PageSize+off)*2]; v != float32(PageSize+off) {
 			t.Fatalf("copied slot %d holds %v", off, v)
 		}

@@ -28,7 +28,7 @@ type Stats struct {
 func NewPool(pages, layers, dim int, prefixCache bool) *Pool {
 	p := &Pool{dim: dim, refs: make([]int32, pages), free: make([]int, pages)}
 	p.KV = model.KV{K: make([][]float32, layers), V: make([][]float32, layers)}
-	for l := 0; l < layers; l++ {
+	for l := range layers {
 		p.KV.K[l] = make([]float32, pages*PageSize*dim)
 		p.KV.V[l] = make([]float32, pages*PageSize*dim)
 	}

@@ -15,9 +15,9 @@ func ropeAngles(pos, headDim int, theta float64, cos, sin []float32) {
 // applyRope rotates each head of v (pairs i and i+HeadDim/2) in place.
 func applyRope(v []float32, heads, headDim int, cos, sin []float32) {
 	half := headDim / 2
-	for h := 0; h < heads; h++ {
+	for h := range heads {
 		x := v[h*headDim : (h+1)*headDim]
-		for i := 0; i < half; i++ {
+		for i := range half {
 			a, b := x[i], x[i+half]
 			x[i] = a*cos[i] - b*sin[i]
 			x[i+half] = a*sin[i] + b*cos[i]

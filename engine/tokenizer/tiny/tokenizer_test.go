@@ -49,7 +49,7 @@ func TestCanonicalProperty(t *testing.T) {
 	gen := generatable(tok)
 	r := rand.New(rand.NewPCG(1, 2))
 	prefixes := []string{"", "x", " ", "the", "hello wor", "a.", "é", "\n", " the end"}
-	for i := 0; i < 2000; i++ {
+	for i := range 2000 {
 		ids := make([]int, r.IntN(40))
 		for j := range ids {
 			ids[j] = gen[r.IntN(len(gen))]

@@ -30,14 +30,14 @@ type vocab struct {
 func buildVocab() *vocab {
 	v := &vocab{byPiece: map[string]int{}}
 	v.strs = append(v.strs, "", "")
-	for b := 0; b < 256; b++ {
+	for b := range 256 {
 		v.strs = append(v.strs, string([]byte{byte(b)}))
 	}
 	v.first = len(v.strs)
 	for _, r := range symbols {
 		v.add(string(r))
 	}
-	for _, w := range strings.Fields(wordList) {
+	for w := range strings.FieldsSeq(wordList) {
 		v.add(" " + w)
 	}
 	return v
