@@ -77,12 +77,6 @@ func (e *engineError) Unwrap() error { return e.err }
 // blames reports whether the error counts against the engine's health.
 func (e *engineError) blames() bool { return e.retry && !e.preempted }
 
-// retryable reports whether err allows another attempt.
-func retryable(err error) bool {
-	var ee *engineError
-	return errors.As(err, &ee) && ee.retry
-}
-
 // errEngineSilent is the cause of a call cancelled by its watchdog.
 var errEngineSilent = errors.New("engine timeout: no answer")
 

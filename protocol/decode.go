@@ -139,8 +139,3 @@ func decodeCompletionRequest(r io.Reader, limit int64, validate func(*Completion
 	}
 	return &req, nil
 }
-
-// StatusOK reports whether an HTTP status is a success.
-func StatusOK(status int) bool {
-	return status >= 200 && status < 300 && status != http.StatusNoContent
-}

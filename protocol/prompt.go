@@ -16,9 +16,6 @@ type Prompt struct {
 	IsText bool
 }
 
-// TextPrompt returns a prompt given as text.
-func TextPrompt(s string) Prompt { return Prompt{Text: s, IsText: true} }
-
 // TokenPrompt returns a prompt given as token ids.
 func TokenPrompt(ids []int) Prompt { return Prompt{IDs: ids} }
 

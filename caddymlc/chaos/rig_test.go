@@ -371,19 +371,6 @@ func (r *rig) status() routerStatus {
 	return routerStatus{}
 }
 
-// engine returns the index of the first engine of the router under test
-// whose role contains role.
-func (r *rig) engine(role string) int {
-	r.t.Helper()
-	for i, e := range r.status().Engines {
-		if strings.Contains(e.Role, role) {
-			return i
-		}
-	}
-	r.t.Fatalf("no %s engine", role)
-	return -1
-}
-
 // waitEngine waits until engine i is ready (with a process).
 func (r *rig) waitEngine(i int) engineStatus {
 	r.t.Helper()

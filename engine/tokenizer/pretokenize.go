@@ -137,9 +137,6 @@ func boolOr(p *bool, def bool) bool {
 	return *p
 }
 
-//go:fix inline
-func ptr[T any](v T) *T { return new(v) }
-
 // isPunctuation is Rust's char::is_ascii_punctuation || is_punctuation.
 func isPunctuation(r rune) bool {
 	return unicode.IsPunct(r) || (r < utf8.RuneSelf && unicode.IsSymbol(r))
