@@ -18,7 +18,7 @@ func TestSpecKey(t *testing.T) {
 	if implicit.Key() != explicit.Key() {
 		t.Error("defaults spelled out change the key")
 	}
-	if implicit.Key() != implicit.Key() {
+	if again := implicit; implicit.Key() != again.Key() {
 		t.Error("key not stable")
 	}
 	// What a reload may change on running engines.
