@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -78,4 +79,19 @@ func (c *caddyProc) adminGet(ctx context.Context, path string, timeout time.Dura
 		err = fmt.Errorf("GET %s%s: %s: %.200s", c.admin, path, resp.Status, body)
 	}
 	return body, err
+}
+
+// goroutines counts the Caddy's goroutines, from the first line of its
+// goroutine profile: "goroutine profile: total N".
+func (c *caddyProc) goroutines(ctx context.Context) (int, error) {
+	b, err := c.adminGet(ctx, "/debug/pprof/goroutine?debug=1", adminTimeout)
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var n int
+	if _, err := fmt.Sscanf(line, "goroutine profile: total %d", &n); err != nil {
+		return 0, fmt.Errorf("goroutine profile: %q: %w", line, err)
+	}
+	return n, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ type idleResult struct {
 	label, proto string
 	streams      int
 	before, with caddySample
+	goroutines   [2]int // in Caddy, before and with the streams
 	opened       int
 	errors       int
 	firstErr     error
@@ -64,7 +66,7 @@ func (b *bench) measureIdle(ctx context.Context, cfg *config, fileLimit uint64) 
 					out = append(out, res)
 					continue
 				}
-				if err := b.idleOnce(ctx, key, &res); err != nil {
+				if err := b.idleOnce(ctx, key, cfg.profileDir, &res); err != nil {
 					return out, fmt.Errorf("idle streams, %s, %d over %s: %w", key, n, proto, err)
 				}
 				progressf("idle %s %d over %s: RSS %+.1f MiB, %d errors", key, n, proto,
@@ -76,8 +78,9 @@ func (b *bench) measureIdle(ctx context.Context, cfg *config, fileLimit uint64) 
 	return out, nil
 }
 
-// idleOnce measures one idleResult on a fresh stub and Caddy.
-func (b *bench) idleOnce(ctx context.Context, key string, res *idleResult) error {
+// idleOnce measures one idleResult on a fresh stub and Caddy; with a
+// profile directory, it saves Caddy's heap profile with the streams open.
+func (b *bench) idleOnce(ctx context.Context, key, profileDir string, res *idleResult) error {
 	stub, err := startStub()
 	if err != nil {
 		return err
@@ -98,7 +101,7 @@ func (b *bench) idleOnce(ctx context.Context, key string, res *idleResult) error
 	if err := p.waitServing(ctx); err != nil {
 		return err
 	}
-	if res.before, err = settledSample(ctx, caddy); err != nil {
+	if res.before, res.goroutines[0], err = settledSample(ctx, caddy); err != nil {
 		return err
 	}
 	streams := openIdle(ctx, p, res.streams)
@@ -112,8 +115,13 @@ func (b *bench) idleOnce(ctx context.Context, key string, res *idleResult) error
 	if err := stub.waitHeld(waitCtx, int64(res.opened)); err != nil {
 		return fmt.Errorf("the stub holds %d streams of %d open: %w", stub.held.Load(), res.opened, err)
 	}
-	if res.with, err = settledSample(ctx, caddy); err != nil {
+	if res.with, res.goroutines[1], err = settledSample(ctx, caddy); err != nil {
 		return err
+	}
+	if profileDir != "" {
+		if err := saveHeapProfile(ctx, caddy, filepath.Join(profileDir, name)); err != nil {
+			return err
+		}
 	}
 	stub.release()
 	streams.all.Wait()
@@ -125,12 +133,18 @@ func (b *bench) idleOnce(ctx context.Context, key string, res *idleResult) error
 	return nil
 }
 
-// settledSample samples the Caddy after a garbage collection.
-func settledSample(ctx context.Context, c *caddyProc) (caddySample, error) {
+// settledSample samples the Caddy after a garbage collection, and counts
+// its goroutines.
+func settledSample(ctx context.Context, c *caddyProc) (caddySample, int, error) {
 	if err := c.collectGarbage(ctx); err != nil {
-		return caddySample{}, err
+		return caddySample{}, 0, err
 	}
-	return c.sample(ctx)
+	s, err := c.sample(ctx)
+	if err != nil {
+		return caddySample{}, 0, err
+	}
+	n, err := c.goroutines(ctx)
+	return s, n, err
 }
 
 // idleClient holds a connection per stream (h1), or lets streams share

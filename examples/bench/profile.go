@@ -94,6 +94,7 @@ func profileOne(ctx context.Context, cfg *config, p *party, r row) (string, erro
 	}
 	tops := []string{
 		pprofTop(ctx, base+".cpu.top.txt", "-top", "-nodecount=40", base+".cpu.pprof"),
+		pprofTop(ctx, base+".cpu.cum.txt", "-top", "-cum", "-nodecount=60", base+".cpu.pprof"),
 		pprofTop(ctx, base+".allocs.top.txt", "-top", "-nodecount=40", "-sample_index=alloc_space", "-diff_base", base+".allocs-before.pprof", base+".allocs-after.pprof"),
 	}
 	return fmt.Sprintf("profile of %s at %s: %s.cpu.pprof, %d requests (%d failed) in and around the %v window; %s",
@@ -135,5 +136,19 @@ func partyByKey(parties []*party, key string) *party {
 			return p
 		}
 	}
+	return nil
+}
+
+// saveHeapProfile writes the Caddy's heap profile to base.heap.pprof and
+// its in-use top beside it.
+func saveHeapProfile(ctx context.Context, c *caddyProc, base string) error {
+	b, err := c.adminGet(ctx, "/debug/pprof/heap", adminTimeout)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".heap.pprof", b, 0o644); err != nil {
+		return err
+	}
+	progressf("heap profile with the streams open: %s", pprofTop(ctx, base+".heap.top.txt", "-top", "-nodecount=40", "-sample_index=inuse_space", base+".heap.pprof"))
 	return nil
 }
