@@ -76,3 +76,11 @@ func TestCaddyfileText(t *testing.T) {
 		t.Error("h2c in a Caddyfile that did not ask for it")
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{"-idle": "-idle", "": "''", "1,16": "1,16", "/tmp/a b": "'/tmp/a b'", "it's": `'it'\''s'`} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

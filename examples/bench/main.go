@@ -115,7 +115,7 @@ func run(args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	progressf("every party gives one engine's greedy text; measuring (engines %s, work directory %s)", strings.Join(engines, ", "), work)
-	rows, err := measureRows(ctx, cfg, parties, load)
+	rows, err := measureRows(ctx, cfg, parties, engines, load)
 	if err != nil {
 		return err
 	}
@@ -146,11 +146,22 @@ func run(args []string, stdout io.Writer) (err error) {
 
 // writeHeader says what ran where: the command, the machine, its load.
 func writeHeader(w io.Writer, args []string, load *loadWatch, took time.Duration) {
-	cmd := strings.TrimSpace("go run ./examples/bench " + strings.Join(args, " "))
+	cmd := "go run ./examples/bench"
+	for _, a := range args {
+		cmd += " " + shellQuote(a)
+	}
 	fmt.Fprintf(w, "### Router benchmark, %s\n\n", time.Now().Format("2006-01-02 15:04"))
 	fmt.Fprintf(w, "`%s` (%v, commit %s): %d CPUs, %s; the bench, the engines and the Caddys share them.\n",
 		cmd, took.Round(time.Second), commit(), runtime.NumCPU(), load)
 	fmt.Fprintln(w, "Latency is from sending the request to the end of the answer; TTFT to the first event; a gap is the time between two events of a stream. Caddy CPU is the utime+stime of the party's Caddy process over its own segments, per request; allocations come from its Go runtime (/debug/vars).")
+}
+
+// shellQuote quotes an argument for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=,./:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // commit is the checkout's commit, when git can say.

@@ -28,8 +28,8 @@ type rowResult struct {
 // writeRow prints one row's table and its ratios.
 func writeRow(w io.Writer, rr rowResult) {
 	fmt.Fprintf(w, "\n#### %s (%d requests per party)\n\n", rr.row.title(), rr.figs[keySplit].requests+rr.figs[keySplit].errors)
-	fmt.Fprintln(w, "| party | req/s | p50 ms | p99 ms | TTFT p50 ms | gap p50 µs | gap p99 µs | Caddy CPU ms/req | allocs/req | KiB alloc/req | Caddy RSS MiB | errors |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| party | req/s | p50 ms | p99 ms | TTFT p50 ms | gap p50 µs | gap p99 µs | Caddy CPU ms/req | allocs/req | KiB alloc/req | Caddy RSS MiB | decoded by engine 1/2 % | errors |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, p := range rr.parties {
 		f := rr.figs[p.key]
 		stream := func(d time.Duration, unit time.Duration) string {
@@ -44,10 +44,10 @@ func writeRow(w io.Writer, rr rowResult) {
 			}
 			return fmt.Sprintf("%.*f", prec, v)
 		}
-		fmt.Fprintf(w, "| %s | %.1f | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+		fmt.Fprintf(w, "| %s | %.1f | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
 			p.label, f.rps, ms(f.p50), ms(f.p99), stream(f.ttft50, time.Millisecond),
 			stream(f.gap50, time.Microsecond), stream(f.gap99, time.Microsecond),
-			caddy(f.cpuMS, 3), caddy(f.allocs, 0), caddy(f.allocKiB, 1), caddy(f.rssMiB, 1), f.errors)
+			caddy(f.cpuMS, 3), caddy(f.allocs, 0), caddy(f.allocKiB, 1), caddy(f.rssMiB, 1), shares(f.decodedShare), f.errors)
 	}
 	fmt.Fprintf(w, "\n%s\n", strings.Join(ratios(rr), "; "))
 }
@@ -98,6 +98,15 @@ func writeSummary(w io.Writer, rows []rowResult) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Goals: router ≥ %.2f× split and ≥ %.2f× reverse_proxy req/s; TTFT p50 ≤ reverse_proxy + %v; CPU/request ≤ %.1f× reverse_proxy's; gap p99 ≤ split + %v; disagg TTFT p50 at concurrency 16 ≤ %.0f× one engine; the router's own share of disagg's added latency ≤ 1 ms at concurrency 1 (its CPU ms/request bounds it).\n",
 		goalVsSplit, goalVsProxy, goalTTFTAdded, goalCPU, goalGapAdded, goalDisaggTTF)
+}
+
+// shares writes each engine's part as whole percents: 50/50.
+func shares(parts []float64) string {
+	s := make([]string, len(parts))
+	for i, p := range parts {
+		s[i] = fmt.Sprintf("%.0f", 100*p)
+	}
+	return strings.Join(s, "/")
 }
 
 func miss(b bool) string {

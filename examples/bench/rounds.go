@@ -12,7 +12,7 @@ import (
 // rotating with the round), so that a change of machine load touches
 // every party alike. Each party's Caddy is sampled around its own
 // segments only.
-func measureRows(ctx context.Context, cfg *config, parties []*party, load *loadWatch) ([]rowResult, error) {
+func measureRows(ctx context.Context, cfg *config, parties []*party, engines []string, load *loadWatch) ([]rowResult, error) {
 	rows := cfg.rows()
 	tallies := make([]map[string]*tally, len(rows))
 	for i := range tallies {
@@ -36,16 +36,25 @@ func measureRows(ctx context.Context, cfg *config, parties []*party, load *loadW
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", p.key, err)
 				}
+				decodedBefore, err := decodedTokens(ctx, engines)
+				if err != nil {
+					return nil, err
+				}
 				samples, wall := p.segment(ctx, r, reqs)
 				after, err := p.measure(ctx)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", p.key, err)
+				}
+				decodedAfter, err := decodedTokens(ctx, engines)
+				if err != nil {
+					return nil, err
 				}
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
 				t := tallies[ri][p.key]
 				t.add(samples, wall)
+				t.addDecoded(decodedBefore, decodedAfter)
 				if p.caddy != nil {
 					t.addCaddy(before, after)
 				}

@@ -22,6 +22,8 @@ type tally struct {
 	mallocs    uint64
 	allocBytes uint64
 	rss        int64 // the largest resident set after a segment
+
+	decoded []float64 // tokens each engine decoded over the segments
 }
 
 // add records a segment's requests and wall time.
@@ -53,6 +55,16 @@ func (t *tally) addCaddy(before, after caddySample) {
 	t.rss = max(t.rss, after.rss)
 }
 
+// addDecoded records what each engine decoded over a segment.
+func (t *tally) addDecoded(before, after []float64) {
+	if t.decoded == nil {
+		t.decoded = make([]float64, len(after))
+	}
+	for i := range after {
+		t.decoded[i] += after[i] - before[i]
+	}
+}
+
 // figures are a tally's results.
 type figures struct {
 	rps                 float64
@@ -63,6 +75,7 @@ type figures struct {
 	allocs, allocKiB    float64 // Caddy heap allocations per request
 	rssMiB              float64
 	requests, errors    int
+	decodedShare        []float64 // of the tokens decoded, each engine's part
 	streamed, withCaddy bool
 }
 
@@ -74,6 +87,13 @@ func (t *tally) figures() figures {
 	f.p50, f.p99 = percentile(t.latency, 0.50), percentile(t.latency, 0.99)
 	f.ttft50 = percentile(t.ttft, 0.50)
 	f.gap50, f.gap99 = percentile(t.gaps, 0.50), percentile(t.gaps, 0.99)
+	var all float64
+	for _, d := range t.decoded {
+		all += d
+	}
+	for _, d := range t.decoded {
+		f.decodedShare = append(f.decodedShare, div(d, all))
+	}
 	if n := t.requests + t.errors; n > 0 && t.caddy {
 		f.cpuMS = float64(t.cpu.Microseconds()) / 1000 / float64(n)
 		f.allocs = float64(t.mallocs) / float64(n)
