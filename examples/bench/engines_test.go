@@ -23,7 +23,7 @@ mlc_engine_decode_tokens_total 1.234e+06
 
 func TestDecodedSharesAddUpOverSegments(t *testing.T) {
 	var tl tally
-	tl.addDecoded([]float64{100, 50}, []float64{160, 90}) // 60 and 40
+	tl.addDecoded([]float64{100, 50}, []float64{160, 90})  // 60 and 40
 	tl.addDecoded([]float64{160, 90}, []float64{180, 170}) // 20 and 80
 	f := tl.figures()
 	if !slices.Equal(f.decodedShare, []float64{0.4, 0.6}) || shares(f.decodedShare) != "40/60" {

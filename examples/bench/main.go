@@ -133,11 +133,13 @@ func run(args []string, stdout io.Writer) (err error) {
 	}
 	load.sample()
 	writeHeader(stdout, args, load, time.Since(started))
+	writeCompact(stdout, rows)
+	writeSummary(stdout, rows)
+	writeIdle(stdout, idle, fileLimit)
+	fmt.Fprintln(stdout, "\n#### Every row")
 	for _, rr := range rows {
 		writeRow(stdout, rr)
 	}
-	writeSummary(stdout, rows)
-	writeIdle(stdout, idle, fileLimit)
 	for _, line := range profiles {
 		fmt.Fprintf(stdout, "\n%s\n", line)
 	}

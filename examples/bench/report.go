@@ -27,7 +27,7 @@ type rowResult struct {
 
 // writeRow prints one row's table and its ratios.
 func writeRow(w io.Writer, rr rowResult) {
-	fmt.Fprintf(w, "\n#### %s (%d requests per party)\n\n", rr.row.title(), rr.figs[keySplit].requests+rr.figs[keySplit].errors)
+	fmt.Fprintf(w, "\n##### %s (%d requests per party)\n\n", rr.row.title(), rr.figs[keySplit].requests+rr.figs[keySplit].errors)
 	fmt.Fprintln(w, "| party | req/s | p50 ms | p99 ms | TTFT p50 ms | gap p50 µs | gap p99 µs | Caddy CPU ms/req | allocs/req | KiB alloc/req | Caddy RSS MiB | decoded by engine 1/2 % | errors |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, p := range rr.parties {
@@ -70,6 +70,25 @@ func ratios(rr rowResult) []string {
 		out = append(out, fmt.Sprintf("TTFT p50 %.2f× one engine (%.2f vs %.2f ms)", div(float64(disagg.ttft50), float64(direct.ttft50)), ms(disagg.ttft50), ms(direct.ttft50)))
 	}
 	return out
+}
+
+// writeCompact prints the figures that matter most, one line per row: the
+// table for the project's README.
+func writeCompact(w io.Writer, rows []rowResult) {
+	fmt.Fprintln(w, "\n#### In short")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| row | req/s: split · reverse_proxy · mlc_router · disagg · one engine | TTFT p50 ms: reverse_proxy · mlc_router · disagg · one engine | Caddy CPU ms/req: reverse_proxy · mlc_router · disagg |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- |")
+	for _, rr := range rows {
+		f := func(key string) figures { return rr.figs[key] }
+		ttft := "–"
+		if rr.row.stream {
+			ttft = fmt.Sprintf("%.1f · %.1f · %.1f · %.1f", ms(f(keyProxy).ttft50), ms(f(keyRouter).ttft50), ms(f(keyDisagg).ttft50), ms(f(keyDirect).ttft50))
+		}
+		fmt.Fprintf(w, "| %s | %.0f · %.0f · %.0f · %.0f · %.0f | %s | %.2f · %.2f · %.2f |\n", rr.row.name(),
+			f(keySplit).rps, f(keyProxy).rps, f(keyRouter).rps, f(keyDisagg).rps, f(keyDirect).rps, ttft,
+			f(keyProxy).cpuMS, f(keyRouter).cpuMS, f(keyDisagg).cpuMS)
+	}
 }
 
 // writeSummary prints one line per row with the goals' figures.
