@@ -45,7 +45,8 @@ type idleResult struct {
 // fdsNeeded is how many descriptors the Caddy and the bench each need for
 // n streams: over HTTP/1.1, one for the client's connection and one for
 // the engine's (the bench holds the client's and the stub's); over h2c the
-// client's streams share a connection per 100 or so.
+// client's streams share connections (a few hundred each; n/100 is an
+// upper bound).
 func fdsNeeded(proto string, n int) int {
 	if proto == "h2c" {
 		return n + n/100 + fdSlack

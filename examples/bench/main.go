@@ -182,21 +182,21 @@ func writeIdle(w io.Writer, results []idleResult, fileLimit uint64) {
 	}
 	fmt.Fprintf(w, "\n#### Idle streams (goal: ≤ 100 KiB each through mlc_router)\n\n")
 	fmt.Fprintf(w, "A stub engine sends one chunk and holds each stream; memory after a garbage collection, before and with the streams open. Open-file limit %d: over HTTP/1.1 a stream holds 2 descriptors in Caddy and 2 in the bench (client and stub), over h2c about 1 in each.\n\n", fileLimit)
-	fmt.Fprintln(w, "| party | streams | client | Caddy RSS before MiB | with streams MiB | RSS KiB/stream | Go heap+stacks KiB/stream | goroutines/stream | fds/stream | errors |")
-	fmt.Fprintln(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| party | streams | client | Caddy RSS before MiB | with streams MiB | RSS KiB/stream | Go heap KiB/stream | Go stacks KiB/stream | goroutines/stream | fds/stream | errors |")
+	fmt.Fprintln(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range results {
 		if r.skipped != "" {
-			fmt.Fprintf(w, "| %s | %d | %s | skipped: %s | | | | | | |\n", r.label, r.streams, r.proto, r.skipped)
+			fmt.Fprintf(w, "| %s | %d | %s | skipped: %s | | | | | | | |\n", r.label, r.streams, r.proto, r.skipped)
 			continue
 		}
 		n := float64(max(r.opened, 1))
-		goMem := float64(int64(r.with.heapInuse+r.with.stackInuse)-int64(r.before.heapInuse+r.before.stackInuse)) / 1024 / n
+		perStream := func(before, with uint64) float64 { return float64(int64(with)-int64(before)) / 1024 / n }
 		errs := fmt.Sprint(r.errors)
 		if r.firstErr != nil {
 			errs += fmt.Sprintf(" (%.80s)", r.firstErr.Error())
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %s |\n", r.label, r.opened, r.proto,
+		fmt.Fprintf(w, "| %s | %d | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %s |\n", r.label, r.opened, r.proto,
 			float64(r.before.rss)/(1<<20), float64(r.with.rss)/(1<<20), float64(r.with.rss-r.before.rss)/1024/n,
-			goMem, float64(r.goroutines[1]-r.goroutines[0])/n, float64(r.with.fds-r.before.fds)/n, errs)
+			perStream(r.before.heapInuse, r.with.heapInuse), perStream(r.before.stackInuse, r.with.stackInuse), float64(r.goroutines[1]-r.goroutines[0])/n, float64(r.with.fds-r.before.fds)/n, errs)
 	}
 }
