@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The Caddyfiles of the parties. Each Caddy has its own admin address (the
+// profile and the allocation counts come from it), keeps no autosaved
+// config and no certificates, and logs as a user's would, at Caddy's
+// default level.
+
+// caddyfile is a whole Caddyfile: the global options, then one site on
+// 127.0.0.1:port handled by handler.
+func caddyfile(adminPort, port int, storage string, h2c bool, handler string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\n\tadmin 127.0.0.1:%d\n\tpersist_config off\n\tauto_https off\n\tstorage file_system %s\n", adminPort, storage)
+	if h2c {
+		// Unencrypted HTTP/2 lets many idle streams share a few client
+		// connections, so the file limit holds twice as many.
+		b.WriteString("\tservers {\n\t\tprotocols h1 h2c\n\t}\n")
+	}
+	fmt.Fprintf(&b, "}\n\nhttp://127.0.0.1:%d {\n\tbind 127.0.0.1\n%s}\n", port, indent(handler))
+	return b.String()
+}
+
+// reverseProxy is Caddy's own reverse proxy over the engines, the
+// baseline a router is held to.
+func reverseProxy(engines []string) string {
+	return fmt.Sprintf("reverse_proxy %s {\n\tlb_policy round_robin\n}\n", strings.Join(engines, " "))
+}
+
+// mlcRouter is an mlc_router in mode round_robin over external engines.
+// A non-zero engineTimeout replaces the router's default.
+func mlcRouter(engines []string, engineTimeout string) string {
+	var b strings.Builder
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode round_robin\n")
+	for _, e := range engines {
+		fmt.Fprintf(&b, "\tendpoint %s external\n", e)
+	}
+	if engineTimeout != "" {
+		fmt.Fprintf(&b, "\tengine_timeout %s\n", engineTimeout)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// mlcDisagg is an mlc_router in mode disagg: the first engine prefills,
+// the second decodes.
+func mlcDisagg(prefill, decode string) string {
+	return fmt.Sprintf("mlc_router {\n\tmodel tiny\n\tmode disagg\n"+
+		"\tendpoint %s role prefill external\n\tendpoint %s role decode external\n}\n", prefill, decode)
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for line := range strings.Lines(s) {
+		if strings.TrimSpace(line) != "" {
+			b.WriteByte('\t')
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/caddy-mlc/caddy-mlc/caddymlc"
+)
+
+// TestCaddyfilesAdapt checks every Caddyfile the bench writes with Caddy's
+// own adapter, and what the router's config says.
+func TestCaddyfilesAdapt(t *testing.T) {
+	engines := []string{"127.0.0.1:9001", "127.0.0.1:9002"}
+	for name, c := range map[string]struct {
+		handler string
+		h2c     bool
+		want    []string
+	}{
+		"reverse_proxy": {reverseProxy(engines), false, []string{`"handler":"reverse_proxy"`, `"policy":"round_robin"`, `"dial":"127.0.0.1:9002"`}},
+		"mlc_router":    {mlcRouter(engines, ""), false, []string{`"handler":"mlc_router"`, `"mode":"round_robin"`, `"external":true`}},
+		"idle":          {mlcRouter(engines[:1], "15m"), true, []string{`"engine_timeout":900000000000`, `"h2c"`}},
+		"disagg":        {mlcDisagg(engines[0], engines[1]), false, []string{`"mode":"disagg"`, `"role":"prefill"`, `"role":"decode"`}},
+	} {
+		text := caddyfile(2999, 8999, t.TempDir(), c.h2c, c.handler)
+		out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(text), nil)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", name, err, text)
+			continue
+		}
+		for _, w := range warnings {
+			t.Errorf("%s: warning %s", name, w.Message)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("%s: invalid JSON", name)
+		}
+		for _, want := range append(c.want, `"listen":["127.0.0.1:8999"]`, `"admin":{"listen":"127.0.0.1:2999"`) {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%s: adapted config lacks %s:\n%s", name, want, out)
+			}
+		}
+	}
+}

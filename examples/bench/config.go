@@ -1,0 +1,199 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the command line.
+type config struct {
+	caddy        string // a caddy binary with this module; built when empty
+	rounds       int
+	quick        bool
+	concs        []int
+	maxTokens    []int
+	modes        []bool // stream off, on
+	perClient    int    // requests per segment per concurrent client
+	minRequests  int    // requests per segment at least
+	promptLen    int
+	seed         uint64
+	idle         []int
+	idleProtos   []string
+	profileDir   string
+	profileRows  []string
+	profileSecs  int
+	profileParty []string
+	keep         bool
+}
+
+// quickDefaults replace the defaults of the flags not given when -quick is:
+// a run that checks every part of the command in about a minute.
+var quickDefaults = map[string]string{
+	"rounds":        "1",
+	"conc":          "1,16",
+	"max-tokens":    "16",
+	"per-client":    "2",
+	"min-requests":  "8",
+	"idle":          "200",
+	"idle-proto":    "h1",
+	"profile-secs":  "3",
+	"profile-rows":  "c16-stream-16,c16-plain-16",
+	"profile-party": "mlc_router",
+}
+
+func parseConfig(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.caddy, "caddy", "", "caddy binary built with this module (default: go build ./xcaddy into the work directory)")
+	fs.IntVar(&c.rounds, "rounds", 3, "rounds; each runs every row for every party, interleaved")
+	fs.BoolVar(&c.quick, "quick", false, "a short run (about a minute) that checks the command works")
+	conc := fs.String("conc", "1,16,64", "concurrent clients of the rows")
+	maxTok := fs.String("max-tokens", "16,64", "max_tokens of the rows")
+	modes := fs.String("stream", "false,true", "streamed rows, non-streamed rows or both")
+	fs.IntVar(&c.perClient, "per-client", 6, "requests per segment for each concurrent client")
+	fs.IntVar(&c.minRequests, "min-requests", 32, "requests per segment at least")
+	fs.IntVar(&c.promptLen, "prompt-len", 32, "prompt length in token ids")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the prompts")
+	idle := fs.String("idle", "1000,10000", "idle streams to hold open through the router (empty: skip)")
+	protos := fs.String("idle-proto", "h1,h2c", "client protocols of the idle streams: h1, h2c")
+	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU and allocation profiles of the router (empty: none)")
+	rows := fs.String("profile-rows", "c16-stream-64,c16-plain-64", "rows to profile")
+	fs.IntVar(&c.profileSecs, "profile-secs", 10, "seconds of each CPU profile")
+	party := fs.String("profile-party", "mlc_router,disagg", "parties to profile: mlc_router, disagg, reverse_proxy")
+	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, Caddyfiles)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.quick {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, v := range quickDefaults {
+			if !given[name] {
+				if err := fs.Set(name, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	var err error
+	if c.concs, err = positiveInts("conc", *conc); err != nil {
+		return nil, err
+	}
+	if c.maxTokens, err = positiveInts("max-tokens", *maxTok); err != nil {
+		return nil, err
+	}
+	for _, s := range splitList(*modes) {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("-stream: %q is not true or false", s)
+		}
+		if !slices.Contains(c.modes, b) {
+			c.modes = append(c.modes, b)
+		}
+	}
+	if c.idle, err = positiveInts("idle", *idle); err != nil {
+		return nil, err
+	}
+	c.idleProtos = splitList(*protos)
+	for _, p := range c.idleProtos {
+		if p != "h1" && p != "h2c" {
+			return nil, fmt.Errorf("-idle-proto: %q is not h1 or h2c", p)
+		}
+	}
+	c.profileRows = splitList(*rows)
+	c.profileParty = splitList(*party)
+	for _, p := range c.profileParty {
+		if !slices.Contains([]string{keyRouter, keyDisagg, keyProxy}, p) {
+			return nil, fmt.Errorf("-profile-party: %q is not mlc_router, disagg or reverse_proxy", p)
+		}
+	}
+	switch {
+	case c.rounds < 1 || c.perClient < 1 || c.minRequests < 1 || c.promptLen < 1 || c.profileSecs < 1:
+		return nil, fmt.Errorf("-rounds, -per-client, -min-requests, -prompt-len and -profile-secs must be positive")
+	case len(c.modes) == 0:
+		return nil, fmt.Errorf("-stream: want false, true or both")
+	}
+	return c, nil
+}
+
+// rows returns every row of the run, in the order they are measured.
+func (c *config) rows() []row {
+	var rows []row
+	for _, conc := range c.concs {
+		for _, stream := range c.modes {
+			for _, mt := range c.maxTokens {
+				rows = append(rows, row{conc: conc, stream: stream, maxTokens: mt})
+			}
+		}
+	}
+	return rows
+}
+
+// requests is the size of one segment of a row: every client sends
+// perClient requests, so the engines' batches are full for most of it.
+func (c *config) requests(r row) int { return max(c.minRequests, c.perClient*r.conc) }
+
+// row is one load shape: every party is measured on it.
+type row struct {
+	conc      int
+	stream    bool
+	maxTokens int
+}
+
+// name is how flags and profile files name the row: c16-stream-64.
+func (r row) name() string {
+	kind := "plain"
+	if r.stream {
+		kind = "stream"
+	}
+	return fmt.Sprintf("c%d-%s-%d", r.conc, kind, r.maxTokens)
+}
+
+// title is the row in a table caption.
+func (r row) title() string {
+	kind := "not streamed"
+	if r.stream {
+		kind = "streamed"
+	}
+	return fmt.Sprintf("concurrency %d, %s, max_tokens %d", r.conc, kind, r.maxTokens)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func positiveInts(name, s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-%s: %q is not a positive integer", name, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Timeouts of the bench's own calls. Every network call has one.
+const (
+	requestTimeout = 2 * time.Minute  // one measured request, whole
+	startTimeout   = 60 * time.Second // a process until it answers
+	probeTimeout   = time.Second      // one readiness probe
+	adminTimeout   = 10 * time.Second // one call to a Caddy admin endpoint
+	stopGrace      = 5 * time.Second  // SIGTERM to SIGKILL
+)
