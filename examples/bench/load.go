@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin/tiny"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 )
 

@@ -77,7 +77,7 @@ func (s *stubEngine) completion(w http.ResponseWriter, r *http.Request) {
 	usage := &protocol.Usage{PromptTokens: req.Prompt.Len(), CompletionTokens: 1, TotalTokens: req.Prompt.Len() + 1}
 	if !req.Stream {
 		// The load query and every non-streamed request.
-		resp.Choices = []protocol.CompletionChoice{{Text: stubWord, FinishReason: protocol.StringPtr(protocol.FinishLength)}}
+		resp.Choices = []protocol.CompletionChoice{{Text: stubWord, FinishReason: new(protocol.FinishLength)}}
 		resp.Usage = usage
 		writeJSON(w, resp)
 		return
@@ -96,7 +96,7 @@ func (s *stubEngine) completion(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	resp.Choices = []protocol.CompletionChoice{{FinishReason: protocol.StringPtr(protocol.FinishLength)}}
+	resp.Choices = []protocol.CompletionChoice{{FinishReason: new(protocol.FinishLength)}}
 	if sse.WriteJSON(resp) != nil {
 		return
 	}
