@@ -138,7 +138,11 @@ type chatStream struct {
 }
 
 func newChatStream(w http.ResponseWriter, id, model string, includeUsage bool) *chatStream {
-	return &chatStream{completionStream: newCompletionStream(w, id, model, includeUsage)}
+	s := &chatStream{completionStream: newCompletionStream(w, id, model, includeUsage)}
+	s.text = textEncoder(func(index int, text string) any {
+		return s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: protocol.ChatDelta{Role: protocol.RoleAssistant, Content: &text}}}, nil)
+	})
+	return s
 }
 
 func (s *chatStream) chatChunk(choices []protocol.ChatChunkChoice, usage *protocol.Usage) protocol.ChatCompletionChunk {
@@ -152,8 +156,14 @@ func (s *chatStream) chatChunk(choices []protocol.ChatChunkChoice, usage *protoc
 func (s *chatStream) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := protocol.ChatDelta{Role: protocol.RoleAssistant, Content: &text}
-	return s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, Logprobs: chatLogprobs(logprobs)}}, nil))
+	chunk := func() any {
+		d := protocol.ChatDelta{Role: protocol.RoleAssistant, Content: &text}
+		return s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, Logprobs: chatLogprobs(logprobs)}}, nil)
+	}
+	if logprobs == nil {
+		return s.writeText(index, text, chunk)
+	}
+	return s.write(chunk())
 }
 
 func (s *chatStream) finish(index int, reason string) {

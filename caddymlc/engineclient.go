@@ -296,8 +296,12 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	if protocol.IsDone(data) {
 		return nil, io.EOF
 	}
-	// One decode for both shapes: a chunk, or the error event that ends
-	// the stream.
+	var common protocol.CompletionResponse
+	if protocol.ScanCompletionChunk(data, &common) {
+		return &common, nil
+	}
+	// One decode for the other shapes: a chunk, or the error event that
+	// ends the stream.
 	var chunk engineChunk
 	if err := json.Unmarshal(data, &chunk); err != nil {
 		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: fmt.Errorf("bad chunk: %w", err)}

@@ -1,6 +1,7 @@
 package caddymlc
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -90,10 +91,38 @@ type completionStream struct {
 	sse     *protocol.SSEWriter
 	broken  bool // the client stopped reading
 	written bool
+	// text writes the chunks that carry only text, the most frequent,
+	// without reflection; buf is its buffer.
+	text *protocol.TextChunkEncoder
+	buf  []byte
 }
 
 func newCompletionStream(w http.ResponseWriter, id, model string, includeUsage bool) *completionStream {
-	return &completionStream{w: w, id: id, model: model, created: time.Now().Unix(), includeUsage: includeUsage}
+	s := &completionStream{w: w, id: id, model: model, created: time.Now().Unix(), includeUsage: includeUsage}
+	s.text = textEncoder(func(index int, text string) any {
+		return s.chunk([]protocol.CompletionChoice{{Index: index, Text: text}}, nil)
+	})
+	return s
+}
+
+// textEncoder returns the encoder of sample's chunks; a sample it cannot
+// use (never, for the chunk types of this package) leaves json.Marshal to
+// do the work.
+func textEncoder(sample func(index int, text string) any) *protocol.TextChunkEncoder {
+	enc, err := protocol.NewTextChunkEncoder(sample)
+	if err != nil {
+		return nil
+	}
+	return enc
+}
+
+// writeText sends a chunk of text alone; the caller holds mu.
+func (s *completionStream) writeText(index int, text string, slow func() any) error {
+	if s.text == nil {
+		return s.write(slow())
+	}
+	s.buf = s.text.Append(s.buf[:0], index, text)
+	return s.writeData(s.buf)
 }
 
 func (s *completionStream) chunk(choices []protocol.CompletionChoice, usage *protocol.Usage) protocol.CompletionResponse {
@@ -105,6 +134,15 @@ func (s *completionStream) chunk(choices []protocol.CompletionChoice, usage *pro
 
 // write sends one event; the caller holds mu.
 func (s *completionStream) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.writeData(b)
+}
+
+// writeData sends one event's data; the caller holds mu.
+func (s *completionStream) writeData(data []byte) error {
 	if s.broken {
 		return errClientGone
 	}
@@ -113,7 +151,7 @@ func (s *completionStream) write(v any) error {
 		s.w.WriteHeader(http.StatusOK)
 	}
 	s.written = true
-	if err := s.sse.WriteJSON(v); err != nil {
+	if err := s.sse.WriteData(data); err != nil {
 		s.broken = true
 		return err
 	}
@@ -123,7 +161,13 @@ func (s *completionStream) write(v any) error {
 func (s *completionStream) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.write(s.chunk([]protocol.CompletionChoice{{Index: index, Text: text, Logprobs: logprobs}}, nil))
+	chunk := func() any {
+		return s.chunk([]protocol.CompletionChoice{{Index: index, Text: text, Logprobs: logprobs}}, nil)
+	}
+	if logprobs == nil {
+		return s.writeText(index, text, chunk)
+	}
+	return s.write(chunk())
 }
 
 func (s *completionStream) finish(index int, reason string) {

@@ -1,0 +1,234 @@
+package protocol
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Decoding the chunks of an engine's stream is most of what a router
+// spends on a streamed token besides its syscalls: encoding/json's
+// reflection was a fifth of the router's CPU in the profiles. Almost every
+// chunk has the same shape, a choice with a piece of plain text and no
+// logprobs, so a scanner reads that shape, and everything else (escaped
+// or odd text, logprobs, usage, an error, anything it does not expect)
+// goes through encoding/json. The scanner accepts only what encoding/json
+// would decode to the same value; FuzzScanCompletionChunk checks it.
+
+// ScanCompletionChunk reads data, a completion stream chunk, into c when
+// it has the common shape, and reports whether it did. When it did not,
+// c is to be ignored and data decoded with encoding/json, which reads
+// every shape and reports errors.
+func ScanCompletionChunk(data []byte, c *CompletionResponse) bool {
+	*c = CompletionResponse{}
+	return (&chunkScanner{b: data}).chunk(c)
+}
+
+// chunkScanner reads the common chunk. Each method reports false when the
+// input is not that shape (or not valid); the caller then falls back.
+type chunkScanner struct {
+	b []byte
+	i int
+}
+
+func (s *chunkScanner) chunk(c *CompletionResponse) bool {
+	if !s.byte('{') {
+		return false
+	}
+	if s.byte('}') {
+		return s.end()
+	}
+	for {
+		key, ok := s.plainString()
+		if !ok || !s.byte(':') {
+			return false
+		}
+		switch string(key) {
+		case "choices":
+			if !s.choices(c) {
+				return false
+			}
+		case "usage", "error":
+			if !s.null() {
+				return false
+			}
+		case "id", "object", "model":
+			v, ok := s.plainString()
+			if !ok {
+				return false
+			}
+			switch string(key) {
+			case "id":
+				c.ID = string(v)
+			case "object":
+				c.Object = string(v)
+			default:
+				c.Model = string(v)
+			}
+		case "created":
+			n, ok := s.int()
+			if !ok {
+				return false
+			}
+			c.Created = int64(n)
+		default:
+			return false // a field this scanner does not know: encoding/json decides
+		}
+		if s.byte('}') {
+			return s.end()
+		}
+		if !s.byte(',') {
+			return false
+		}
+	}
+}
+
+func (s *chunkScanner) choices(c *CompletionResponse) bool {
+	if !s.byte('[') {
+		return false
+	}
+	c.Choices = []CompletionChoice{}
+	if s.byte(']') {
+		return true
+	}
+	for {
+		var ch CompletionChoice
+		if !s.choice(&ch) {
+			return false
+		}
+		c.Choices = append(c.Choices, ch)
+		if s.byte(']') {
+			return true
+		}
+		if !s.byte(',') {
+			return false
+		}
+	}
+}
+
+func (s *chunkScanner) choice(ch *CompletionChoice) bool {
+	if !s.byte('{') {
+		return false
+	}
+	if s.byte('}') {
+		return true
+	}
+	for {
+		key, ok := s.plainString()
+		if !ok || !s.byte(':') {
+			return false
+		}
+		switch string(key) {
+		case "index":
+			if ch.Index, ok = s.int(); !ok {
+				return false
+			}
+		case "text":
+			v, ok := s.plainString()
+			if !ok {
+				return false
+			}
+			ch.Text = string(v)
+		case "finish_reason":
+			if !s.null() {
+				v, ok := s.plainString()
+				if !ok {
+					return false
+				}
+				ch.FinishReason = new(string(v))
+			}
+		case "logprobs":
+			if !s.null() {
+				return false
+			}
+		default:
+			return false
+		}
+		if s.byte('}') {
+			return true
+		}
+		if !s.byte(',') {
+			return false
+		}
+	}
+}
+
+// byte consumes c, after white space, if it comes next.
+func (s *chunkScanner) byte(c byte) bool {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// null consumes a null, if it comes next.
+func (s *chunkScanner) null() bool {
+	s.space()
+	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// plainString reads a string without escapes, control characters or
+// invalid UTF-8: its bytes are then its value.
+func (s *chunkScanner) plainString() ([]byte, bool) {
+	if !s.byte('"') {
+		return nil, false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			v := s.b[start:s.i]
+			s.i++
+			return v, utf8.Valid(v)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+		s.i++
+	}
+	return nil, false
+}
+
+// int reads a JSON integer that fits an int.
+func (s *chunkScanner) int() (int, bool) {
+	s.space()
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	if s.i == digits || s.b[digits] == '0' && s.i-digits > 1 {
+		return 0, false // no digits, or a leading zero
+	}
+	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(s.b[start:s.i]))
+	return n, err == nil
+}
+
+// end reports that only white space is left.
+func (s *chunkScanner) end() bool {
+	s.space()
+	return s.i == len(s.b)
+}
+
+func (s *chunkScanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package protocol
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+var chunkSamples = []struct {
+	data    string
+	scanned bool // the scanner reads it (else encoding/json must)
+}{
+	{`{"id":"cmpl-1","object":"text_completion","created":1796049071,"model":"tiny","choices":[{"index":0,"text":" push","finish_reason":null,"logprobs":null}]}`, true},
+	{`{"id":"c","object":"text_completion","created":1,"model":"m","choices":[{"index":2,"text":"","finish_reason":"length","logprobs":null}]}`, true},
+	{` { "choices" : [ ] , "usage" : null } `, true},
+	{`{"choices":[{"index":0,"text":"a"},{"index":1,"text":"b","finish_reason":"stop"}]}`, true},
+	{`{}`, true},
+	{`{"choices":[{"index":0,"text":"line\nbreak"}]}`, false},           // an escape
+	{`{"choices":[{"index":0,"text":"é ok"}]}`, true},                    // UTF-8 as is
+	{"{\"choices\":[{\"index\":0,\"text\":\"\xff\"}]}", false},          // invalid UTF-8: encoding/json replaces it
+	{`{"choices":[{"index":0,"text":"x","logprobs":{"tokens":["x"],"token_logprobs":[-1],"top_logprobs":[{}],"text_offset":[0]}}]}`, false},
+	{`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`, false},
+	{`{"error":{"message":"boom","type":"server_error"}}`, false},
+	{`{"Choices":[{"index":0,"text":"case"}]}`, false}, // encoding/json matches keys without case
+	{`{"choices":[{"index":1.5,"text":"x"}]}`, false},
+	{`{"choices":[{"index":01,"text":"x"}]}`, false},
+	{`{"created":99999999999999999999999}`, false},
+	{`{"choices":[{"index":0,"text":"x"}]} trailing`, false},
+	{`{"choices":[{"index":0,"text":"x","extra":1}]}`, false},
+	{`{"id":"a","id":"b","choices":[{"index":0,"text":"dup"}]}`, true},
+}
+
+// The scanner reads the common chunks, and whatever it reads, encoding/json
+// reads to the same value.
+func TestScanCompletionChunk(t *testing.T) {
+	for _, c := range chunkSamples {
+		var got CompletionResponse
+		scanned := ScanCompletionChunk([]byte(c.data), &got)
+		if scanned != c.scanned {
+			t.Errorf("%s: scanned %v, want %v", c.data, scanned, c.scanned)
+		}
+		if scanned {
+			agreeWithJSON(t, []byte(c.data), got)
+		}
+	}
+}
+
+func agreeWithJSON(t *testing.T, data []byte, got CompletionResponse) {
+	t.Helper()
+	var want CompletionResponse
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatalf("%q: the scanner read what encoding/json refuses: %v", data, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q:\nscanned %#v\njson    %#v", data, got, want)
+	}
+}
+
+func FuzzScanCompletionChunk(f *testing.F) {
+	for _, c := range chunkSamples {
+		f.Add([]byte(c.data))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got CompletionResponse
+		if ScanCompletionChunk(data, &got) {
+			agreeWithJSON(t, data, got)
+		}
+	})
+}
+
+func BenchmarkChunkDecode(b *testing.B) {
+	data := []byte(`{"id":"cmpl-ed06e78744643b7179ff7940","object":"text_completion","created":1796049071,"model":"tiny","choices":[{"index":0,"text":" push","finish_reason":null,"logprobs":null}]}`)
+	b.Run("scan", func(b *testing.B) {
+		var c CompletionResponse
+		for b.Loop() {
+			ScanCompletionChunk(data, &c)
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		for b.Loop() {
+			var c CompletionResponse
+			_ = json.Unmarshal(data, &c)
+		}
+	})
+}
