@@ -327,5 +327,8 @@ type engineChunk struct {
 // runs, and releases the engine.
 func (s *chunkStream) close() {
 	s.cl.end()
+	if s.sse != nil {
+		s.sse.Release()
+	}
 	s.cl.l.release()
 }

@@ -80,11 +80,11 @@ const loadTokens = 256
 func (prefixAware) choose(cs []candidate, o pickOptions, now time.Time, first int) candidate {
 	chain := prefixChain(o.prompt)
 	var best candidate
-	bestCost := int64(-1)
+	bestCost := -1.0
 	for k := range len(cs) {
 		c := cs[(first+k)%len(cs)]
 		hit := c.prefixes.match(chain)
-		cost := int64(len(o.prompt)-hit) + c.score(now)*loadTokens
+		cost := float64(len(o.prompt)-hit) + c.score(now)*loadTokens
 		if bestCost < 0 || cost < bestCost {
 			best, bestCost = c, cost
 		}

@@ -62,8 +62,9 @@ func (u *upstream) prefixCapacity() int {
 	return 0
 }
 
-// loadStale is how old a load report may be before it is ignored.
-const loadStale = 5 * time.Second
+// loadStale is how old a load report may be before it counts no more:
+// four poll intervals.
+const loadStale = 4 * loadPollInterval
 
 // status returns the engine's fleet state and process.
 func (u *upstream) status() (ready bool, pid int) {
@@ -90,17 +91,24 @@ func (u *upstream) hold() func() {
 	}
 }
 
-// score is the engine's load for balancing: our own calls in flight plus,
-// when the engine reported recently, the work it has that is not ours
-// (other replicas, abandoned reservations not yet released).
-func (u *upstream) score(now time.Time) int64 {
-	own := u.inflight.Load()
+// score is the engine's load for balancing: our own calls in flight plus
+// the work the engine last reported that is not ours (other replicas,
+// reservations not yet released). Our own count is exact and current; a
+// report is a sample, so what it adds fades as it ages: work that was
+// there a second ago has likely ended, and a stale report must not keep
+// traffic off an engine that is idle now.
+func (u *upstream) score(now time.Time) float64 {
+	own := float64(u.inflight.Load())
 	l := u.load.Load()
-	if l == nil || now.Sub(l.at) > loadStale {
+	if l == nil {
 		return own
 	}
-	theirs := int64(l.running+l.waiting+l.prepared) - l.ownAtPoll
-	return own + max(theirs, 0)
+	age := now.Sub(l.at)
+	if age >= loadStale {
+		return own
+	}
+	theirs := float64(int64(l.running+l.waiting+l.prepared) - l.ownAtPoll)
+	return own + max(theirs, 0)*(1-float64(age)/float64(loadStale))
 }
 
 // saturated reports that the engine said it cannot take needPages more KV

@@ -15,9 +15,9 @@ var chunkSamples = []struct {
 	{` { "choices" : [ ] , "usage" : null } `, true},
 	{`{"choices":[{"index":0,"text":"a"},{"index":1,"text":"b","finish_reason":"stop"}]}`, true},
 	{`{}`, true},
-	{`{"choices":[{"index":0,"text":"line\nbreak"}]}`, false},           // an escape
-	{`{"choices":[{"index":0,"text":"é ok"}]}`, true},                    // UTF-8 as is
-	{"{\"choices\":[{\"index\":0,\"text\":\"\xff\"}]}", false},          // invalid UTF-8: encoding/json replaces it
+	{`{"choices":[{"index":0,"text":"line\nbreak"}]}`, false},  // an escape
+	{`{"choices":[{"index":0,"text":"é ok"}]}`, true},          // UTF-8 as is
+	{"{\"choices\":[{\"index\":0,\"text\":\"\xff\"}]}", false}, // invalid UTF-8: encoding/json replaces it
 	{`{"choices":[{"index":0,"text":"x","logprobs":{"tokens":["x"],"token_logprobs":[-1],"top_logprobs":[{}],"text_offset":[0]}}]}`, false},
 	{`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`, false},
 	{`{"error":{"message":"boom","type":"server_error"}}`, false},

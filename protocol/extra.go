@@ -59,6 +59,15 @@ func jsonKeys(t reflect.Type) map[string]bool {
 // Fields absent from b are reset, as for a fresh value.
 func decodeExtra[F any](b []byte, dst *F, extra *Extra) error {
 	var fresh F
+	// Most requests have no field F does not model: one decode that
+	// refuses unknown fields reads them; the others take the long way.
+	strict := json.NewDecoder(bytes.NewReader(b))
+	strict.DisallowUnknownFields()
+	if strict.Decode(&fresh) == nil && !strict.More() {
+		*dst, *extra = fresh, nil
+		return nil
+	}
+	fresh = *new(F)
 	if err := json.Unmarshal(b, &fresh); err != nil {
 		return err
 	}
@@ -101,22 +110,22 @@ func takeFields[F any](b []byte, dst *F, extra Extra) error {
 // stable order. Later maps do not override earlier ones.
 func joinExtra(known any, extras ...Extra) ([]byte, error) {
 	b, err := json.Marshal(known)
-	if err != nil {
-		return nil, err
+	if err != nil || !slices.ContainsFunc(extras, func(e Extra) bool { return len(e) > 0 }) {
+		return b, err
 	}
-	var present map[string]json.RawMessage
-	if err := json.Unmarshal(b, &present); err != nil {
-		return nil, err
-	}
+	// A key known's type has is known's, written or omitted; an extra key
+	// is written once, the first map's.
+	keys := jsonKeys(reflect.TypeOf(known))
+	written := map[string]bool{}
 	var buf bytes.Buffer
 	buf.Write(b[:len(b)-1]) // drop the closing brace
-	first := len(present) == 0
+	first := len(b) == 2    // "{}"
 	for _, extra := range extras {
 		for _, k := range slices.Sorted(maps.Keys(extra)) {
-			if _, dup := present[k]; dup {
+			if keys[k] || written[k] {
 				continue
 			}
-			present[k] = extra[k]
+			written[k] = true
 			if !first {
 				buf.WriteByte(',')
 			}

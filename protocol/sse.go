@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 )
 
 // Server-sent events, as the OpenAI API and MLC-LLM use them: each event is
@@ -41,13 +42,29 @@ type SSEReader struct {
 	lastCR     bool // the previous line ended in CR: skip a following LF
 }
 
+// readBuffers recycles the readers' buffers: a router opens a stream per
+// request, each reads a few hundred bytes per event.
+var readBuffers = sync.Pool{New: func() any { return new([4096]byte) }}
+
 // NewSSEReader returns a reader of events of at most maxEventBytes bytes of
-// data (DefaultMaxEventBytes when 0 or less).
+// data (DefaultMaxEventBytes when 0 or less). Release gives its buffer
+// back when the stream is done.
 func NewSSEReader(r io.Reader, maxEventBytes int) *SSEReader {
 	if maxEventBytes <= 0 {
 		maxEventBytes = DefaultMaxEventBytes
 	}
-	return &SSEReader{r: r, buf: make([]byte, 4096), max: maxEventBytes}
+	return &SSEReader{r: r, buf: readBuffers.Get().(*[4096]byte)[:], max: maxEventBytes}
+}
+
+// Release gives the reader's buffer back for another reader; the reader
+// must not be used after.
+func (s *SSEReader) Release() {
+	if cap(s.buf) == 4096 {
+		readBuffers.Put((*[4096]byte)(s.buf[:4096]))
+	}
+	s.buf, s.line, s.data = nil, nil, nil
+	s.start, s.end = 0, 0
+	s.err = io.ErrClosedPipe
 }
 
 // Next returns the data of the next event, its data lines joined with "\n".
