@@ -147,7 +147,11 @@ func (j *choiceJob) echo(out sink) error {
 		text = j.c.r.tok.Decode(j.c.prompt)
 	}
 	j.logprobs.echo = len(text)
-	return out.delta(j.index, text, j.logprobs.none())
+	if err := out.delta(j.index, text, j.logprobs.none()); err != nil {
+		return err
+	}
+	out.flush()
+	return nil
 }
 
 // exhausted is the answer when the attempts ran out; last is the last
@@ -232,6 +236,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 		return false, err
 	}
 	defer stream.close()
+	defer out.flush() // whatever ends the attempt, the client gets what it was given
 	j.st.servedBy(stream.lease().addr)
 	reason := ""
 	var usage *protocol.Usage
@@ -273,6 +278,9 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 					reason = r
 				}
 			}
+		}
+		if !stream.pending() {
+			out.flush()
 		}
 	}
 	if reason == "" {

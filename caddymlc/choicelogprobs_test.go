@@ -31,6 +31,8 @@ type recordingSink struct {
 	deltas  int
 }
 
+func (s *recordingSink) flush() {}
+
 func (s *recordingSink) delta(_ int, text string, lp *protocol.CompletionLogprobs) error {
 	s.deltas++
 	s.text.WriteString(text)

@@ -22,8 +22,13 @@ import (
 type sink interface {
 	// delta delivers text of choice index, with the logprobs of the
 	// tokens it completes (nil when the request did not ask for them). An
-	// error means the client is gone.
+	// error means the client is gone. A streaming sink may hold it until
+	// flush.
 	delta(index int, text string, logprobs *protocol.CompletionLogprobs) error
+	// flush sends the deltas held: the caller has no more at hand. Like
+	// reverse_proxy, which writes whatever one read brought, the router
+	// coalesces what the engine sent at once into one write.
+	flush()
 	// finish ends choice index.
 	finish(index int, reason string)
 	// done ends the response with the usage of the whole request.

@@ -323,6 +323,10 @@ type engineChunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
+// pending reports that the next chunk has already arrived: the caller
+// need not flush what it wrote for this one yet.
+func (s *chunkStream) pending() bool { return s.sse != nil && s.sse.Buffered() }
+
 // close ends the stream, which cancels the engine's request if it still
 // runs, and releases the engine.
 func (s *chunkStream) close() {

@@ -25,7 +25,7 @@ import (
 // (MLC's own reports timings only) is balanced on the router's counts
 // alone.
 const (
-	loadPollInterval = 250 * time.Millisecond
+	loadPollInterval = 100 * time.Millisecond
 	loadPollTimeout  = time.Second
 )
 
@@ -87,7 +87,10 @@ func (u *upstream) pollOnce(ctx context.Context, client *http.Client) {
 	if !ok {
 		return
 	}
-	l.at, l.ownAtPoll = time.Now(), (own+u.inflight.Load())/2
+	// Our count moved while the engine answered: the larger one is ours
+	// for sure, so what is left is not ours (never our own requests seen
+	// as another replica's).
+	l.at, l.ownAtPoll = time.Now(), max(own, u.inflight.Load())
 	u.load.Store(&l)
 	if ce := u.fleet.log().Check(zap.DebugLevel, "engine load"); ce != nil {
 		ce.Write(addrField(u), zap.Int("running", l.running), zap.Int("waiting", l.waiting),

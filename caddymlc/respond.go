@@ -122,7 +122,7 @@ func (s *completionStream) writeText(index int, text string, slow func() any) er
 		return s.write(slow())
 	}
 	s.buf = s.text.Append(s.buf[:0], index, text)
-	return s.writeData(s.buf)
+	return s.writeHeld(s.buf)
 }
 
 func (s *completionStream) chunk(choices []protocol.CompletionChoice, usage *protocol.Usage) protocol.CompletionResponse {
@@ -143,6 +143,16 @@ func (s *completionStream) write(v any) error {
 
 // writeData sends one event's data; the caller holds mu.
 func (s *completionStream) writeData(data []byte) error {
+	if err := s.writeHeld(data); err != nil {
+		return err
+	}
+	s.sse.Flush()
+	return nil
+}
+
+// writeHeld writes one event's data without flushing it; the caller
+// holds mu.
+func (s *completionStream) writeHeld(data []byte) error {
 	if s.broken {
 		return errClientGone
 	}
@@ -151,11 +161,20 @@ func (s *completionStream) writeData(data []byte) error {
 		s.w.WriteHeader(http.StatusOK)
 	}
 	s.written = true
-	if err := s.sse.WriteData(data); err != nil {
+	if err := s.sse.WriteEvent(data); err != nil {
 		s.broken = true
 		return err
 	}
 	return nil
+}
+
+// flush sends the held deltas.
+func (s *completionStream) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sse != nil && !s.broken {
+		s.sse.Flush()
+	}
 }
 
 func (s *completionStream) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
@@ -229,6 +248,8 @@ func (c *completionWhole) delta(index int, text string, logprobs *protocol.Compl
 	}
 	return nil
 }
+
+func (c *completionWhole) flush() {}
 
 func (c *completionWhole) finish(index int, reason string) {
 	c.mu.Lock()

@@ -63,8 +63,9 @@ func (u *upstream) prefixCapacity() int {
 }
 
 // loadStale is how old a load report may be before it counts no more:
-// four poll intervals.
-const loadStale = 4 * loadPollInterval
+// three poll intervals. Others' work comes and goes fast; a report that
+// outlived it would keep traffic off an engine that is idle now.
+const loadStale = 3 * loadPollInterval
 
 // status returns the engine's fleet state and process.
 func (u *upstream) status() (ready bool, pid int) {

@@ -56,6 +56,10 @@ func NewSSEReader(r io.Reader, maxEventBytes int) *SSEReader {
 	return &SSEReader{r: r, buf: readBuffers.Get().(*[4096]byte)[:], max: maxEventBytes}
 }
 
+// Buffered reports whether the reader holds data it read but did not
+// return yet: the next event may need no read.
+func (s *SSEReader) Buffered() bool { return s.start < s.end }
+
 // Release gives the reader's buffer back for another reader; the reader
 // must not be used after.
 func (s *SSEReader) Release() {
@@ -195,6 +199,7 @@ func IsDone(data []byte) bool { return string(bytes.TrimSpace(data)) == DoneData
 type SSEWriter struct {
 	w       io.Writer
 	flusher http.Flusher
+	buf     []byte
 }
 
 // NewSSEWriter returns a writer on w. When w is an http.ResponseWriter, the
@@ -225,22 +230,31 @@ type flushFunc func()
 
 func (f flushFunc) Flush() { f() }
 
-// WriteData writes one event with the given data. Data must not contain a
-// line end (JSON from encoding/json never does).
+// WriteData writes one event with the given data, and flushes it. Data
+// must not contain a line end (JSON from encoding/json never does).
 func (s *SSEWriter) WriteData(data []byte) error {
-	if bytes.ContainsAny(data, "\r\n") {
-		return fmt.Errorf("sse: event data contains a line end")
-	}
-	buf := make([]byte, 0, len(data)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, data...)
-	buf = append(buf, "\n\n"...)
-	if _, err := s.w.Write(buf); err != nil {
+	if err := s.WriteEvent(data); err != nil {
 		return err
 	}
 	s.flush()
 	return nil
 }
+
+// WriteEvent writes one event with the given data without flushing it: a
+// writer that has more events at hand flushes once, after the last.
+func (s *SSEWriter) WriteEvent(data []byte) error {
+	if bytes.ContainsAny(data, "\r\n") {
+		return fmt.Errorf("sse: event data contains a line end")
+	}
+	s.buf = append(s.buf[:0], "data: "...)
+	s.buf = append(s.buf, data...)
+	s.buf = append(s.buf, "\n\n"...)
+	_, err := s.w.Write(s.buf)
+	return err
+}
+
+// Flush sends what was written.
+func (s *SSEWriter) Flush() { s.flush() }
 
 // WriteJSON writes v as one event.
 func (s *SSEWriter) WriteJSON(v any) error {
