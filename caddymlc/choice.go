@@ -20,8 +20,14 @@ import (
 // from the text already delivered, so the client sees one coherent text:
 // nothing repeated, nothing lost.
 type choiceJob struct {
-	c         *completion
-	index     int
+	c     *completion
+	index int
+	// What it needs of the router, given, not reached for.
+	tok         Tokenizer // nil: the router has no tokenizer for the model
+	maxAttempts int
+	open        func(context.Context, *protocol.CompletionRequest, map[string]bool) (*chunkStream, error)
+	metrics     *routerMetrics
+
 	seed      *int64
 	stop      *stopscan.Scanner
 	logprobs  *choiceLogprobs
@@ -57,8 +63,8 @@ func (j *choiceJob) tokensDelivered() int {
 		return j.before + j.usage.CompletionTokens
 	case j.delivered.Len() == 0:
 		return 0
-	case j.c.r.tok != nil:
-		return len(j.c.r.tok.Encode(j.delivered.String()))
+	case j.tok != nil:
+		return len(j.tok.Encode(j.delivered.String()))
 	}
 	return j.before + j.chunks
 }
@@ -98,14 +104,14 @@ func (j *choiceJob) generate(ctx context.Context, out sink) error {
 		if cause == "" {
 			return err
 		}
-		if attempt >= j.c.r.MaxAttempts {
+		if attempt >= j.maxAttempts {
 			return j.exhausted(err)
 		}
-		if j.delivered.Len() > 0 && j.c.r.tok == nil {
+		if j.delivered.Len() > 0 && j.tok == nil {
 			return protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
 				"the engine stopped this request after text was sent, and without the model's tokenizer the router cannot resume it").WithCode("cannot_resume")
 		}
-		j.c.r.metrics.retry(cause)
+		j.metrics.retry(cause)
 		j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", attempt), zap.String("cause", cause), zap.Error(err))
 		if err := waitBackoff(ctx, attempt, cause == causePreempt); err != nil {
 			return context.Cause(ctx)
@@ -144,7 +150,7 @@ func retryCause(err error) string {
 func (j *choiceJob) echo(out sink) error {
 	text := j.c.req.Prompt.Text
 	if !j.c.req.Prompt.IsText {
-		text = j.c.r.tok.Decode(j.c.prompt)
+		text = j.tok.Decode(j.c.prompt)
 	}
 	j.logprobs.echo = len(text)
 	if err := out.delta(j.index, text, j.logprobs.none()); err != nil {
@@ -157,7 +163,7 @@ func (j *choiceJob) echo(out sink) error {
 // exhausted is the answer when the attempts ran out; last is the last
 // attempt's error, nil after a preemption.
 func (j *choiceJob) exhausted(last error) *protocol.Error {
-	msg := fmt.Sprintf("the request did not complete in %d attempts", j.c.r.MaxAttempts)
+	msg := fmt.Sprintf("the request did not complete in %d attempts", j.maxAttempts)
 	if last != nil {
 		msg += ": last error: " + last.Error()
 	} else {
@@ -193,7 +199,7 @@ func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, in
 	req := src.Clone()
 	prompt := j.c.prompt
 	if j.delivered.Len() > 0 {
-		generated := j.c.r.tok.Encode(j.delivered.String())
+		generated := j.tok.Encode(j.delivered.String())
 		j.before = len(generated)
 		prompt = append(append(make([]int, 0, len(prompt)+len(generated)), prompt...), generated...)
 	}
@@ -230,7 +236,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 	j.stop.Drop()
 	j.logprobs.resume(j.delivered.Len())
 	j.base, j.received, j.chunks = j.delivered.Len(), j.delivered.Len(), 0
-	stream, err := j.c.r.target().strategy.open(ctx, req, j.avoid)
+	stream, err := j.open(ctx, req, j.avoid)
 	if err != nil {
 		j.blame(err)
 		return false, err
@@ -264,7 +270,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 					return true, j.finish(protocol.FinishStop, nil, out)
 				}
 				j.st.preemptions++
-				j.c.r.metrics.preempted()
+				j.metrics.preempted()
 				return false, nil // the text so far stays delivered; resume from it
 			default:
 				hit, err := j.deliver(ch.Text, ch.Logprobs, out)

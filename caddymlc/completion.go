@@ -146,7 +146,9 @@ func (c *completion) clientError(err error) *protocol.Error {
 
 // choice returns the job that generates choice i.
 func (c *completion) choice(i int) *choiceJob {
-	j := &choiceJob{c: c, index: i, stop: stopscan.New(c.req.Stop), logprobs: newChoiceLogprobs(c.req.Logprobs != nil)}
+	r := c.r
+	j := &choiceJob{c: c, index: i, tok: r.tok, maxAttempts: r.MaxAttempts, open: r.open, metrics: r.metrics,
+		stop: stopscan.New(c.req.Stop), logprobs: newChoiceLogprobs(c.req.Logprobs != nil)}
 	if c.req.Stream {
 		j.itl = c.r.itl
 	}

@@ -1,6 +1,7 @@
 package caddymlc
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -144,6 +145,12 @@ func (r *Router) target() *Router {
 		t = t.next.Load()
 	}
 	return t
+}
+
+// open runs an attempt of a request: on r's engines, or, after a reload
+// replaced r, on those of the router that took its place.
+func (r *Router) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
+	return r.target().strategy.open(ctx, req, avoid)
 }
 
 // logStart says what the router serves, once its engines run.
