@@ -40,16 +40,9 @@ func TestChatCompletions(t *testing.T) {
 
 	body["stream"] = true
 	raw = post(t, s.base+"/v1/chat/completions", body, 200)
-	sse := protocol.NewSSEReader(bytes.NewReader(raw), 0)
+	chunks, _ := events(t, raw)
 	var text, role, finish string
-	for {
-		data, err := sse.Next()
-		if err == io.EOF || protocol.IsDone(data) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, data := range chunks {
 		var c protocol.ChatCompletionChunk
 		if err := json.Unmarshal(data, &c); err != nil || c.Object != "chat.completion.chunk" {
 			t.Fatalf("chunk %s: %v", data, err)

@@ -3,7 +3,6 @@ package caddymlc
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"maps"
 	"strings"
 	"testing"
@@ -11,27 +10,6 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
-
-// events returns the data of a stream's events but [DONE], and whether
-// the stream ended with [DONE].
-func events(t *testing.T, raw []byte) ([][]byte, bool) {
-	t.Helper()
-	var out [][]byte
-	sse := protocol.NewSSEReader(bytes.NewReader(raw), 0)
-	for {
-		data, err := sse.Next()
-		if err == io.EOF {
-			return out, false
-		}
-		if err != nil {
-			t.Fatalf("%v in %s", err, raw)
-		}
-		if protocol.IsDone(data) {
-			return out, true
-		}
-		out = append(out, bytes.Clone(data))
-	}
-}
 
 // with returns a copy of body with more members.
 func with(body map[string]any, kv ...any) map[string]any {

@@ -243,3 +243,24 @@ func mustJSON(v any) string {
 }
 
 func httpClient() *http.Client { return &http.Client{Timeout: 2 * time.Minute} }
+
+// events returns the data of a stream's events but [DONE], and whether
+// the stream ended with [DONE].
+func events(t *testing.T, raw []byte) ([][]byte, bool) {
+	t.Helper()
+	var out [][]byte
+	sse := protocol.NewSSEReader(bytes.NewReader(raw), 0)
+	for {
+		data, err := sse.Next()
+		if err == io.EOF {
+			return out, false
+		}
+		if err != nil {
+			t.Fatalf("%v in %s", err, raw)
+		}
+		if protocol.IsDone(data) {
+			return out, true
+		}
+		out = append(out, bytes.Clone(data))
+	}
+}
