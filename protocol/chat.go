@@ -128,5 +128,4 @@ func (r *ChatCompletionRequest) Completion(prompt []int) *CompletionRequest {
 const (
 	ObjectChatCompletion      = "chat.completion"
 	ObjectChatCompletionChunk = "chat.completion.chunk"
-	PathChatCompletions       = "/v1/chat/completions"
 )

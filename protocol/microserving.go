@@ -1,12 +1,11 @@
 package protocol
 
-// Paths of the microserving endpoints every engine serves.
+// Paths of the microserving endpoints every engine serves (MLC-LLM's
+// microserving_entrypoints.py); PathRelease, our extension, is below.
 const (
 	PathPrepRecv      = "/microserving/prep_recv"
 	PathRemoteSend    = "/microserving/remote_send"
 	PathStartGenerate = "/microserving/start_generate"
-	PathCompletions   = "/v1/completions"
-	PathModels        = "/v1/models"
 )
 
 // PrepRecvRequest asks the decode engine to match the prompt against its

@@ -16,4 +16,10 @@
 // template that never reads them, image parts, a role the template does
 // not know) fail with an error that wraps [ErrUnsupported], which a server
 // should report as a client error (HTTP 400).
+//
+// It sits with the engines, not the router, its only user today: a chat
+// template is the model's, the format `mlc_llm serve` itself applies to
+// /v1/chat/completions. The router applies it only because it drives the
+// engines through completions (the microserving calls take prompts), and
+// an engine that served chat itself would use the same package.
 package chat

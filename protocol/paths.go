@@ -1,0 +1,9 @@
+package protocol
+
+// Paths of the OpenAI API, as the router serves it to clients and as
+// engines (MLC's and the built-in one) serve it to the router.
+const (
+	PathCompletions     = "/v1/completions"
+	PathChatCompletions = "/v1/chat/completions"
+	PathModels          = "/v1/models"
+)
