@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -164,32 +163,13 @@ func (d *disagg) decodeAtFault(pre, dec *lease, err error) error {
 	if !errors.As(err, &ee) || !ee.timeout {
 		return nil // the prefill engine answered (an error): it is alive, and so is the path
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), decodeCheckTimeout)
-	defer cancel()
-	if probeEngine(ctx, d.r.client.http, dec.url) == nil {
+	if engine.Probe(context.Background(), d.r.client.http, dec.url, decodeCheckTimeout) == nil {
 		return nil
 	}
 	pre.breaker.forgive(pre.pid)
 	dec.failed(dec.pid)
 	return &engineError{op: "remote_send", addr: dec.addr, retry: true, timeout: true,
 		err: fmt.Errorf("the KV transfer to %s got no answer, nor did the engine: %w", dec.addr, err)}
-}
-
-// probeEngine returns nil when GET <base>/v1/models answers 200.
-func probeEngine(ctx context.Context, client *http.Client, base string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+protocol.PathModels, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return nil
 }
 
 // prefillLocally serves the whole request on the decode engine l, which

@@ -15,17 +15,11 @@ import (
 // go-nvml loads libnvidia-ml with dlopen, so this builds and runs without
 // the driver.
 func Inventory(logger *zap.Logger) ([]GPU, error) {
-	if ret := nvml.Init(); ret != nvml.SUCCESS {
-		if ret == nvml.ERROR_LIBRARY_NOT_FOUND || ret == nvml.ERROR_DRIVER_NOT_LOADED {
-			return nil, fmt.Errorf("%w: %v", ErrNoNVML, ret)
-		}
-		return nil, fmt.Errorf("nvml init: %w", ret)
+	n, err := openNVML()
+	if err != nil {
+		return nil, err
 	}
 	defer nvml.Shutdown()
-	n, ret := nvml.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("nvml device count: %w", ret)
-	}
 	gpus := make([]GPU, 0, n)
 	for i := range n {
 		gpu, err := deviceInfo(i)
@@ -62,17 +56,11 @@ func deviceInfo(i int) (GPU, error) {
 // SampleGPUs reads every GPU's memory use and utilisation through NVML. It
 // returns an error wrapping ErrNoNVML when the NVML library is missing.
 func SampleGPUs() ([]GPUSample, error) {
-	if ret := nvml.Init(); ret != nvml.SUCCESS {
-		if ret == nvml.ERROR_LIBRARY_NOT_FOUND || ret == nvml.ERROR_DRIVER_NOT_LOADED {
-			return nil, fmt.Errorf("%w: %v", ErrNoNVML, ret)
-		}
-		return nil, fmt.Errorf("nvml init: %w", ret)
+	n, err := openNVML()
+	if err != nil {
+		return nil, err
 	}
 	defer nvml.Shutdown()
-	n, ret := nvml.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("nvml device count: %w", ret)
-	}
 	out := make([]GPUSample, 0, n)
 	for i := range n {
 		dev, ret := nvml.DeviceGetHandleByIndex(i)
@@ -89,4 +77,22 @@ func SampleGPUs() ([]GPUSample, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// openNVML initialises NVML and returns the number of GPUs; the caller
+// shuts NVML down. Without the library it returns an error wrapping
+// ErrNoNVML.
+func openNVML() (int, error) {
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		if ret == nvml.ERROR_LIBRARY_NOT_FOUND || ret == nvml.ERROR_DRIVER_NOT_LOADED {
+			return 0, fmt.Errorf("%w: %v", ErrNoNVML, ret)
+		}
+		return 0, fmt.Errorf("nvml init: %w", ret)
+	}
+	n, ret := nvml.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		nvml.Shutdown()
+		return 0, fmt.Errorf("nvml device count: %w", ret)
+	}
+	return n, nil
 }

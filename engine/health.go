@@ -45,8 +45,10 @@ var (
 // probeTimeout is the timeout of one health request under s.
 func (s *Spec) probeTimeout() time.Duration { return min(s.HealthInterval, maxProbeTimeout) }
 
-// probe returns nil when GET <base>/v1/models answers 200 within timeout.
-func probe(ctx context.Context, client *http.Client, base string, timeout time.Duration) error {
+// Probe returns nil when GET <base>/v1/models answers 200 within timeout:
+// the health check of an engine, for whoever else needs one (the router
+// asks a decode engine after a remote_send to it got no answer).
+func Probe(ctx context.Context, client *http.Client, base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+protocol.PathModels, nil)
@@ -80,7 +82,7 @@ func (e *engine) waitReady(ctx context.Context, p *process, t0 time.Time) error 
 	defer progress.Stop()
 	var last error
 	for {
-		if last = probe(ctx, e.f.client, e.ep.URL(), s.probeTimeout()); last == nil {
+		if last = Probe(ctx, e.f.client, e.ep.URL(), s.probeTimeout()); last == nil {
 			return confirmAlive(ctx, p)
 		}
 		select {

@@ -85,7 +85,7 @@ func (f *Fleet) probeAsync(ctx context.Context, base string, results chan<- erro
 	timeout := f.settings().probeTimeout()
 	f.wg.Go(func() {
 		var err error
-		if goroutine.Call(f.logger, "engine health check", func() { err = probe(ctx, f.client, base, timeout) }) {
+		if goroutine.Call(f.logger, "engine health check", func() { err = Probe(ctx, f.client, base, timeout) }) {
 			err = errors.New("health check panicked")
 		}
 		results <- err

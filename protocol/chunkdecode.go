@@ -24,7 +24,9 @@ func ScanCompletionChunk(data []byte, c *CompletionResponse) bool {
 	return (&chunkScanner{b: data}).chunk(c)
 }
 
-// chunkScanner reads the common chunk. Each method reports false when the
+// chunkScanner reads the common chunk. (engine/tokenizer has a JSON
+// scanner of its own, for tokenizer.json; they share a few lines of
+// white-space skipping, not their purpose.) Each method reports false when the
 // input is not that shape (or not valid); the caller then falls back.
 type chunkScanner struct {
 	b []byte

@@ -18,37 +18,54 @@ func (s *server) collect(w http.ResponseWriter, ctx context.Context, req *protoc
 	for i := range cr.seqs {
 		resp.Choices = append(resp.Choices, protocol.CompletionChoice{Index: i})
 	}
-	for {
-		evs, err := cr.events.wait(ctx)
-		if err != nil {
-			s.abort(cr)
-			return
-		}
-		for _, ev := range evs {
-			if ev.done {
-				if ev.aborted {
-					unavailable(errStopped).Write(w)
-					return
-				}
-				resp.Usage = ev.usage
-				for i := range resp.Choices {
-					resp.Choices[i].Logprobs = choiceLogprobs(cr, logprobs[i])
-				}
-				protocol.WriteJSON(w, http.StatusOK, resp)
-				return
+	s.follow(ctx, cr, func(ev event) bool {
+		if ev.done {
+			if ev.aborted {
+				unavailable(errStopped).Write(w)
+				return true
 			}
-			resp.Choices[ev.choice].Text += ev.text
-			logprobs[ev.choice] = append(logprobs[ev.choice], ev.logprobs...)
-			if ev.finish != "" {
-				resp.Choices[ev.choice].FinishReason = new(ev.finish)
+			resp.Usage = ev.usage
+			for i := range resp.Choices {
+				resp.Choices[i].Logprobs = choiceLogprobs(cr, logprobs[i])
 			}
+			protocol.WriteJSON(w, http.StatusOK, resp)
+			return true
 		}
-	}
+		resp.Choices[ev.choice].Text += ev.text
+		logprobs[ev.choice] = append(logprobs[ev.choice], ev.logprobs...)
+		if ev.finish != "" {
+			resp.Choices[ev.choice].FinishReason = new(ev.finish)
+		}
+		return false
+	})
 }
 
 // stream answers a completion as server-sent events.
 func (s *server) stream(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
 	sse := protocol.NewSSEWriter(w)
+	s.follow(ctx, cr, func(ev event) bool {
+		if ev.done {
+			s.endStream(sse, req, cr, ev)
+			return true
+		}
+		chunk := s.response(req, cr)
+		choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text, Logprobs: choiceLogprobs(cr, ev.logprobs)}
+		if ev.finish != "" {
+			choice.FinishReason = new(ev.finish)
+		}
+		chunk.Choices = []protocol.CompletionChoice{choice}
+		if sse.WriteJSON(chunk) != nil {
+			s.abort(cr)
+			return true
+		}
+		return false
+	})
+}
+
+// follow hands the request's events to handle, in order, until handle
+// reports it has answered, or the client goes away: the request is then
+// aborted and its pages freed.
+func (s *server) follow(ctx context.Context, cr *request, handle func(event) (answered bool)) {
 	for {
 		evs, err := cr.events.wait(ctx)
 		if err != nil {
@@ -56,18 +73,7 @@ func (s *server) stream(w http.ResponseWriter, ctx context.Context, req *protoco
 			return
 		}
 		for _, ev := range evs {
-			if ev.done {
-				s.endStream(sse, req, cr, ev)
-				return
-			}
-			chunk := s.response(req, cr)
-			choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text, Logprobs: choiceLogprobs(cr, ev.logprobs)}
-			if ev.finish != "" {
-				choice.FinishReason = new(ev.finish)
-			}
-			chunk.Choices = []protocol.CompletionChoice{choice}
-			if sse.WriteJSON(chunk) != nil {
-				s.abort(cr)
+			if handle(ev) {
 				return
 			}
 		}

@@ -4,7 +4,9 @@ package mlcschema
 // the field lists follow the class bodies in order. A field's mode says
 // what its declaration says: "x: T" is required, "x: Optional[T]" with no
 // default is required but may be null, "x: Optional[T] = None" may be
-// absent or null, "x: T = v" may be absent but not null.
+// absent or null, "x: T = v" may be absent but not null. The models repeat
+// each other's fields (id, created, model, usage...) as the Python classes
+// do: a table per class reads against its class.
 
 func f(name string, t typ, m mode) field { return field{name: name, t: t, mode: m} }
 
