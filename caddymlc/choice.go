@@ -257,6 +257,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 		}
 		if chunk.Usage != nil {
 			usage = chunk.Usage
+			stream.usage(usage)
 		}
 		for _, ch := range chunk.Choices {
 			switch r := ch.Finished(); r {

@@ -103,7 +103,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 	}
 	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
 	t0 = time.Now()
-	s, err := d.r.client.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream)
+	s, err := d.r.client.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream, nil)
 	if err != nil {
 		d.r.releaseReservation(dec, req, end)
 		return nil, err
@@ -178,8 +178,5 @@ func (d *disagg) decodeAtFault(pre, dec *lease, err error) error {
 // what the engine will hold.
 func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, chain []uint64, reason string) (*chunkStream, error) {
 	r.metrics.localPrefills.WithLabelValues(reason).Inc()
-	if chain != nil {
-		l.prefixes.learn(chain, -1, l.prefixCapacity())
-	}
-	return r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream)
+	return r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream, chain)
 }

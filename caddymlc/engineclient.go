@@ -217,7 +217,25 @@ const maxEngineAnswer = 64 << 20
 // router makes one call for a client that does not stream: no chunk to
 // rebuild the answer from). The returned stream owns the lease: closing
 // it releases the engine; on error the lease is released at once.
-func (c *engineClient) generate(ctx context.Context, l *lease, path string, body any, stream bool) (*chunkStream, error) {
+//
+// chain, when not nil, is the prompt's prefix chain: the engine will hold
+// it, and its final usage says how much of it it already held, which
+// corrects the engine's prefix index (see prefixIndex.correct).
+func (c *engineClient) generate(ctx context.Context, l *lease, path string, body any, stream bool, chain []uint64) (*chunkStream, error) {
+	var note *prefixNote
+	if chain != nil {
+		note = &prefixNote{predicted: l.prefixes.match(chain)}
+		l.prefixes.learn(chain, -1, l.prefixCapacity())
+	}
+	s, err := c.open(ctx, l, path, body, stream)
+	if s != nil {
+		s.prefix = note
+	}
+	return s, err
+}
+
+// open makes the call of generate.
+func (c *engineClient) open(ctx context.Context, l *lease, path string, body any, stream bool) (*chunkStream, error) {
 	if stream {
 		return c.stream(ctx, l, path, body)
 	}
@@ -264,6 +282,24 @@ type chunkStream struct {
 	cl     *call
 	sse    *protocol.SSEReader
 	answer *protocol.CompletionResponse // a whole generation's, until handed out
+	prefix *prefixNote                  // what the engine's prefix index expected
+}
+
+// prefixNote is what an engine's prefix index expected it to hold of a
+// prompt, to be corrected by what the engine reports it matched.
+type prefixNote struct{ predicted int }
+
+// usage reads what the engine's final usage tells the router: how much of
+// the prompt its prefix cache held (the built-in engine reports it).
+func (s *chunkStream) usage(u *protocol.Usage) {
+	if s.prefix == nil || u == nil {
+		return
+	}
+	if matched, ok := intExtra(u.Extra, "prefix_matched_length"); ok {
+		l := s.cl.l
+		l.prefixes.correct(s.prefix.predicted, matched, l.prefixCapacity())
+	}
+	s.prefix = nil
 }
 
 // lease returns the engine the stream comes from.

@@ -1,6 +1,7 @@
 package caddymlc
 
 import (
+	"cmp"
 	"container/list"
 	"sync"
 )
@@ -45,6 +46,11 @@ type prefixIndex struct {
 	mu    sync.Mutex
 	lru   list.List // of uint64 page hashes, most recent first
 	pages map[uint64]*list.Element
+	// limit is how many pages the engine's cache is believed to keep: its
+	// KV capacity at most, less once the engine turned out to have
+	// evicted what the index still held (its running sequences take
+	// pages from the cache).
+	limit int
 }
 
 // match returns how many prompt tokens of chain the engine is expected to
@@ -52,6 +58,10 @@ type prefixIndex struct {
 func (p *prefixIndex) match(chain []uint64) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.matchLocked(chain)
+}
+
+func (p *prefixIndex) matchLocked(chain []uint64) int {
 	n := 0
 	for _, h := range chain {
 		if _, ok := p.pages[h]; !ok {
@@ -62,22 +72,20 @@ func (p *prefixIndex) match(chain []uint64) int {
 	return n * kvPageTokens
 }
 
-// learn records that the engine matched the first matched tokens of a
-// prompt (prep_recv's prefix_matched_length; pass -1 when unknown) and
-// will hold all of chain once it has prefilled it. Pages it was expected
-// to hold beyond matched were evicted: they are forgotten before the
-// whole chain is recorded again as the most recent. capacity bounds the
-// pages kept (0: the default).
+// learn records that the engine will hold all of chain once it has
+// prefilled it. matched, when known (prep_recv's prefix_matched_length;
+// -1 otherwise), is what it held before: pages the index expected beyond
+// it were evicted, and the index corrects its idea of how much the engine
+// keeps (see correct). capacity is the engine's KV capacity in pages (0
+// when unknown).
 func (p *prefixIndex) learn(chain []uint64, matched, capacity int) {
-	if capacity <= 0 {
-		capacity = defaultPrefixPages
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pages == nil {
 		p.pages = map[uint64]*list.Element{}
 	}
 	if matched >= 0 {
+		p.correctLocked(p.matchLocked(chain), matched, capacity)
 		for _, h := range chain[min(matched/kvPageTokens, len(chain)):] {
 			if e, ok := p.pages[h]; ok {
 				p.lru.Remove(e)
@@ -96,7 +104,40 @@ func (p *prefixIndex) learn(chain []uint64, matched, capacity int) {
 		}
 		p.pages[h] = p.lru.PushFront(h)
 	}
-	for p.lru.Len() > capacity {
+	p.trimLocked(capacity)
+}
+
+// correct tells the index what the engine matched (matched tokens) of a
+// prompt of which the index expected predicted tokens, when the answer
+// comes after the prompt was recorded (a whole request's final usage).
+// Less than expected: the engine keeps fewer pages than the index did, and
+// the index keeps fewer. As much: the index's idea grows back towards the
+// engine's capacity.
+func (p *prefixIndex) correct(predicted, matched, capacity int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.correctLocked(predicted, matched, capacity)
+	p.trimLocked(capacity)
+}
+
+func (p *prefixIndex) correctLocked(predicted, matched, capacity int) {
+	capacity = cmp.Or(capacity, defaultPrefixPages)
+	if p.limit == 0 || p.limit > capacity {
+		p.limit = capacity
+	}
+	if matched < predicted {
+		p.limit = max(p.limit*7/8, 16)
+		return
+	}
+	p.limit = min(p.limit+max(capacity/64, 1), capacity)
+}
+
+func (p *prefixIndex) trimLocked(capacity int) {
+	limit := cmp.Or(capacity, defaultPrefixPages)
+	if p.limit > 0 {
+		limit = min(limit, p.limit)
+	}
+	for p.lru.Len() > limit {
 		e := p.lru.Back()
 		delete(p.pages, e.Value.(uint64))
 		p.lru.Remove(e)

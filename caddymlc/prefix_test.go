@@ -86,3 +86,28 @@ func TestPrefixAwarePrefersTheWarmEngineUnlessBusy(t *testing.T) {
 		h()
 	}
 }
+
+// An engine that matched less than the index expected evicted pages the
+// index still held: the index keeps fewer pages from then on, and grows
+// back towards the engine's capacity as its expectations come true.
+func TestPrefixIndexLearnsWhatTheEngineKeeps(t *testing.T) {
+	var p prefixIndex
+	const capacity = 64
+	for i := range 4 {
+		p.learn(prefixChain(seq(i*1000, 16*16)), -1, capacity) // 4 prompts of 16 pages: 64
+	}
+	if p.lru.Len() != capacity {
+		t.Fatalf("%d pages kept, capacity %d", p.lru.Len(), capacity)
+	}
+	p.correct(16*16, 0, capacity) // expected a whole prompt, the engine had none
+	if p.lru.Len() >= capacity || p.limit >= capacity {
+		t.Fatalf("after an eviction the index still keeps %d pages (limit %d)", p.lru.Len(), p.limit)
+	}
+	shrunk := p.limit
+	for range 16 {
+		p.correct(0, 0, capacity)
+	}
+	if p.limit <= shrunk || p.limit > capacity {
+		t.Fatalf("limit %d after confirmations, %d before, capacity %d", p.limit, shrunk, capacity)
+	}
+}

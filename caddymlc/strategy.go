@@ -31,6 +31,5 @@ func (s *wholeRequest) open(ctx context.Context, req *protocol.CompletionRequest
 	if err != nil {
 		return nil, err
 	}
-	l.prefixes.learn(prefixChain(prompt), -1, l.prefixCapacity())
-	return s.r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream)
+	return s.r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream, prefixChain(prompt))
 }
