@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -72,11 +73,16 @@ func runeAt(s string, i int) (rune, int) {
 	return utf8.DecodeRuneInString(s[i:])
 }
 
-// contraction matches 's 't 're 've 'm 'll 'd at i (ASCII case-folded
-// when fold is set) and returns the end, or -1.
+// contraction matches 's 't 're 've 'm 'll 'd at i (case-folded when
+// fold is set) and returns the end, or -1. Case folding is ASCII's plus
+// the one other letter that folds to one of these: ſ (U+017F, long s),
+// which folds to s, as the reference regexp engines fold it.
 func contraction(s string, i int, fold bool) int {
 	if i+1 >= len(s) || s[i] != '\'' {
 		return -1
+	}
+	if fold && strings.HasPrefix(s[i+1:], "ſ") {
+		return i + 1 + len("ſ")
 	}
 	lower := func(c byte) byte {
 		if fold && c >= 'A' && c <= 'Z' {

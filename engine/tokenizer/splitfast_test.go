@@ -42,6 +42,13 @@ func FuzzFastSplit(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		// The reference is a backtracking regexp engine: on long inputs of
+		// the right shape it takes seconds, and the fuzzer then reports
+		// its worker stalled. Short inputs reach every branch of the fast
+		// matcher.
+		if len(s) > 256 {
+			return
+		}
 		if !utf8.ValidString(s) {
 			s = validUTF8(s)
 		}
