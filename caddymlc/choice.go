@@ -36,6 +36,7 @@ type choiceJob struct {
 	st        stats
 	started   time.Time
 	lastText  time.Time           // when the client got text last
+	waited    engineWait          // time spent waiting on engines, queues and backoffs
 	itl       prometheus.Observer // inter-token latency, for a client that streams
 
 	// Of the current attempt.
@@ -71,7 +72,8 @@ func (j *choiceJob) tokensDelivered() int {
 
 // generate runs the attempts of the choice until it is complete.
 func (j *choiceJob) generate(ctx context.Context, out sink) error {
-	j.started = time.Now()
+	j.started = j.c.begin
+	ctx = withEngineWait(ctx, &j.waited)
 	if j.c.req.Echo {
 		if err := j.echo(out); err != nil {
 			return err
@@ -181,6 +183,7 @@ func waitBackoff(ctx context.Context, attempt int, preempted bool) error {
 	if preempted {
 		d = time.Duration(min(attempt, 10)) * 5 * time.Millisecond
 	}
+	defer engineWaitOf(ctx).since(time.Now())
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -339,6 +342,7 @@ func (j *choiceJob) send(text string, logprobs *protocol.CompletionLogprobs, out
 		now := time.Now()
 		if j.st.firstToken == 0 {
 			j.st.firstToken = now.Sub(j.started)
+			j.st.ownTime = j.st.firstToken - j.waited.total()
 		} else if j.itl != nil {
 			j.itl.Observe(now.Sub(j.lastText).Seconds())
 		}

@@ -46,6 +46,7 @@ type completion struct {
 	req    *protocol.CompletionRequest // as the client sent it, prompt tokenized
 	prompt []int
 	log    *zap.Logger
+	begin  time.Time // when the request arrived
 }
 
 // stats are what one choice's attempts amounted to, or, summed, a
@@ -55,7 +56,10 @@ type stats struct {
 	preemptions int
 	tokens      int      // delivered to the client
 	engines     []string // that generated, in order, each once
-	firstToken  time.Duration
+	firstToken  time.Duration // from the request's arrival
+	// ownTime is the part of firstToken the router spent on its own work,
+	// not waiting on an engine (see engineWait).
+	ownTime time.Duration
 }
 
 // servedBy adds addr to the engines that generated.
@@ -73,7 +77,9 @@ func (s *stats) add(o stats) {
 	for _, e := range o.engines {
 		s.servedBy(e)
 	}
-	s.firstToken = max(s.firstToken, o.firstToken)
+	if o.firstToken > s.firstToken {
+		s.firstToken, s.ownTime = o.firstToken, o.ownTime
+	}
 }
 
 // run serves every choice and ends the sink.

@@ -96,6 +96,7 @@ type call struct {
 	whole  bool          // a generation answered at its end
 	resp   *http.Response
 	began  time.Time
+	wait   *engineWait // the choice's clock of time spent waiting on engines
 }
 
 // start posts body as JSON to path on the engine of l.
@@ -109,7 +110,7 @@ func (c *engineClient) startCall(ctx context.Context, l *lease, path string, bod
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", op, err)
 	}
-	cl := &call{l: l, op: op, began: time.Now(), quiet: c.timeout, whole: whole}
+	cl := &call{l: l, op: op, began: time.Now(), quiet: c.timeout, whole: whole, wait: engineWaitOf(ctx)}
 	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
 	cl.dog = time.AfterFunc(c.timeout, cl.bark)
 	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, l.url+path, bytes.NewReader(b))
@@ -118,7 +119,9 @@ func (c *engineClient) startCall(ctx context.Context, l *lease, path string, bod
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	t0 := time.Now()
 	resp, err := c.http.Do(req)
+	cl.wait.since(t0)
 	if err != nil {
 		err = cl.failure(err)
 		cl.end()
@@ -200,7 +203,10 @@ func (c *engineClient) post(ctx context.Context, l *lease, path string, body, ou
 		return err
 	}
 	defer cl.end()
-	if err := json.NewDecoder(io.LimitReader(cl.resp.Body, maxEngineErrorBody)).Decode(out); err != nil {
+	t0 := time.Now()
+	err = json.NewDecoder(io.LimitReader(cl.resp.Body, maxEngineErrorBody)).Decode(out)
+	cl.wait.since(t0)
+	if err != nil {
 		if cl.ctx.Err() != nil {
 			return cl.failure(err)
 		}
@@ -245,7 +251,9 @@ func (c *engineClient) open(ctx context.Context, l *lease, path string, body any
 		return nil, err
 	}
 	var answer protocol.CompletionResponse
+	t0 := time.Now()
 	err = json.NewDecoder(io.LimitReader(cl.resp.Body, maxEngineAnswer)).Decode(&answer)
+	cl.wait.since(t0)
 	if err != nil {
 		if cl.ctx.Err() != nil {
 			err = cl.failure(err)
@@ -316,7 +324,9 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 		s.answer = nil
 		return a, nil
 	}
+	t0 := time.Now()
 	data, err := s.sse.Next()
+	s.cl.wait.since(t0)
 	if err != nil {
 		if s.cl.ctx.Err() != nil {
 			return nil, s.cl.failure(err)

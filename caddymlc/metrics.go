@@ -15,6 +15,9 @@ type routerMetrics struct {
 	preemptions prometheus.Counter
 	tokens      prometheus.Counter
 	ttft        *prometheus.HistogramVec
+	// ownTime is the part of the time to first token the router spent
+	// on its own work, not waiting on an engine.
+	ownTime *prometheus.HistogramVec
 	// itl is the time between two pieces of text a client receives.
 	itl *prometheus.HistogramVec
 	// steps times the microserving calls (to their answer, or to the
@@ -54,6 +57,9 @@ func sharedMetrics() *routerMetrics {
 				Help: "Tokens generated for clients."}),
 			ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "time_to_first_token_seconds",
 				Help: "Time from a request's arrival to its first text, by routing mode.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, []string{"mode"}),
+			ownTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "router_overhead_seconds",
+				Help: "The part of the time to first token spent in the router's own work (parsing, tokenizing, choosing engines, encoding, writing), not waiting on an engine, the queue or a retry's backoff, by routing mode.",
+				Buckets: prometheus.ExponentialBuckets(0.00002, 1.5, 28)}, []string{"mode"}),
 			itl: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "inter_token_latency_seconds",
 				Help: "Time between two pieces of a choice's text as the router sends them, by routing mode.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"mode"}),
 			steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "microserving_step_seconds",
@@ -83,7 +89,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.itl, m.steps, m.kvBytes, m.inflight,
+	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests}, m.gpu.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError

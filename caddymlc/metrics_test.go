@@ -2,9 +2,19 @@ package caddymlc
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // The router's metrics count requests, tokens and retries, and the
@@ -33,4 +43,88 @@ func TestMetricsCount(t *testing.T) {
 			t.Fatalf("in-flight gauge of %s is %v", e.Addr, g)
 		}
 	}
+}
+
+// The router's own part of the time to first token leaves out the time it
+// waits on the engine: an engine that takes engineDelay to answer adds
+// that much to the time to first token, and nothing to the router's part.
+func TestRouterOverheadExcludesEngineWait(t *testing.T) {
+	const engineDelay = 300 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != protocol.PathCompletions {
+			w.Write([]byte(`{"object":"list","data":[{"id":"tiny","object":"model"}]}`))
+			return
+		}
+		var req protocol.CompletionRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		time.Sleep(engineDelay) // the engine's work, not a synchronisation
+		if !req.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"id":"c","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":"slow engine","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []string{
+			`{"id":"c","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":"slow","finish_reason":null}]}`,
+			`{"id":"c","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":" engine","finish_reason":"length"}]}`,
+			`{"id":"c","object":"text_completion","created":1,"model":"tiny","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
+			`[DONE]`,
+		} {
+			fmt.Fprintf(w, "data: %s\n\n", ev)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	port := freePorts(t, 1)[0]
+	loadCaddyfile(t, fmt.Sprintf(`{
+	admin off
+	auto_https off
+	skip_install_trust
+}
+http://127.0.0.1:%d {
+	mlc_router {
+		model tiny
+		mode round_robin
+		endpoint %s external
+	}
+}
+`, port, srv.Listener.Addr()))
+	m := sharedMetrics()
+	ttft, own := m.ttft.WithLabelValues(ModeRoundRobin), m.ownTime.WithLabelValues(ModeRoundRobin)
+	for _, stream := range []bool{false, true} {
+		ttftBefore, ownBefore := histogramOf(t, ttft), histogramOf(t, own)
+		body := greedy("how long", 2)
+		body["stream"] = stream
+		answer := post(t, fmt.Sprintf("http://127.0.0.1:%d/v1/completions", port), body, http.StatusOK)
+		if !strings.Contains(string(answer), "slow") || !strings.Contains(string(answer), "engine") {
+			t.Fatalf("stream %v: answer %s", stream, answer)
+		}
+		ttftAfter, ownAfter := histogramOf(t, ttft), histogramOf(t, own)
+		if ttftAfter.GetSampleCount()-ttftBefore.GetSampleCount() != 1 || ownAfter.GetSampleCount()-ownBefore.GetSampleCount() != 1 {
+			t.Fatalf("stream %v: observations: time to first token +%d, router overhead +%d; want +1 each", stream,
+				ttftAfter.GetSampleCount()-ttftBefore.GetSampleCount(), ownAfter.GetSampleCount()-ownBefore.GetSampleCount())
+		}
+		first := time.Duration((ttftAfter.GetSampleSum() - ttftBefore.GetSampleSum()) * float64(time.Second))
+		router := time.Duration((ownAfter.GetSampleSum() - ownBefore.GetSampleSum()) * float64(time.Second))
+		t.Logf("stream %v: time to first token %v, the router's part %v", stream, first, router)
+		if first < engineDelay {
+			t.Fatalf("stream %v: time to first token %v, under the engine's own %v", stream, first, engineDelay)
+		}
+		if router <= 0 || router > first-engineDelay {
+			t.Fatalf("stream %v: the router's part %v: want within (0, %v] (the time to first token %v less the engine's %v)",
+				stream, router, first-engineDelay, first, engineDelay)
+		}
+	}
+}
+
+// histogramOf reads a histogram's count and sum.
+func histogramOf(t *testing.T, o prometheus.Observer) *dto.Histogram {
+	t.Helper()
+	var m dto.Metric
+	if err := o.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram()
 }

@@ -75,6 +75,7 @@ func (r *Router) acquire(ctx context.Context, role string, o pickOptions) (*leas
 		r.queued.Add(-1)
 		r.metrics.queued.Dec()
 		r.metrics.queueWait.Observe(time.Since(begin).Seconds())
+		engineWaitOf(ctx).since(begin)
 	}()
 	timeout := time.NewTimer(time.Duration(r.QueueTimeout))
 	defer timeout.Stop()

@@ -115,15 +115,15 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix strin
 		return
 	}
 	req.Model = r.Model // what the engines are told, and the answers say
-	c := r.newCompletion(idPrefix, req, prompt)
+	c := r.newCompletion(idPrefix, req, prompt, begin)
 	rec := &outcomeSink{sink: mk(w, c.id, r.Model, req)}
 	st := c.run(hreq.Context(), rec)
 	r.record(hreq, c, rec, st, begin)
 }
 
-func (r *Router) newCompletion(idPrefix string, req *protocol.CompletionRequest, prompt []int) *completion {
+func (r *Router) newCompletion(idPrefix string, req *protocol.CompletionRequest, prompt []int, begin time.Time) *completion {
 	id := protocol.NewID(idPrefix)
-	return &completion{r: r, id: id, req: req, prompt: prompt, log: r.logger.With(zap.String("request_id", id))}
+	return &completion{r: r, id: id, req: req, prompt: prompt, begin: begin, log: r.logger.With(zap.String("request_id", id))}
 }
 
 // Caddy request variables the router sets for each request it serves, so
@@ -147,6 +147,7 @@ func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st 
 	r.metrics.tokens.Add(float64(st.tokens))
 	if st.firstToken > 0 {
 		r.metrics.ttft.WithLabelValues(r.Mode).Observe(st.firstToken.Seconds())
+		r.metrics.ownTime.WithLabelValues(r.Mode).Observe(st.ownTime.Seconds())
 	}
 	engines := strings.Join(st.engines, ",")
 	ctx := hreq.Context()
@@ -162,6 +163,7 @@ func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st 
 		zap.Int("prompt_tokens", len(c.prompt)), zap.Int("completion_tokens", st.tokens),
 		zap.Int("attempts", st.attempts), zap.Int("preemptions", st.preemptions),
 		zap.Duration("duration", time.Since(begin)), zap.Duration("time_to_first_token", st.firstToken),
+		zap.Duration("router_time_to_first_token", st.ownTime),
 	}
 	if c.req.User != nil {
 		fields = append(fields, zap.String("user", *c.req.User))

@@ -85,6 +85,15 @@ func (p *party) measure(ctx context.Context) (caddySample, error) {
 	return p.caddy.sample(ctx)
 }
 
+// overhead reads the router's histogram of its own part of the time to
+// first token; a party without a router has an empty one.
+func (p *party) overhead(ctx context.Context) (histogram, error) {
+	if p.caddy == nil {
+		return histogram{}, nil
+	}
+	return p.caddy.readOverhead(ctx)
+}
+
 // waitServing sends a one-token completion until one is answered: a
 // router may answer /v1/models before its health checks have found the
 // engines ready. It gives up after startTimeout.

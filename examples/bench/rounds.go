@@ -32,6 +32,12 @@ func measureRows(ctx context.Context, cfg *config, parties []*party, engines []s
 			var line []string
 			for k := range parties {
 				p := parties[(k+round)%len(parties)]
+				// The overhead histogram is read outside the window of
+				// the other counters: its exposition allocates in Caddy.
+				ownBefore, err := p.overhead(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", p.key, err)
+				}
 				before, err := p.measure(ctx)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", p.key, err)
@@ -49,6 +55,10 @@ func measureRows(ctx context.Context, cfg *config, parties []*party, engines []s
 				if err != nil {
 					return nil, err
 				}
+				ownAfter, err := p.overhead(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", p.key, err)
+				}
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
@@ -57,6 +67,7 @@ func measureRows(ctx context.Context, cfg *config, parties []*party, engines []s
 				t.addDecoded(decodedBefore, decodedAfter)
 				if p.caddy != nil {
 					t.addCaddy(before, after)
+					t.own.grow(ownBefore, ownAfter)
 				}
 				line = append(line, fmt.Sprintf("%s %.0f/s", p.key, float64(len(samples))/wall.Seconds()))
 			}

@@ -21,7 +21,8 @@ type tally struct {
 	cpu        time.Duration
 	mallocs    uint64
 	allocBytes uint64
-	rss        int64 // the largest resident set after a segment
+	rss        int64     // the largest resident set after a segment
+	own        histogram // the router's own part of the time to first token
 
 	decoded []float64 // tokens each engine decoded over the segments
 }
@@ -70,6 +71,7 @@ type figures struct {
 	rps                 float64
 	p50, p99            time.Duration
 	ttft50              time.Duration
+	own50               time.Duration // the router's own part of ttft50's kind, p50; 0 without a router
 	gap50, gap99        time.Duration
 	cpuMS               float64 // Caddy CPU per request
 	allocs, allocKiB    float64 // Caddy heap allocations per request
@@ -86,6 +88,7 @@ func (t *tally) figures() figures {
 	}
 	f.p50, f.p99 = percentile(t.latency, 0.50), percentile(t.latency, 0.99)
 	f.ttft50 = percentile(t.ttft, 0.50)
+	f.own50 = t.own.quantile(0.50)
 	f.gap50, f.gap99 = percentile(t.gaps, 0.50), percentile(t.gaps, 0.99)
 	var all float64
 	for _, d := range t.decoded {
