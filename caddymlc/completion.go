@@ -54,8 +54,8 @@ type completion struct {
 type stats struct {
 	attempts    int
 	preemptions int
-	tokens      int      // delivered to the client
-	engines     []string // that generated, in order, each once
+	tokens      int           // delivered to the client
+	engines     []string      // that generated, in order, each once
 	firstToken  time.Duration // from the request's arrival
 	// ownTime is the part of firstToken the router spent on its own work,
 	// not waiting on an engine (see engineWait).

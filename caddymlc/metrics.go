@@ -58,7 +58,7 @@ func sharedMetrics() *routerMetrics {
 			ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "time_to_first_token_seconds",
 				Help: "Time from a request's arrival to its first text, by routing mode.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, []string{"mode"}),
 			ownTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "router_overhead_seconds",
-				Help: "The part of the time to first token spent in the router's own work (parsing, tokenizing, choosing engines, encoding, writing), not waiting on an engine, the queue or a retry's backoff, by routing mode.",
+				Help:    "The part of the time to first token spent in the router's own work (parsing, tokenizing, choosing engines, encoding, writing), not waiting on an engine, the queue or a retry's backoff, by routing mode.",
 				Buckets: prometheus.ExponentialBuckets(0.00002, 1.5, 28)}, []string{"mode"}),
 			itl: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "inter_token_latency_seconds",
 				Help: "Time between two pieces of a choice's text as the router sends them, by routing mode.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"mode"}),
