@@ -131,6 +131,17 @@ func TestPickTiers(t *testing.T) {
 			t.Fatalf("saturated engine chosen: %d", got)
 		}
 	}
+	// An engine whose pages are in its prefix cache has room: it evicts
+	// them for new work. One without free or cached pages for the call
+	// has none.
+	u0.load.Store(&engineLoad{at: time.Now(), pagesFree: 0, pagesCached: 100, pagesTotal: 100})
+	u1.load.Store(&engineLoad{at: time.Now(), pagesFree: 10, pagesCached: 0, pagesTotal: 100})
+	for range 4 {
+		if got := pick(pickOptions{needPages: 50}); got != 0 {
+			t.Fatalf("chose engine %d: engine 0 has 100 cached pages to evict, engine 1 only 10 free", got)
+		}
+	}
+	u0.load.Store(nil)
 	u1.load.Store(nil)
 	// A broken engine (breaker open) is a last resort; never with noBroken.
 	_, pid0 := u0.status()

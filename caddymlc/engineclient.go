@@ -230,7 +230,7 @@ const maxEngineAnswer = 64 << 20
 func (c *engineClient) generate(ctx context.Context, l *lease, path string, body any, stream bool, chain []uint64) (*chunkStream, error) {
 	var note *prefixNote
 	if chain != nil {
-		note = &prefixNote{predicted: l.prefixes.match(chain)}
+		note = &prefixNote{predicted: l.prefixes.matchHeld(chain), chain: chain}
 		l.prefixes.learn(chain, -1, l.prefixCapacity())
 	}
 	s, err := c.open(ctx, l, path, body, stream)
@@ -294,11 +294,15 @@ type chunkStream struct {
 }
 
 // prefixNote is what an engine's prefix index expected it to hold of a
-// prompt, to be corrected by what the engine reports it matched.
-type prefixNote struct{ predicted int }
+// prompt (chain), to be corrected by what the engine reports it matched.
+type prefixNote struct {
+	predicted int
+	chain     []uint64
+}
 
-// usage reads what the engine's final usage tells the router: how much of
-// the prompt its prefix cache held (the built-in engine reports it).
+// usage reads what the engine's final usage tells the router: that it
+// prefilled the prompt, and how much of it its prefix cache held (the
+// built-in engine reports it).
 func (s *chunkStream) usage(u *protocol.Usage) {
 	if s.prefix == nil || u == nil {
 		return
@@ -307,6 +311,7 @@ func (s *chunkStream) usage(u *protocol.Usage) {
 		l := s.cl.l
 		l.prefixes.correct(s.prefix.predicted, matched, l.prefixCapacity())
 	}
+	s.cl.l.prefixes.hold(s.prefix.chain) // it prefilled the prompt: it holds it now
 	s.prefix = nil
 }
 

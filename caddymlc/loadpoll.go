@@ -105,7 +105,7 @@ func parseLoad(extra map[string]json.RawMessage) (engineLoad, bool) {
 	found := false
 	for key, dst := range map[string]*int{
 		"running": &l.running, "waiting": &l.waiting, "prepared": &l.prepared,
-		"kv_pages_free": &l.pagesFree, "kv_pages_total": &l.pagesTotal,
+		"kv_pages_free": &l.pagesFree, "kv_pages_cached": &l.pagesCached, "kv_pages_total": &l.pagesTotal,
 	} {
 		if n, ok := intExtra(extra, key); ok {
 			*dst, found = n, true

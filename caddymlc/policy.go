@@ -68,14 +68,20 @@ func (roundRobin) choose(cs []candidate, _ pickOptions, _ time.Time, first int) 
 
 // prefixAware is PolicyPrefixAware. Its cost of an engine is in prompt
 // tokens to prefill: the prompt minus the prefix the engine is expected
-// to hold, plus loadTokens for every call in flight there (a request
-// queued behind others waits about as long as a prefill of that many
-// tokens takes). The tier already keeps saturated engines out, so a
-// prefix hit never outweighs an engine that cannot take the request.
+// to hold, plus loadTokens for every call in flight there. The tier
+// already keeps saturated engines out, so a prefix hit never outweighs an
+// engine that cannot take the request.
 type prefixAware struct{}
 
-// loadTokens is what one call in flight costs, in tokens to prefill.
-const loadTokens = 256
+// loadTokens is what one call in flight costs, in tokens to prefill. A
+// request queued behind others waits about as long as a prefill of some
+// hundreds of tokens takes; but a request sent away from the engine that
+// holds its prefix also evicts other prefixes where it lands, which
+// their next requests pay for, so a miss costs about twice its prefill:
+// 128 tokens a call weighs that. (With 256, prefixbench's hit rate fell
+// by a quarter: bursts sent requests away from their prefixes, and the
+// caches thrashed.)
+const loadTokens = 128
 
 func (prefixAware) choose(cs []candidate, o pickOptions, now time.Time, first int) candidate {
 	chain := prefixChain(o.prompt)

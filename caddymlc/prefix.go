@@ -14,8 +14,16 @@ import (
 // tree whose nodes are pages, and a lookup walks a prompt's chain until
 // the first page the engine does not hold. It forgets the least recently
 // used pages beyond the engine's own KV capacity (which it reports), as
-// the engine's radix cache does, and every prep_recv answer, which says
-// how much the engine really matched, corrects it.
+// the engine's radix cache does, and what the engine says it matched
+// (prep_recv's answer, a whole request's final usage) corrects it.
+//
+// A page is pending from the moment a request carrying it is routed until
+// the engine is known to have computed it: until then a request with the
+// same prefix finds nothing in the engine's cache, as the prefill is still
+// running (engines do not share one in flight). Routing counts pending
+// pages, so that requests sharing a prefix keep going to the engine that
+// will hold it; only a held page that the engine did not match means the
+// engine evicted it.
 
 // defaultPrefixPages bounds an index whose engine reports no capacity.
 const defaultPrefixPages = 1 << 14
@@ -44,7 +52,7 @@ func prefixChain(prompt []int) []uint64 {
 // prefixIndex is one engine's expected prefix cache.
 type prefixIndex struct {
 	mu    sync.Mutex
-	lru   list.List // of uint64 page hashes, most recent first
+	lru   list.List // of *indexedPage, most recent first
 	pages map[uint64]*list.Element
 	// limit is how many pages the engine's cache is believed to keep: its
 	// KV capacity at most, less once the engine turned out to have
@@ -53,18 +61,34 @@ type prefixIndex struct {
 	limit int
 }
 
+// indexedPage is a page of the index: its hash, and whether the engine
+// is known to have computed it (else it is pending).
+type indexedPage struct {
+	hash uint64
+	held bool
+}
+
 // match returns how many prompt tokens of chain the engine is expected to
-// hold.
+// hold once the requests routed to it have been prefilled.
 func (p *prefixIndex) match(chain []uint64) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.matchLocked(chain)
+	return p.matchLocked(chain, false)
 }
 
-func (p *prefixIndex) matchLocked(chain []uint64) int {
+// matchHeld returns how many prompt tokens of chain the engine is known
+// to have computed and is expected to keep: what it should match now.
+func (p *prefixIndex) matchHeld(chain []uint64) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.matchLocked(chain, true)
+}
+
+func (p *prefixIndex) matchLocked(chain []uint64, heldOnly bool) int {
 	n := 0
 	for _, h := range chain {
-		if _, ok := p.pages[h]; !ok {
+		e, ok := p.pages[h]
+		if !ok || heldOnly && !e.Value.(*indexedPage).held {
 			break
 		}
 		n++
@@ -85,13 +109,14 @@ func (p *prefixIndex) learn(chain []uint64, matched, capacity int) {
 		p.pages = map[uint64]*list.Element{}
 	}
 	if matched >= 0 {
-		p.correctLocked(p.matchLocked(chain), matched, capacity)
-		for _, h := range chain[min(matched/kvPageTokens, len(chain)):] {
-			if e, ok := p.pages[h]; ok {
-				p.lru.Remove(e)
-				delete(p.pages, h)
+		p.correctLocked(p.matchLocked(chain, true), matched, capacity)
+		m := min(matched/kvPageTokens, len(chain))
+		for _, h := range chain[m:] {
+			if e, ok := p.pages[h]; ok && e.Value.(*indexedPage).held {
+				p.removeLocked(e)
 			}
 		}
+		p.holdLocked(chain[:m])
 	}
 	// Last page first, so that a prompt's leading pages are the most
 	// recent: like a radix cache, the index forgets leaves before the
@@ -102,14 +127,31 @@ func (p *prefixIndex) learn(chain []uint64, matched, capacity int) {
 			p.lru.MoveToFront(e)
 			continue
 		}
-		p.pages[h] = p.lru.PushFront(h)
+		p.pages[h] = p.lru.PushFront(&indexedPage{hash: h})
 	}
 	p.trimLocked(capacity)
 }
 
+// hold records that the engine computed chain: a request that carried it
+// finished its prefill there.
+func (p *prefixIndex) hold(chain []uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdLocked(chain)
+}
+
+func (p *prefixIndex) holdLocked(chain []uint64) {
+	for _, h := range chain {
+		if e, ok := p.pages[h]; ok {
+			e.Value.(*indexedPage).held = true
+		}
+	}
+}
+
 // correct tells the index what the engine matched (matched tokens) of a
-// prompt of which the index expected predicted tokens, when the answer
-// comes after the prompt was recorded (a whole request's final usage).
+// prompt of which the index expected predicted tokens (matchHeld), when
+// the answer comes after the prompt was recorded (a request's final
+// usage).
 // Less than expected: the engine keeps fewer pages than the index did, and
 // the index keeps fewer. As much: the index's idea grows back towards the
 // engine's capacity.
@@ -138,8 +180,11 @@ func (p *prefixIndex) trimLocked(capacity int) {
 		limit = min(limit, p.limit)
 	}
 	for p.lru.Len() > limit {
-		e := p.lru.Back()
-		delete(p.pages, e.Value.(uint64))
-		p.lru.Remove(e)
+		p.removeLocked(p.lru.Back())
 	}
+}
+
+func (p *prefixIndex) removeLocked(e *list.Element) {
+	delete(p.pages, e.Value.(*indexedPage).hash)
+	p.lru.Remove(e)
 }

@@ -71,10 +71,10 @@ func TestPrefixAwarePrefersTheWarmEngineUnlessBusy(t *testing.T) {
 		}
 		l.release()
 	}
-	// Busy enough that the prefix no longer pays: 5 calls cost more than
+	// Busy enough that the prefix no longer pays: 9 calls cost more than
 	// prefilling 1,024 tokens.
 	var held []func()
-	for range 5 {
+	for range 1024/loadTokens + 1 {
 		held = append(held, lf.upstreams[1].hold())
 	}
 	l := r.pick("", pickOptions{prompt: prompt})
@@ -109,5 +109,46 @@ func TestPrefixIndexLearnsWhatTheEngineKeeps(t *testing.T) {
 	}
 	if p.limit <= shrunk || p.limit > capacity {
 		t.Fatalf("limit %d after confirmations, %d before, capacity %d", p.limit, shrunk, capacity)
+	}
+}
+
+// Pages routed to an engine count for routing at once, but only pages the
+// engine is known to have computed count as what it should match: a
+// request that finds nothing because its prefix is still being prefilled
+// there (for an earlier request) is no eviction, and the index keeps its
+// size.
+func TestPrefixIndexTellsPendingFromHeld(t *testing.T) {
+	var p prefixIndex
+	const capacity = 64
+	chain := prefixChain(seq(0, 16*16))
+	p.learn(chain, -1, capacity)
+	if got := p.match(chain); got != 16*16 {
+		t.Fatalf("routing match %d, want the whole prompt (pending)", got)
+	}
+	if got := p.matchHeld(chain); got != 0 {
+		t.Fatalf("held match %d before the engine computed anything", got)
+	}
+	p.learn(chain, -1, capacity) // a second request, while the first prefills
+	p.correct(p.matchHeld(chain), 0, capacity)
+	if p.limit != capacity {
+		t.Fatalf("limit %d after a miss on pending pages, want %d", p.limit, capacity)
+	}
+	p.hold(chain)
+	if got := p.matchHeld(chain); got != 16*16 {
+		t.Fatalf("held match %d after the engine computed the prompt", got)
+	}
+	// Now a miss is an eviction.
+	p.correct(p.matchHeld(chain), 0, capacity)
+	if p.limit >= capacity {
+		t.Fatalf("limit %d after a miss on held pages", p.limit)
+	}
+	// prep_recv's answer holds what it matched, and drops the held pages
+	// beyond it.
+	var q prefixIndex
+	q.learn(chain, -1, capacity)
+	q.hold(chain)
+	q.learn(chain, 8*16, capacity)
+	if got := q.matchHeld(chain); got != 8*16 {
+		t.Fatalf("after prep_recv matched 8 pages the index holds %d tokens", got)
 	}
 }

@@ -44,13 +44,17 @@ type upstream struct {
 // that moment, so that the requests of other Caddy replicas can be told
 // from ours.
 type engineLoad struct {
-	at         time.Time
-	running    int // sequences prefilling or decoding
-	waiting    int // sequences and prep_recvs waiting for KV pages
-	prepared   int // reservations waiting for start_generate
-	pagesFree  int
-	pagesTotal int
-	ownAtPoll  int64 // our inflight when the answer came
+	at        time.Time
+	running   int // sequences prefilling or decoding
+	waiting   int // sequences and prep_recvs waiting for KV pages
+	prepared  int // reservations waiting for start_generate
+	pagesFree int
+	// pagesCached are pages the prefix cache keeps with no sequence
+	// using them: the engine evicts them for new work, so they are room
+	// as free pages are.
+	pagesCached int
+	pagesTotal  int
+	ownAtPoll   int64 // our inflight when the answer came
 }
 
 // prefixCapacity is how many KV pages the engine's prefix cache can hold
@@ -120,7 +124,7 @@ func (u *upstream) saturated(now time.Time, needPages int) bool {
 	if l == nil || now.Sub(l.at) > loadStale || l.pagesTotal == 0 {
 		return false
 	}
-	return l.waiting > 0 || l.pagesFree < needPages
+	return l.waiting > 0 || l.pagesFree+l.pagesCached < needPages
 }
 
 // served reports a call the engine answered: passive health for the
