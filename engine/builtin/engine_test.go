@@ -1,7 +1,10 @@
 package builtin
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,6 +93,42 @@ func TestPrefixCache(t *testing.T) {
 	again := complete(t, cached.client, cached.url, "/v1/completions", greedy(second, 8))
 	if again.texts[0] != want.texts[0] {
 		t.Fatalf("repeated prompt gives %q, want %q", again.texts[0], want.texts[0])
+	}
+}
+
+// A prompt's pages are in the prefix cache once it is prefilled, not only
+// once its request ends: a request with the same prefix that comes while
+// the first still decodes shares them, and gets the same text as without
+// the cache.
+func TestPrefixCacheSharesARunningPrompt(t *testing.T) {
+	cached := newTestEngine(t, "", false, "--prefix-cache-mode", "radix")
+	plain := newTestEngine(t, "", false, "--prefix-cache-mode", "disable")
+	long := prompts(40)[31]
+	b, _ := json.Marshal(with(greedy(long, 3000), "stream", true, "debug_config", map[string]any{"ignore_eos": true}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, cached.url+"/v1/completions", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := cached.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Its first token: the prompt is prefilled.
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	second := long + " and then something else happens"
+	got := complete(t, cached.client, cached.url, "/v1/completions", greedy(second, 8))
+	if m, err := cached.e.Metrics(); err != nil || m.Running == 0 {
+		t.Skipf("inconclusive: the first request (3,000 tokens) ended before the second was answered (%+v, %v)", m, err)
+	}
+	if n := extraInt(t, got.usage, "prefix_matched_length"); n < 100 {
+		t.Fatalf("a request sharing a running request's prompt matched only %d tokens", n)
+	}
+	want := complete(t, plain.client, plain.url, "/v1/completions", greedy(second, 8))
+	if got.texts[0] != want.texts[0] {
+		t.Fatalf("sharing a running prompt %q, without the cache %q", got.texts[0], want.texts[0])
 	}
 }
 

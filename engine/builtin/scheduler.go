@@ -108,6 +108,12 @@ func (e *Engine) prefill() {
 			continue
 		}
 		s.decoding = true
+		// The prompt's full pages go to the prefix cache now, not when the
+		// sequence ends: a request with the same prefix that comes while
+		// this one decodes shares them. They stay this sequence's (it
+		// holds references) and only ever get read; it writes on after
+		// them.
+		e.pool.Insert(s.tokens[:s.kvLen], s.pages)
 		e.sample(s)
 	}
 }
