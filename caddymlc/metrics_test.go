@@ -78,19 +78,8 @@ func TestRouterOverheadExcludesEngineWait(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	port := freePorts(t, 1)[0]
-	loadCaddyfile(t, fmt.Sprintf(`{
-	admin off
-	auto_https off
-	skip_install_trust
-}
-http://127.0.0.1:%d {
-	mlc_router {
-		model tiny
-		mode round_robin
-		endpoint %s external
-	}
-}
-`, port, srv.Listener.Addr()))
+	reloadSite(t, port, fmt.Sprintf("\t\tmode round_robin\n\t\tendpoint %s external\n", srv.Listener.Addr()))
+	t.Cleanup(func() { stopCaddy(t) })
 	m := sharedMetrics()
 	ttft, own := m.ttft.WithLabelValues(ModeRoundRobin), m.ownTime.WithLabelValues(ModeRoundRobin)
 	for _, stream := range []bool{false, true} {
