@@ -124,13 +124,30 @@ func TestPickTiers(t *testing.T) {
 	if got := pick(pickOptions{avoid: map[string]bool{u0.addr: true, u1.addr: true}}); got < 0 {
 		t.Fatal("nothing chosen when every engine failed the request before")
 	}
-	// An engine with work waiting for KV pages is passed over.
-	u1.load.Store(&engineLoad{at: time.Now(), waiting: 1, pagesFree: 100, pagesTotal: 100})
-	for range 4 {
-		if got := pick(pickOptions{needPages: 1}); got != 0 {
-			t.Fatalf("saturated engine chosen: %d", got)
+	// An engine with work its last step could not start (short of KV
+	// pages) is passed over; so is one that reports only what waits, as
+	// an engine without the blocked count does.
+	for _, l := range []engineLoad{{waiting: 2, blocked: 1}, {waiting: 1, blocked: -1}} {
+		l.at, l.pagesFree, l.pagesTotal = time.Now(), 100, 100
+		u1.load.Store(&l)
+		for range 4 {
+			if got := pick(pickOptions{needPages: 1}); got != 0 {
+				t.Fatalf("saturated engine chosen (%+v): %d", l, got)
+			}
 		}
 	}
+	// Work that has only arrived (it starts at the next step) is load,
+	// not saturation: the engine stays in the tier and takes its turn.
+	// Engine 1 has less of it than engine 0, so it is chosen unless
+	// counted as saturated.
+	u0.load.Store(&engineLoad{at: time.Now(), waiting: 5, blocked: 0, pagesFree: 100, pagesTotal: 100})
+	u1.load.Store(&engineLoad{at: time.Now(), waiting: 3, blocked: 0, pagesFree: 100, pagesTotal: 100})
+	for range 4 {
+		if got := pick(pickOptions{needPages: 1}); got != 1 {
+			t.Fatalf("chose engine %d: engine 1 has new work queued but nothing blocked, and less than engine 0", got)
+		}
+	}
+	u0.load.Store(nil)
 	// An engine whose pages are in its prefix cache has room: it evicts
 	// them for new work. One without free or cached pages for the call
 	// has none.

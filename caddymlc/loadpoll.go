@@ -93,7 +93,7 @@ func (u *upstream) pollOnce(ctx context.Context, client *http.Client) {
 	l.at, l.ownAtPoll = time.Now(), max(own, u.inflight.Load())
 	u.load.Store(&l)
 	if ce := u.fleet.log().Check(zap.DebugLevel, "engine load"); ce != nil {
-		ce.Write(addrField(u), zap.Int("running", l.running), zap.Int("waiting", l.waiting),
+		ce.Write(addrField(u), zap.Int("running", l.running), zap.Int("waiting", l.waiting), zap.Int("blocked", l.blocked),
 			zap.Int("prepared", l.prepared), zap.Int("kv_pages_free", l.pagesFree))
 	}
 }
@@ -101,10 +101,10 @@ func (u *upstream) pollOnce(ctx context.Context, client *http.Client) {
 // parseLoad reads the load fields of a query_engine_metrics answer; ok is
 // false when the engine reports none of them.
 func parseLoad(extra map[string]json.RawMessage) (engineLoad, bool) {
-	var l engineLoad
+	l := engineLoad{blocked: -1}
 	found := false
 	for key, dst := range map[string]*int{
-		"running": &l.running, "waiting": &l.waiting, "prepared": &l.prepared,
+		"running": &l.running, "waiting": &l.waiting, "blocked": &l.blocked, "prepared": &l.prepared,
 		"kv_pages_free": &l.pagesFree, "kv_pages_cached": &l.pagesCached, "kv_pages_total": &l.pagesTotal,
 	} {
 		if n, ok := intExtra(extra, key); ok {

@@ -44,9 +44,14 @@ type upstream struct {
 // that moment, so that the requests of other Caddy replicas can be told
 // from ours.
 type engineLoad struct {
-	at        time.Time
-	running   int // sequences prefilling or decoding
-	waiting   int // sequences and prep_recvs waiting for KV pages
+	at      time.Time
+	running int // sequences prefilling or decoding
+	waiting int // sequences and prep_recvs queued
+	// blocked is the part of waiting the engine's last step could not
+	// start, short of KV pages: what saturation means. The rest has only
+	// arrived and starts at the next step. -1 when the engine does not
+	// report it (waiting is then taken as blocked).
+	blocked   int
 	prepared  int // reservations waiting for start_generate
 	pagesFree int
 	// pagesCached are pages the prefix cache keeps with no sequence
@@ -117,14 +122,21 @@ func (u *upstream) score(now time.Time) float64 {
 }
 
 // saturated reports that the engine said it cannot take needPages more KV
-// pages now, or already has work waiting for pages: work sent there
-// would queue behind held pages.
+// pages now, or already has work it could not start for want of pages:
+// work sent there would queue behind held pages. Work that has only
+// arrived does not count: an engine under load always has some between
+// two steps, and passing it over for that sends every request for a
+// poll's while to the other engines, in bursts.
 func (u *upstream) saturated(now time.Time, needPages int) bool {
 	l := u.load.Load()
 	if l == nil || now.Sub(l.at) > loadStale || l.pagesTotal == 0 {
 		return false
 	}
-	return l.waiting > 0 || l.pagesFree+l.pagesCached < needPages
+	blocked := l.blocked
+	if blocked < 0 {
+		blocked = l.waiting
+	}
+	return blocked > 0 || l.pagesFree+l.pagesCached < needPages
 }
 
 // served reports a call the engine answered: passive health for the

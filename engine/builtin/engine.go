@@ -37,6 +37,7 @@ type Engine struct {
 	running     []*sequence
 	prepared    map[string]*sequence // by user
 	pendingPrep []*prepWait          // prep_recvs waiting for pages
+	blocked     int                  // queued work the last step could not start (Metrics.Blocked)
 	active      map[*request]bool
 	admitSeq    uint64
 	scratch     *model.Scratch

@@ -288,6 +288,9 @@ mlc_engine_running_requests 0
 # HELP mlc_engine_waiting_requests Sequences waiting to be scheduled.
 # TYPE mlc_engine_waiting_requests gauge
 mlc_engine_waiting_requests 0
+# HELP mlc_engine_blocked_requests Sequences and prep_recvs the last scheduler step could not start, short of KV pages or a batch slot.
+# TYPE mlc_engine_blocked_requests gauge
+mlc_engine_blocked_requests 0
 # HELP mlc_engine_prepared_requests prep_recv reservations waiting for start_generate.
 # TYPE mlc_engine_prepared_requests gauge
 mlc_engine_prepared_requests 0

@@ -13,8 +13,13 @@ import (
 
 // Metrics is a snapshot of the engine's state and totals.
 type Metrics struct {
-	Running       int // sequences being prefilled or decoded
-	Waiting       int // sequences queued (new or preempted) and prep_recvs waiting for pages
+	Running int // sequences being prefilled or decoded
+	Waiting int // sequences queued (new or preempted) and prep_recvs waiting for pages
+	// Blocked is the part of Waiting that the last scheduler step could
+	// not start (short of KV pages or of a batch slot): work that waits
+	// for the engine to free something, where the rest of Waiting has
+	// only arrived since and starts at the next step.
+	Blocked       int
 	Prepared      int // prep_recv reservations waiting for start_generate
 	Pages         kvcache.Stats
 	Preemptions   int64
@@ -31,7 +36,7 @@ func (e *Engine) Metrics() (Metrics, error) {
 
 func (e *Engine) snapshot() Metrics {
 	return Metrics{
-		Running: len(e.running), Waiting: len(e.waiting) + len(e.pendingPrep), Prepared: len(e.prepared),
+		Running: len(e.running), Waiting: len(e.waiting) + len(e.pendingPrep), Blocked: e.blocked, Prepared: len(e.prepared),
 		Pages:       e.pool.Stats(),
 		Preemptions: e.stats.preemptions, PrefillTokens: e.stats.prefillTokens, DecodeTokens: e.stats.decodeTokens,
 	}
@@ -42,6 +47,7 @@ func (m Metrics) extra() map[string]json.RawMessage {
 	return map[string]json.RawMessage{
 		"running":         jsonInt(m.Running),
 		"waiting":         jsonInt(m.Waiting),
+		"blocked":         jsonInt(m.Blocked),
 		"prepared":        jsonInt(m.Prepared),
 		"kv_pages_used":   jsonInt(m.Pages.Used),
 		"kv_pages_cached": jsonInt(m.Pages.Cached),
@@ -85,9 +91,10 @@ func metricsHandler(e *Engine) http.Handler {
 // collector exports the engine's Metrics. Each scrape takes one snapshot,
 // so the numbers of a scrape agree with each other (the pages add up).
 type collector struct {
-	e                                           *Engine
-	running, waiting, prepared, pages, pagesAll *prometheus.Desc
-	preemptions, prefillTokens, decodeTokens    *prometheus.Desc
+	e                                          *Engine
+	running, waiting, blocked, prepared, pages *prometheus.Desc
+	pagesAll                                   *prometheus.Desc
+	preemptions, prefillTokens, decodeTokens   *prometheus.Desc
 }
 
 func newCollector(e *Engine) *collector {
@@ -98,6 +105,7 @@ func newCollector(e *Engine) *collector {
 		e:             e,
 		running:       d("running_requests", "Sequences being prefilled or decoded."),
 		waiting:       d("waiting_requests", "Sequences waiting to be scheduled."),
+		blocked:       d("blocked_requests", "Sequences and prep_recvs the last scheduler step could not start, short of KV pages or a batch slot."),
 		prepared:      d("prepared_requests", "prep_recv reservations waiting for start_generate."),
 		pages:         d("kv_pages", "KV cache pages by state (cached: held only by the prefix cache).", "state"),
 		pagesAll:      d("kv_pages_total", "KV cache pages in all."),
@@ -109,7 +117,7 @@ func newCollector(e *Engine) *collector {
 
 // Describe sends the descriptions of every metric.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.running, c.waiting, c.prepared, c.pages, c.pagesAll, c.preemptions, c.prefillTokens, c.decodeTokens} {
+	for _, d := range []*prometheus.Desc{c.running, c.waiting, c.blocked, c.prepared, c.pages, c.pagesAll, c.preemptions, c.prefillTokens, c.decodeTokens} {
 		ch <- d
 	}
 }
@@ -129,6 +137,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.running, m.Running)
 	gauge(c.waiting, m.Waiting)
+	gauge(c.blocked, m.Blocked)
 	gauge(c.prepared, m.Prepared)
 	gauge(c.pages, m.Pages.Used, "used")
 	gauge(c.pages, m.Pages.Cached, "cached")

@@ -12,6 +12,7 @@ import (
 func (e *Engine) step() bool {
 	admitted := e.admit()
 	served := e.servePrepRecvs()
+	e.blocked = len(e.waiting) + len(e.pendingPrep)
 	progress := admitted || served || len(e.running) > 0
 	e.prefill()
 	e.decode()

@@ -37,7 +37,9 @@ func TestQueuedPrepRecvRunsWhenGenerationEnds(t *testing.T) {
 		}
 		prep := make(chan protocol.PrepRecvResponse, 1)
 		go func() { prep <- prepRecv(goTB{t}, te, "late", ids, -1) }()
-		queued := pollUntil(te, prep, func(m Metrics) bool { return m.Waiting == 1 && m.Running == 1 })
+		// Queued, and blocked: a scheduler step found no pages for it (what
+		// a router reads as saturation).
+		queued := pollUntil(te, prep, func(m Metrics) bool { return m.Waiting == 1 && m.Blocked == 1 && m.Running == 1 })
 		// From here on nothing but the two answers is awaited.
 		select {
 		case <-prep:
