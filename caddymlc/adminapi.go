@@ -50,10 +50,21 @@ type engineStatus struct {
 	Load *loadStatus `json:"load,omitempty"`
 }
 
+// loadStatusOf returns u's last load report, or nil before the first.
+func loadStatusOf(u *upstream) *loadStatus {
+	l := u.load.Load()
+	if l == nil {
+		return nil
+	}
+	return &loadStatus{Running: l.running, Waiting: l.waiting, Blocked: l.blocked, Prepared: l.prepared,
+		KVPagesFree: l.pagesFree, KVPages: l.pagesTotal, At: l.at}
+}
+
 // loadStatus is an engine's own report of its load.
 type loadStatus struct {
 	Running     int       `json:"running"`
 	Waiting     int       `json:"waiting"`
+	Blocked     int       `json:"blocked"` // of waiting, what the engine could not start; -1: not reported
 	Prepared    int       `json:"prepared"`
 	KVPagesFree int       `json:"kv_pages_free"`
 	KVPages     int       `json:"kv_pages_total"`
@@ -100,10 +111,7 @@ func (r *Router) status() routerStatus {
 			es.State, es.PID, es.Restarts = state.String(), pid, lf.Restarts(i)
 			es.InFlight, es.Requests = u.inflight.Load(), u.requests.Load()
 			es.Breaker, es.Draining = u.breaker.state(pid).String(), lf.draining.Load()
-			if l := u.load.Load(); l != nil {
-				es.Load = &loadStatus{Running: l.running, Waiting: l.waiting, Prepared: l.prepared,
-					KVPagesFree: l.pagesFree, KVPages: l.pagesTotal, At: l.at}
-			}
+			es.Load = loadStatusOf(u)
 		}
 		st.Engines = append(st.Engines, es)
 	}
@@ -137,10 +145,7 @@ func (d *dynamicSet) status() []engineStatus {
 		}
 		es := engineStatus{Addr: u.addr, Role: role, External: true, Dynamic: true, PEStart: int(u.pe.Load()), GPUs: 1,
 			State: state.String(), PID: pid, InFlight: u.inflight.Load(), Requests: u.requests.Load(), Breaker: u.breaker.state(pid).String()}
-		if l := u.load.Load(); l != nil {
-			es.Load = &loadStatus{Running: l.running, Waiting: l.waiting, Prepared: l.prepared,
-				KVPagesFree: l.pagesFree, KVPages: l.pagesTotal, At: l.at}
-		}
+		es.Load = loadStatusOf(u)
 		out = append(out, es)
 	}
 	return out

@@ -10,7 +10,8 @@ const (
 // SpecialQueryEngineMetrics is the special_request that asks an engine for
 // its metrics instead of a completion: a completion with no choices whose
 // usage.extra holds them. MLC's engines report timings; the built-in
-// engine reports its load (running, waiting, prepared, kv_pages_used,
+// engine reports its load (running, waiting, blocked: what of waiting its
+// last step could not start, prepared, kv_pages_used, kv_pages_cached,
 // kv_pages_free, kv_pages_total, ...) and, as caddy-mlc's extension, its
 // place in its NVSHMEM world (pe_start, npes): the router balances on the
 // load and learns a discovered engine's recv_rank from pe_start.
