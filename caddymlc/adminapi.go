@@ -64,7 +64,7 @@ func loadStatusOf(u *upstream) *loadStatus {
 type loadStatus struct {
 	Running     int       `json:"running"`
 	Waiting     int       `json:"waiting"`
-	Blocked     int       `json:"blocked"` // of waiting, what the engine could not start; -1: not reported
+	Blocked     int       `json:"blocked"` // of waiting, what the engine could not start (all of it, if it does not say)
 	Prepared    int       `json:"prepared"`
 	KVPagesFree int       `json:"kv_pages_free"`
 	KVPages     int       `json:"kv_pages_total"`

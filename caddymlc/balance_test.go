@@ -1,6 +1,7 @@
 package caddymlc
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -127,7 +128,11 @@ func TestPickTiers(t *testing.T) {
 	// An engine with work its last step could not start (short of KV
 	// pages) is passed over; so is one that reports only what waits, as
 	// an engine without the blocked count does.
-	for _, l := range []engineLoad{{waiting: 2, blocked: 1}, {waiting: 1, blocked: -1}} {
+	withoutBlocked, ok := parseLoad(map[string]json.RawMessage{"waiting": json.RawMessage("1")})
+	if !ok || withoutBlocked.blocked != 1 {
+		t.Fatalf("an engine reporting 1 waiting and no blocked count: %+v, %v", withoutBlocked, ok)
+	}
+	for _, l := range []engineLoad{{waiting: 2, blocked: 1}, withoutBlocked} {
 		l.at, l.pagesFree, l.pagesTotal = time.Now(), 100, 100
 		u1.load.Store(&l)
 		for range 4 {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
 )
 
 func oneFleet(t testing.TB) *engine.Fleet {
@@ -30,33 +29,6 @@ func pids(f *engine.Fleet) []int {
 	var out []int
 	for i := 0; i < f.Len(); i++ {
 		out = append(out, f.PID(i))
-	}
-	return out
-}
-
-// children returns the pids of this process's child processes.
-func children(t *testing.T) map[int]bool {
-	t.Helper()
-	out := map[int]bool{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Skip("no /proc")
-	}
-	me := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(me) && fields[0] != "Z" {
-			out[pid] = true
-		}
 	}
 	return out
 }
@@ -95,7 +67,7 @@ func caddyfileFor(httpPort int, enginePorts []int, mode string) []byte {
 // A reload with the same engines keeps the engine processes; a reload with
 // other engines replaces them; stopping Caddy leaves no engine behind.
 func TestReloadSharesEngines(t *testing.T) {
-	before := children(t)
+	before := enginetest.Children(t)
 	ports := freePorts(t, 5)
 	if err := caddy.Load(caddyfileFor(ports[0], ports[1:3], "round_robin"), true); err != nil {
 		t.Fatal(err)
@@ -125,7 +97,7 @@ func TestReloadSharesEngines(t *testing.T) {
 				t.Fatalf("changed engines kept pid %d", p)
 			}
 		}
-		if children(t)[p] {
+		if enginetest.Children(t)[p] {
 			t.Fatalf("old engine %d still running", p)
 		}
 	}
@@ -133,7 +105,7 @@ func TestReloadSharesEngines(t *testing.T) {
 		t.Fatalf("after the second reload: %d %s", status, raw)
 	}
 	stopCaddy(t)
-	for pid := range children(t) {
+	for pid := range enginetest.Children(t) {
 		if !before[pid] {
 			t.Fatalf("child %d outlived caddy.Stop", pid)
 		}
@@ -250,7 +222,7 @@ func TestAttemptsExhaustedMidStream(t *testing.T) {
 // Validating a config (caddy validate, caddy adapt --validate) provisions
 // its modules but starts no engine.
 func TestValidateStartsNoEngine(t *testing.T) {
-	before := children(t)
+	before := enginetest.Children(t)
 	ports := freePorts(t, 3)
 	var cfg caddy.Config
 	if err := json.Unmarshal(caddyfileFor(ports[0], ports[1:], "disagg"), &cfg); err != nil {
@@ -259,7 +231,7 @@ func TestValidateStartsNoEngine(t *testing.T) {
 	if err := caddy.Validate(&cfg); err != nil {
 		t.Fatal(err)
 	}
-	for pid := range children(t) {
+	for pid := range enginetest.Children(t) {
 		if !before[pid] {
 			t.Fatalf("validation started process %d", pid)
 		}

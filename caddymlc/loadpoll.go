@@ -99,7 +99,8 @@ func (u *upstream) pollOnce(ctx context.Context, client *http.Client) {
 }
 
 // parseLoad reads the load fields of a query_engine_metrics answer; ok is
-// false when the engine reports none of them.
+// false when the engine reports none of them. An engine that reports what
+// waits but not what of it is blocked has all of it taken as blocked.
 func parseLoad(extra map[string]json.RawMessage) (engineLoad, bool) {
 	l := engineLoad{blocked: -1}
 	found := false
@@ -110,6 +111,9 @@ func parseLoad(extra map[string]json.RawMessage) (engineLoad, bool) {
 		if n, ok := intExtra(extra, key); ok {
 			*dst, found = n, true
 		}
+	}
+	if l.blocked < 0 {
+		l.blocked = l.waiting
 	}
 	return l, found
 }

@@ -108,15 +108,15 @@ func (p *prefixIndex) learn(chain []uint64, matched, capacity int) {
 	if p.pages == nil {
 		p.pages = map[uint64]*list.Element{}
 	}
+	held := 0 // the pages the engine said it matched
 	if matched >= 0 {
 		p.correctLocked(p.matchLocked(chain, true), matched, capacity)
-		m := min(matched/kvPageTokens, len(chain))
-		for _, h := range chain[m:] {
+		held = min(matched/kvPageTokens, len(chain))
+		for _, h := range chain[held:] {
 			if e, ok := p.pages[h]; ok && e.Value.(*indexedPage).held {
 				p.removeLocked(e)
 			}
 		}
-		p.holdLocked(chain[:m])
 	}
 	// Last page first, so that a prompt's leading pages are the most
 	// recent: like a radix cache, the index forgets leaves before the
@@ -129,6 +129,7 @@ func (p *prefixIndex) learn(chain []uint64, matched, capacity int) {
 		}
 		p.pages[h] = p.lru.PushFront(&indexedPage{hash: h})
 	}
+	p.holdLocked(chain[:held]) // what it matched it holds, recorded or not before
 	p.trimLocked(capacity)
 }
 

@@ -151,4 +151,10 @@ func TestPrefixIndexTellsPendingFromHeld(t *testing.T) {
 	if got := q.matchHeld(chain); got != 8*16 {
 		t.Fatalf("after prep_recv matched 8 pages the index holds %d tokens", got)
 	}
+	// Also pages the index had not recorded (another replica's prompt).
+	var r prefixIndex
+	r.learn(chain, 8*16, capacity)
+	if got := r.matchHeld(chain); got != 8*16 {
+		t.Fatalf("a fresh index holds %d tokens after prep_recv matched 8 pages", got)
+	}
 }

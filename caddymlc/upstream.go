@@ -49,8 +49,8 @@ type engineLoad struct {
 	waiting int // sequences and prep_recvs queued
 	// blocked is the part of waiting the engine's last step could not
 	// start, short of KV pages: what saturation means. The rest has only
-	// arrived and starts at the next step. -1 when the engine does not
-	// report it (waiting is then taken as blocked).
+	// arrived and starts at the next step. An engine that does not
+	// report it has all its waiting work taken as blocked (parseLoad).
 	blocked   int
 	prepared  int // reservations waiting for start_generate
 	pagesFree int
@@ -132,11 +132,7 @@ func (u *upstream) saturated(now time.Time, needPages int) bool {
 	if l == nil || now.Sub(l.at) > loadStale || l.pagesTotal == 0 {
 		return false
 	}
-	blocked := l.blocked
-	if blocked < 0 {
-		blocked = l.waiting
-	}
-	return blocked > 0 || l.pagesFree+l.pagesCached < needPages
+	return l.blocked > 0 || l.pagesFree+l.pagesCached < needPages
 }
 
 // served reports a call the engine answered: passive health for the

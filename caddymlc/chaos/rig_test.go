@@ -19,6 +19,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
 	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -53,7 +54,7 @@ type rigConfig struct {
 func newRig(t *testing.T, cfg rigConfig) *rig {
 	t.Helper()
 	ports := testnet.FreePorts(t, 4+len(cfg.endpoints))
-	r := &rig{t: t, children: children(t),
+	r := &rig{t: t, children: enginetest.Children(t),
 		base:   fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		ref:    fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 		admin:  fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
@@ -126,7 +127,7 @@ func (r *rig) stop() {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var stray []int
-		for pid := range children(r.t) {
+		for pid := range enginetest.Children(r.t) {
 			if !r.children[pid] {
 				stray = append(stray, pid)
 			}
@@ -488,32 +489,6 @@ func countGoroutines() int {
 		n++
 	}
 	return n
-}
-
-// children returns the pids of this process's child processes.
-func children(t *testing.T) map[int]bool {
-	t.Helper()
-	out := map[int]bool{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Skip("no /proc")
-	}
-	me := strconv.Itoa(os.Getpid())
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) > 1 && fields[1] == me && fields[0] != "Z" {
-			pid, _ := strconv.Atoi(e.Name())
-			out[pid] = true
-		}
-	}
-	return out
 }
 
 // freeAddr is a free 127.0.0.1 address.

@@ -5,7 +5,10 @@
 package enginetest
 
 import (
+	"bytes"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -27,4 +30,34 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(m.Run())
+}
+
+// Children returns the pids of this process's living child processes (the
+// engines and Caddys its tests started), from /proc; a test that checks
+// none is left behind compares them before and after. It skips the test
+// where there is no /proc.
+func Children(tb testing.TB) map[int]bool {
+	tb.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		tb.Skip("no /proc")
+	}
+	me := strconv.Itoa(os.Getpid())
+	out := map[int]bool{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == me && fields[0] != "Z" {
+			out[pid] = true
+		}
+	}
+	return out
 }
