@@ -32,6 +32,11 @@ type prepResult struct {
 // behind earlier prep_recvs; it is served as soon as free or evictable
 // pages allow, without preempting running sequences (scheduler goroutine).
 func (e *Engine) queuePrepRecv(w *prepWait) {
+	if _, ok := e.released[w.user]; ok {
+		w.done <- prepResult{err: protocol.Errorf(protocol.StatusClientClosedRequest, protocol.ErrTypeInvalidRequest,
+			"prep_recv of user %q was released before it arrived", w.user).WithCode(codeReleased)}
+		return
+	}
 	if _, ok := e.prepared[w.user]; ok {
 		e.dropPrepared(w.user)
 	}

@@ -32,12 +32,17 @@ type Engine struct {
 	done chan struct{}
 
 	// Owned by the scheduler goroutine.
-	pool        *kvcache.Pool
-	waiting     []*sequence
-	running     []*sequence
-	prepared    map[string]*sequence // by user
-	pendingPrep []*prepWait          // prep_recvs waiting for pages
-	blocked     int                  // queued work the last step could not start (Metrics.Blocked)
+	pool     *kvcache.Pool
+	waiting  []*sequence
+	running  []*sequence
+	prepared map[string]*sequence // by user
+	// released holds the users whose reservations were released, until
+	// their reservation would have expired: a prep_recv that reaches the
+	// scheduler after its own release (the router gave up on it while it
+	// was still on its way) is refused rather than left to expire.
+	released    map[string]time.Time
+	pendingPrep []*prepWait // prep_recvs waiting for pages
+	blocked     int         // queued work the last step could not start (Metrics.Blocked)
 	active      map[*request]bool
 	admitSeq    uint64
 	scratch     *model.Scratch
@@ -68,6 +73,7 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 		done:     make(chan struct{}),
 		pool:     kvcache.NewPool(pages, c.Layers, c.Dim, opts.PrefixCacheMode == protocol.PrefixCacheRadix),
 		prepared: map[string]*sequence{},
+		released: map[string]time.Time{},
 		active:   map[*request]bool{},
 		scratch:  m.NewScratch(),
 		logits:   make([]float32, c.Vocab),

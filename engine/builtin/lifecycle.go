@@ -154,12 +154,18 @@ func (e *Engine) abortAll() {
 	e.pendingPrep = nil
 }
 
-// expire reclaims prep_recv reservations whose start_generate never came.
+// expire reclaims prep_recv reservations whose start_generate never came,
+// and forgets releases older than a reservation could live.
 func (e *Engine) expire(now time.Time) {
 	for user, s := range e.prepared {
 		if now.After(s.deadline) {
 			e.logf("prep_recv of %q expired; %d pages reclaimed", user, len(s.pages))
 			e.dropPrepared(user)
+		}
+	}
+	for user, until := range e.released {
+		if now.After(until) {
+			delete(e.released, user)
 		}
 	}
 }

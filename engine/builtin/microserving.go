@@ -141,6 +141,12 @@ func (s *server) prepRecv(ctx context.Context, req *protocol.CompletionRequest) 
 	var pr prepResult
 	select {
 	case pr = <-w.done:
+		if pr.err == nil && ctx.Err() != nil {
+			// Served as the caller left (both were ready): it will never
+			// use the reservation.
+			_ = s.e.do(func() { s.e.cancelPrepRecv(w) })
+			return res, 0, protocol.Errorf(protocol.StatusClientClosedRequest, protocol.ErrTypeServer, "client went away")
+		}
 	case <-ctx.Done():
 		_ = s.e.do(func() { s.e.cancelPrepRecv(w) })
 		return res, 0, protocol.Errorf(protocol.StatusClientClosedRequest, protocol.ErrTypeServer, "client went away")

@@ -3,6 +3,7 @@ package builtin
 import (
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -44,6 +45,7 @@ func (s *server) releaseEndpoint(w http.ResponseWriter, r *http.Request) {
 // whether there was any. The step that follows every command offers the
 // freed pages to queued work (scheduler goroutine).
 func (e *Engine) release(user string) bool {
+	e.released[user] = time.Now().Add(e.opts.Overrides.PrepRecvTimeout)
 	pages, released := 0, false
 	if s, ok := e.prepared[user]; ok {
 		pages, released = len(s.pages), true

@@ -51,6 +51,31 @@ func TestReleaseFreesReservation(t *testing.T) {
 	}
 }
 
+// TestReleaseBeforePrepRecv is the race of a router that gives up on a
+// prep_recv still on its way: the release reaches the engine first, and
+// the prep_recv that follows is refused rather than reserving pages that
+// nobody will use until they expire.
+func TestReleaseBeforePrepRecv(t *testing.T) {
+	te := newTestEngine(t, "", true, "--prefix-cache-mode", "disable")
+	ids := tiny.New().Encode(clip(prompts(10)[3], 60))
+	if release(t, te, "late") {
+		t.Fatal("release of a user with nothing answered released: true")
+	}
+	status, body := post(t, te.client, te.url+protocol.PathPrepRecv, map[string]any{"prompt": ids, "end": -1, "user": "late"})
+	perr := protocol.ParseError(status, body)
+	if status != protocol.StatusClientClosedRequest || perr == nil || perr.Code == nil || *perr.Code != codeReleased {
+		t.Fatalf("prep_recv after its release answered %d %s", status, body)
+	}
+	if m, _ := te.e.Metrics(); m.Prepared != 0 || m.Pages.Used != 0 {
+		t.Fatalf("a released user's prep_recv reserved pages: %+v", m)
+	}
+	// Another user is served as usual.
+	prepRecv(t, te, "other", ids, -1)
+	if !release(t, te, "other") {
+		t.Fatal("release of other's reservation answered released: false")
+	}
+}
+
 // TestReleaseBadInputs checks the 400 answers of the release endpoint.
 func TestReleaseBadInputs(t *testing.T) {
 	te := newTestEngine(t, "", true)
