@@ -119,9 +119,12 @@ type startGenerateFields struct {
 // has no such call): the router frees a prep_recv reservation it gave up
 // on (the client left, remote_send failed, or the next attempt went to
 // another engine) at once, instead of leaving its KV pages held until the
-// engine's prep_recv timeout. The built-in engine serves it; an engine
-// that does not (MLC's own) answers 404, and the router then falls back
-// to what MLC's API offers (see the README, "Reservations").
+// engine's prep_recv timeout. A release also stands for a prep_recv of the
+// same user still on its way (the router gave up before the engine saw
+// it): the engine refuses it when it comes. The user names one attempt, so
+// no later prep_recv needs it. The built-in engine serves it; an engine
+// that does not (MLC's own) answers 404, and the router then falls back to
+// what MLC's API offers (see the README, "Reservations").
 const PathRelease = "/microserving/release"
 
 // ReleaseRequest is the body of POST /microserving/release.
