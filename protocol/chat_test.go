@@ -35,6 +35,10 @@ func TestChatRequestErrors(t *testing.T) {
 		name, body, param, code, msg string
 	}{
 		{"no messages", `{}`, "messages", CodeMissingParameter, "messages is required"},
+		// Keys are matched exactly, as MLC's server and OpenAI's match them.
+		{"a field in another case", `{"Messages":[` + userHi + `]}`, "Messages", CodeInvalidType, "case-sensitive"},
+		{"a message key in another case", chatWith(`{"role":"user","Content":"x"}`, ""), "messages[0]", CodeInvalidType, "case-sensitive"},
+		{"a tool key in another case", chatWith(userHi, `"tools":[{"tYpe":"function","function":{"name":"f"}}]`), "tools[0]", CodeInvalidValue, "case-sensitive"},
 		{"null messages", `{"messages":null}`, "messages", CodeMissingParameter, "messages is required"},
 		{"empty messages", chatWith("", ""), "messages", CodeEmptyArray, "must not be empty"},
 		{"message not an object", chatWith(`"hi"`, ""), "messages[0]", CodeInvalidType, "must be an object"},

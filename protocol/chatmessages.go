@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 )
 
@@ -55,7 +56,7 @@ func validateMessage(i int, raw json.RawMessage) *Error {
 		return InvalidRequest(at, "%s must be an object with a role and a content, got %s", at, jsonKind(raw)).WithCode(CodeInvalidType)
 	}
 	var m chatMessageFields
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if err := unmarshalExact(raw, &m); err != nil {
 		return InvalidRequest(at, "%s: %v", at, err).WithCode(CodeInvalidType)
 	}
 	role, e := stringMember(at+".role", m.Role, true)
@@ -118,7 +119,7 @@ func validateContentParts(at string, raw json.RawMessage) *Error {
 			Type json.RawMessage `json:"type"`
 			Text json.RawMessage `json:"text"`
 		}
-		if err := json.Unmarshal(part, &p); err != nil {
+		if err := unmarshalExact(part, &p); err != nil {
 			return InvalidRequest(pat, "%s: %v", pat, err).WithCode(CodeInvalidType)
 		}
 		typ, e := stringMember(pat+".type", p.Type, true)
@@ -168,6 +169,9 @@ func validateTools(tools []json.RawMessage, choice json.RawMessage) *Error {
 		Type     json.RawMessage            `json:"type"`
 		Function map[string]json.RawMessage `json:"function"`
 	}
+	if err := checkKeyCase(choice, reflect.TypeOf(c)); err != nil {
+		return InvalidRequest("tool_choice", "tool_choice: %v", err).WithCode(CodeInvalidValue)
+	}
 	if err := json.Unmarshal(choice, &c); err != nil {
 		return InvalidRequest("tool_choice.function", "tool_choice.function must be an object with a name").WithCode(CodeInvalidType)
 	}
@@ -200,7 +204,9 @@ func validateTool(at string, raw json.RawMessage) (string, *Error) {
 		Type     json.RawMessage `json:"type"`
 		Function json.RawMessage `json:"function"`
 	}
-	_ = json.Unmarshal(raw, &t)
+	if err := unmarshalExact(raw, &t); err != nil {
+		return "", InvalidRequest(at, "%s: %v", at, err).WithCode(CodeInvalidValue)
+	}
 	if e := functionType(at+".type", t.Type); e != nil {
 		return "", e
 	}
@@ -217,7 +223,9 @@ func validateTool(at string, raw json.RawMessage) (string, *Error) {
 		Description json.RawMessage `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
 	}
-	_ = json.Unmarshal(t.Function, &f)
+	if err := unmarshalExact(t.Function, &f); err != nil {
+		return "", InvalidRequest(fn, "%s: %v", fn, err).WithCode(CodeInvalidValue)
+	}
 	name, e := stringMember(fn+".name", f.Name, true)
 	if e != nil {
 		return "", e

@@ -58,6 +58,9 @@ func jsonKeys(t reflect.Type) map[string]bool {
 //
 // Fields absent from b are reset, as for a fresh value.
 func decodeExtra[F any](b []byte, dst *F, extra *Extra) error {
+	if err := checkKeyCase(b, reflect.TypeFor[F]()); err != nil {
+		return err
+	}
 	var fresh F
 	// Most requests have no field F does not model: one decode that
 	// refuses unknown fields reads them; the others take the long way.
