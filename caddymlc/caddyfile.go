@@ -32,6 +32,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    model_lib         <path>
 //	    mode              disagg|round_robin
 //	    pd_balance_factor <float in [0,1)>
+//	    max_prefill_queue <n>|off
 //	    prefix_cache      [radix|disable]
 //	    engine            builtin|mlc|command <program> [args...]
 //	    engine_args       <args...>
@@ -83,6 +84,7 @@ var subdirectives = map[string]func(*Router, *caddyfile.Dispenser) error{
 	"model_lib":         func(r *Router, d *caddyfile.Dispenser) error { return oneArg(d, &r.ModelLib) },
 	"mode":              parseMode,
 	"pd_balance_factor": parseBalance,
+	"max_prefill_queue": parseMaxPrefillQueue,
 	"prefix_cache":      parsePrefixCache,
 	"engine":            parseEngine,
 	"engine_args":       parseEngineArgs,
@@ -135,6 +137,23 @@ func parseBalance(r *Router, d *caddyfile.Dispenser) error {
 		return d.Err(err.Error())
 	}
 	r.PDBalanceFactor = f
+	return nil
+}
+
+func parseMaxPrefillQueue(r *Router, d *caddyfile.Dispenser) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	if s == "off" {
+		r.MaxPrefillQueue = -1
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return d.Errf("max_prefill_queue %q: want an integer of at least 1, or off", s)
+	}
+	r.MaxPrefillQueue = n
 	return nil
 }
 

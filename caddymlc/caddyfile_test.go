@@ -24,6 +24,7 @@ func TestCaddyfileParses(t *testing.T) {
 		model_lib lib.so
 		mode round-robin
 		pd_balance_factor 0.25
+		max_prefill_queue 3
 		prefix_cache
 		engine command /bin/engine --flag x
 		engine_args --overrides "max_total_seq_length=512"
@@ -42,9 +43,9 @@ func TestCaddyfileParses(t *testing.T) {
 	}
 	want := Router{
 		Model: "tiny", ModelLib: "lib.so", Mode: ModeRoundRobin, PDBalanceFactor: 0.25,
-		PrefixCache: "radix",
-		Engine:      &EngineProgram{Kind: "command", Command: []string{"/bin/engine", "--flag", "x"}},
-		EngineArgs:  []string{"--overrides", "max_total_seq_length=512"},
+		MaxPrefillQueue: 3, PrefixCache: "radix",
+		Engine:     &EngineProgram{Kind: "command", Command: []string{"/bin/engine", "--flag", "x"}},
+		EngineArgs: []string{"--overrides", "max_total_seq_length=512"},
 		Endpoints: []engine.Endpoint{
 			{Host: "127.0.0.1", Port: 9001, GPUs: 2, Role: "prefill"},
 			{Host: "::1", Port: 9002, GPUs: 1, Role: "decode", External: true},
@@ -67,6 +68,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"balance range", "model tiny\npd_balance_factor 1", "pd_balance_factor 1: want a number in [0, 1)", 3},
 		{"balance negative", "model tiny\npd_balance_factor -0.1", "[0, 1)", 3},
 		{"balance nan", "model tiny\npd_balance_factor x", "not a number", 3},
+		{"prefill queue zero", "model tiny\nmax_prefill_queue 0", `max_prefill_queue "0": want an integer of at least 1, or off`, 3},
+		{"prefill queue word", "model tiny\nmax_prefill_queue never", `max_prefill_queue "never"`, 3},
 		{"prefix cache", "model tiny\nprefix_cache lru", `prefix_cache "lru"`, 3},
 		{"engine kind", "model tiny\nengine docker", `engine "docker"`, 3},
 		{"engine command empty", "model tiny\nengine command", "needs a program", 3},
@@ -150,13 +153,14 @@ func TestJSONValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, bad := range map[string]Router{
-		"model":     {Endpoints: good.Endpoints},
-		"mode":      {Model: "m", Mode: "x", Endpoints: good.Endpoints},
-		"balance":   {Model: "m", PDBalanceFactor: 1.5, Endpoints: good.Endpoints},
-		"duplicate": {Model: "m", Endpoints: []engine.Endpoint{{Host: "h", Port: 1}, {Host: "h", Port: 1}}},
-		"gpus":      {Model: "m", Endpoints: []engine.Endpoint{{Host: "h", Port: 1, GPUs: -1}, {Host: "h", Port: 2}}},
-		"attempts":  {Model: "m", MaxAttempts: -1, Endpoints: good.Endpoints},
-		"engine":    {Model: "m", Engine: &EngineProgram{Kind: "x"}, Endpoints: good.Endpoints},
+		"model":         {Endpoints: good.Endpoints},
+		"mode":          {Model: "m", Mode: "x", Endpoints: good.Endpoints},
+		"balance":       {Model: "m", PDBalanceFactor: 1.5, Endpoints: good.Endpoints},
+		"prefill queue": {Model: "m", MaxPrefillQueue: -2, Endpoints: good.Endpoints},
+		"duplicate":     {Model: "m", Endpoints: []engine.Endpoint{{Host: "h", Port: 1}, {Host: "h", Port: 1}}},
+		"gpus":          {Model: "m", Endpoints: []engine.Endpoint{{Host: "h", Port: 1, GPUs: -1}, {Host: "h", Port: 2}}},
+		"attempts":      {Model: "m", MaxAttempts: -1, Endpoints: good.Endpoints},
+		"engine":        {Model: "m", Engine: &EngineProgram{Kind: "x"}, Endpoints: good.Endpoints},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%s: no error", name)

@@ -60,6 +60,17 @@ type Router struct {
 	// MLC: --pd-balance-factor.
 	PDBalanceFactor float64 `json:"pd_balance_factor,omitempty"`
 
+	// MaxPrefillQueue is conditional disaggregation: when every prefill
+	// engine already has this many calls in flight (remote_sends queued or
+	// computing, from this router and, as the engines report it, from
+	// others), the decode engine prefills the request itself, unless it
+	// is saturated. Prefill then never queues deeper than this while a
+	// decode engine has room, and a prefill engine that is the fleet's
+	// bottleneck shares its work. Default 2 (DefaultMaxPrefillQueue); -1
+	// (Caddyfile: off) always disaggregates, as MLC's router does.
+	// Not an MLC option (NVIDIA Dynamo's max_prefill_queue_size).
+	MaxPrefillQueue int `json:"max_prefill_queue,omitempty"`
+
 	// PrefixCache is "radix" or "disable" (the default): the engines'
 	// --prefix-cache-mode. MLC: --enable-prefix-cache.
 	PrefixCache string `json:"prefix_cache,omitempty"`
@@ -192,6 +203,9 @@ func (r Router) withDefaults() Router {
 	if c.QueueSize == 0 {
 		c.QueueSize = DefaultQueueSize
 	}
+	if c.MaxPrefillQueue == 0 {
+		c.MaxPrefillQueue = DefaultMaxPrefillQueue
+	}
 	return c
 }
 
@@ -236,6 +250,9 @@ func (c Router) validate() error {
 	}
 	if c.MaxBodySize < 0 {
 		return fmt.Errorf("mlc_router: max_body_size must not be negative")
+	}
+	if c.MaxPrefillQueue < -1 {
+		return fmt.Errorf("mlc_router: max_prefill_queue must be at least 1, or -1 (off), got %d", c.MaxPrefillQueue)
 	}
 	if c.EngineTimeout < 0 || c.QueueTimeout < 0 || c.QueueSize < 0 {
 		return fmt.Errorf("mlc_router: engine_timeout, queue_timeout and queue_size must not be negative")

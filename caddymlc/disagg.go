@@ -18,6 +18,13 @@ import (
 // prefills the request itself.
 const remoteSendTries = 3
 
+// DefaultMaxPrefillQueue is the calls a prefill engine may have in flight
+// before the decode engine prefills a request itself (see
+// Router.MaxPrefillQueue). Two keep a prefill engine busy between calls
+// (one computing, one waiting) without queueing a prompt behind more than
+// one other.
+const DefaultMaxPrefillQueue = 2
+
 // disagg is MLC's disaggregated flow: prep_recv on the decode engine,
 // remote_send on a prefill engine (when the decode engine's prefix cache
 // does not already hold the window), start_generate on the decode engine.
@@ -29,8 +36,9 @@ const remoteSendTries = 3
 // engine (none ready, or its remote_send failed) the decode engine serves
 // the whole request: slower for its other streams, but never a stall.
 type disagg struct {
-	r       *Router
-	balance float64
+	r               *Router
+	balance         float64
+	maxPrefillQueue int // -1: never prefill locally for a busy prefill engine
 }
 
 // windowEnd is the end of the KV window the prefill engine computes, as
@@ -62,6 +70,10 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 	pre := d.r.pick(engine.RolePrefill, pickOptions{avoid: avoid, exclude: dec.upstream, noBroken: true})
 	if pre == nil {
 		return d.r.prefillLocally(ctx, dec, req, chain, "no_prefill_engine")
+	}
+	if d.prefillBusy(pre, dec, n) {
+		pre.release()
+		return d.r.prefillLocally(ctx, dec, req, chain, "prefill_busy")
 	}
 	prep.Stream, prep.StreamOptions = false, nil
 	var recv protocol.PrepRecvResponse
@@ -112,6 +124,20 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 		d.r.metrics.steps.WithLabelValues("start_generate").Observe(time.Since(t0).Seconds())
 	}
 	return s, nil
+}
+
+// prefillBusy reports that the least loaded prefill engine, pre, already
+// has maxPrefillQueue calls in flight besides this one while the decode
+// engine has room for a prompt of n tokens: the prompt would wait longer
+// there than the decode engine takes to prefill it between its steps.
+// This is conditional disaggregation as NVIDIA Dynamo's router does it;
+// MLC's router always disaggregates (max_prefill_queue off).
+func (d *disagg) prefillBusy(pre, dec *lease, n int) bool {
+	if d.maxPrefillQueue < 0 {
+		return false
+	}
+	now := time.Now()
+	return pre.score(now)-1 >= float64(d.maxPrefillQueue) && !dec.saturated(now, pagesFor(n))
 }
 
 // remoteSend has the prefill engine compute the window [matched, end) and

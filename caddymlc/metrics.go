@@ -78,7 +78,7 @@ func sharedMetrics() *routerMetrics {
 			releases: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "reservations_released_total",
 				Help: "prep_recv reservations given back before use, by how (release, start_generate, failed)."}, []string{"how"}),
 			localPrefills: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "local_prefills_total",
-				Help: "Disaggregated requests the decode engine prefilled itself, by reason (no_prefill_engine, remote_send_failed)."}, []string{"reason"}),
+				Help: "Disaggregated requests the decode engine prefilled itself, by reason (prefill_busy, no_prefill_engine, remote_send_failed, unknown_pe, empty_window)."}, []string{"reason"}),
 		}
 	})
 	return metrics

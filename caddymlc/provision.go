@@ -101,7 +101,7 @@ func (r *Router) newStrategy() (strategy, error) {
 	if r.Mode == ModeRoundRobin {
 		return &wholeRequest{r: r}, nil
 	}
-	return &disagg{r: r, balance: r.PDBalanceFactor}, nil
+	return &disagg{r: r, balance: r.PDBalanceFactor, maxPrefillQueue: r.MaxPrefillQueue}, nil
 }
 
 // fleetSpec is the engine fleet the configuration describes.
