@@ -14,6 +14,14 @@ type lease struct {
 	*upstream
 	pid     int
 	release func()
+	started func() // at the call's first token; nil when nothing counts it
+}
+
+// firstToken reports the call's first token: its prefill is done.
+func (l *lease) firstToken() {
+	if l.started != nil {
+		l.started()
+	}
 }
 
 // Choice tiers, best first. The selection policy chooses within the best
@@ -90,7 +98,9 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 			best = r.policy.choose(cs, o, now, int(r.rotation.Add(1)%uint64(len(cs))))
 		}
 		best.breaker.admit(best.pid)
-		return &lease{upstream: best.upstream, pid: best.pid, release: best.hold()}
+		l := &lease{upstream: best.upstream, pid: best.pid}
+		l.release, l.started = best.hold()
+		return l
 	}
 	return nil
 }

@@ -87,7 +87,8 @@ func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 	// Load: engines 0 and 1 hold two calls each, 2 one.
 	var held []*lease
 	for _, i := range []int{0, 0, 1, 1, 2} {
-		held = append(held, &lease{upstream: lf.upstreams[i], release: lf.upstreams[i].hold()})
+		release, _ := lf.upstreams[i].hold()
+		held = append(held, &lease{upstream: lf.upstreams[i], release: release})
 	}
 	if l := r.pick("", pickOptions{}); l.index != 2 {
 		t.Fatalf("picked %d, want the least loaded (2)", l.index)
@@ -100,6 +101,47 @@ func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 	for i, u := range lf.upstreams {
 		if n := u.inflight.Load(); n != 0 {
 			t.Fatalf("engine %d: %d in flight after every release", i, n)
+		}
+	}
+}
+
+// A call that has not had its first token weighs twice: requests that
+// arrive together do not all go to the engine that has just freed room,
+// to queue there behind each other's prefills.
+func TestPickWeighsCallsStillPrefilling(t *testing.T) {
+	lf := externalFleet(t, 2)
+	r := testRouter(t, lf, PolicyLeastLoaded)
+	var held []*lease
+	for _, i := range []int{0, 0, 1, 1, 1} { // decoding: engine 0 two calls, engine 1 three
+		l := &lease{upstream: lf.upstreams[i]}
+		l.release, l.started = lf.upstreams[i].hold()
+		l.firstToken()
+		held = append(held, l)
+	}
+	first := r.pick("", pickOptions{})
+	if first.index != 0 {
+		t.Fatalf("picked %d, want the least loaded (0)", first.index)
+	}
+	// Engine 0 has three calls now, one of them prefilling: it weighs
+	// four against engine 1's three.
+	second := r.pick("", pickOptions{})
+	if second.index != 1 {
+		t.Fatalf("picked %d while engine 0 prefills, want 1", second.index)
+	}
+	// The first call's first token: engine 0 weighs three, engine 1 five.
+	first.firstToken()
+	first.firstToken() // once only
+	third := r.pick("", pickOptions{})
+	if third.index != 0 {
+		t.Fatalf("picked %d after engine 0's prefill, want 0", third.index)
+	}
+	for _, l := range append(held, first, second, third) {
+		l.release()
+		l.release()
+	}
+	for i, u := range lf.upstreams {
+		if n, p := u.inflight.Load(), u.prefilling.Load(); n != 0 || p != 0 {
+			t.Fatalf("engine %d: %d in flight, %d prefilling after every release", i, n, p)
 		}
 	}
 }

@@ -137,7 +137,7 @@ func (d *disagg) prefillBusy(pre, dec *lease, n int) bool {
 		return false
 	}
 	now := time.Now()
-	return pre.score(now)-1 >= float64(d.maxPrefillQueue) && !dec.saturated(now, pagesFor(n))
+	return pre.calls(now)-1 >= float64(d.maxPrefillQueue) && !dec.saturated(now, pagesFor(n))
 }
 
 // remoteSend has the prefill engine compute the window [matched, end) and

@@ -54,7 +54,7 @@ func TestBusyPrefillEngineSharesItsWork(t *testing.T) {
 			}
 
 			// One call in flight there already: busy at max_prefill_queue 1.
-			release := pre.hold()
+			release, _ := pre.hold()
 			defer release()
 			local, moved = testutil.ToFloat64(busy), testutil.ToFloat64(m.kvBytes)
 			st, err := s.stream(t.Context(), s.base, body)

@@ -347,6 +347,7 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	if protocol.IsDone(data) {
 		return nil, io.EOF
 	}
+	s.cl.l.firstToken()
 	var common protocol.CompletionResponse
 	if protocol.ScanCompletionChunk(data, &common) {
 		return &common, nil

@@ -11,8 +11,9 @@ import (
 // reverse_proxy names its own lb_policy values.
 const (
 	// PolicyLeastLoaded chooses the engine with the least work: the
-	// router's calls in flight, plus what the engine reports it has from
-	// others (other Caddy replicas, reservations). Ties go round.
+	// router's calls in flight (one that has not had its first token yet
+	// counting twice), plus what the engine reports it has from others
+	// (other Caddy replicas, reservations). Ties go round.
 	PolicyLeastLoaded = "least_loaded"
 	// PolicyPrefixAware weighs load against the prompt prefix each
 	// engine is expected to hold in its prefix cache: a request goes

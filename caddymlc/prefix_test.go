@@ -75,7 +75,8 @@ func TestPrefixAwarePrefersTheWarmEngineUnlessBusy(t *testing.T) {
 	// prefilling 1,024 tokens.
 	var held []func()
 	for range 1024/loadTokens + 1 {
-		held = append(held, lf.upstreams[1].hold())
+		release, _ := lf.upstreams[1].hold()
+		held = append(held, release)
 	}
 	l := r.pick("", pickOptions{prompt: prompt})
 	if l.index != 0 {

@@ -29,7 +29,10 @@ type upstream struct {
 	// decode engine from prep_recv to the end of its stream (which covers
 	// the KV reservation), a prefill engine for its remote_send.
 	inflight atomic.Int64
-	requests atomic.Int64 // calls ever held, for operators
+	// prefilling counts the calls in flight that have not had their
+	// first token yet: their prefill is work the engine has still to do.
+	prefilling atomic.Int64
+	requests   atomic.Int64 // calls ever held, for operators
 	breaker  breaker
 	load     atomic.Pointer[engineLoad] // nil until the engine reports one
 	prefixes prefixIndex                // what its prefix cache is expected to hold
@@ -82,32 +85,52 @@ func (u *upstream) status() (ready bool, pid int) {
 	return st == engine.StateReady, pid
 }
 
-// hold counts one more call on the engine and returns the function that
-// counts it back; callers defer it, so the count comes back on success,
-// error, retry, disconnect and panic alike.
-func (u *upstream) hold() func() {
+// hold counts one more call on the engine and returns the functions that
+// count it back: release, which callers defer, so the count comes back on
+// success, error, retry, disconnect and panic alike; and started, called
+// at the call's first token, which ends its prefill (see score).
+func (u *upstream) hold() (release, started func()) {
 	m := sharedMetrics()
 	gauge := m.inflight.WithLabelValues(u.addr)
 	gauge.Set(float64(u.inflight.Add(1)))
+	u.prefilling.Add(1)
 	u.requests.Add(1)
 	m.engineRequests.WithLabelValues(u.addr).Inc()
 	u.fleet.held(1)
-	var once atomic.Bool
-	return func() {
-		if once.CompareAndSwap(false, true) {
+	var released, begun atomic.Bool
+	started = func() {
+		if begun.CompareAndSwap(false, true) {
+			u.prefilling.Add(-1)
+		}
+	}
+	release = func() {
+		if released.CompareAndSwap(false, true) {
+			started()
 			gauge.Set(float64(u.inflight.Add(-1)))
 			u.fleet.held(-1)
 		}
 	}
+	return release, started
 }
 
-// score is the engine's load for balancing: our own calls in flight plus
-// the work the engine last reported that is not ours (other replicas,
+// score is the engine's load for balancing: its calls (see calls), a
+// call that has not had its first token yet counting twice. That prefill
+// is work the engine has still to do, and a request sent after it waits
+// for it: without the extra weight, requests that arrive together (a
+// burst, or clients whose streams ended in the same step) all go to the
+// engine that has just freed the most room, and queue there behind each
+// other's prefills while the other engines only decode.
+func (u *upstream) score(now time.Time) float64 {
+	return u.calls(now) + float64(u.prefilling.Load())
+}
+
+// calls is the engine's work in calls: our own calls in flight plus the
+// work the engine last reported that is not ours (other replicas,
 // reservations not yet released). Our own count is exact and current; a
 // report is a sample, so what it adds fades as it ages: work that was
 // there a second ago has likely ended, and a stale report must not keep
 // traffic off an engine that is idle now.
-func (u *upstream) score(now time.Time) float64 {
+func (u *upstream) calls(now time.Time) float64 {
 	own := float64(u.inflight.Load())
 	l := u.load.Load()
 	if l == nil {
