@@ -33,9 +33,9 @@ type upstream struct {
 	// first token yet: their prefill is work the engine has still to do.
 	prefilling atomic.Int64
 	requests   atomic.Int64 // calls ever held, for operators
-	breaker  breaker
-	load     atomic.Pointer[engineLoad] // nil until the engine reports one
-	prefixes prefixIndex                // what its prefix cache is expected to hold
+	breaker    breaker
+	load       atomic.Pointer[engineLoad] // nil until the engine reports one
+	prefixes   prefixIndex                // what its prefix cache is expected to hold
 	// noRelease is set once the engine answered 404 to the release
 	// extension (a real MLC engine): reservations are then given back
 	// through MLC's own API.
