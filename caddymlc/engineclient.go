@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/dustin/go-humanize"
 )
 
 // DefaultEngineTimeout bounds how long an engine may keep a call waiting
@@ -252,7 +253,7 @@ func (c *engineClient) open(ctx context.Context, l *lease, path string, body any
 	}
 	var answer protocol.CompletionResponse
 	t0 := time.Now()
-	err = json.NewDecoder(io.LimitReader(cl.resp.Body, maxEngineAnswer)).Decode(&answer)
+	err = decodeAnswer(cl.resp.Body, &answer)
 	cl.wait.since(t0)
 	if err != nil {
 		if cl.ctx.Err() != nil {
@@ -266,6 +267,22 @@ func (c *engineClient) open(ctx context.Context, l *lease, path string, body any
 	}
 	cl.l.fleet.Served(cl.l.index)
 	return &chunkStream{cl: cl, answer: &answer}, nil
+}
+
+// decodeAnswer reads a whole generation's answer: the common shape with
+// the chunk scanner, anything else with encoding/json.
+func decodeAnswer(body io.Reader, answer *protocol.CompletionResponse) error {
+	data, err := io.ReadAll(io.LimitReader(body, maxEngineAnswer+1))
+	switch {
+	case err != nil:
+		return err
+	case len(data) > maxEngineAnswer:
+		return fmt.Errorf("answer over %s", humanize.IBytes(maxEngineAnswer))
+	case protocol.ScanCompletionChunk(data, answer):
+		return nil
+	}
+	*answer = protocol.CompletionResponse{}
+	return json.Unmarshal(data, answer)
 }
 
 // stream makes a streamed completion call and returns its chunks.

@@ -2,11 +2,14 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/json"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
 
-// Decoding the chunks of an engine's stream is most of what a router
+// Decoding the chunks of an engine's stream (and a whole generation's
+// answer, which has the same shape) is most of what a router
 // spends on a streamed token besides its syscalls: encoding/json's
 // reflection was a fifth of the router's CPU in the profiles. Almost every
 // chunk has the same shape, a choice with a piece of plain text and no
@@ -50,7 +53,17 @@ func (s *chunkScanner) chunk(c *CompletionResponse) bool {
 			if !s.choices(c) {
 				return false
 			}
-		case "usage", "error":
+		case "usage":
+			if c.Usage != nil {
+				return false // encoding/json merges a second usage into the first
+			}
+			if !s.null() {
+				c.Usage = new(Usage)
+				if !s.usage(c.Usage) {
+					return false
+				}
+			}
+		case "error":
 			if !s.null() {
 				return false
 			}
@@ -146,6 +159,80 @@ func (s *chunkScanner) choice(ch *CompletionChoice) bool {
 		default:
 			return false
 		}
+		if s.byte('}') {
+			return true
+		}
+		if !s.byte(',') {
+			return false
+		}
+	}
+}
+
+// usage reads a usage object whose extra values are integers or plain
+// strings, as engines send it at the end of a generation.
+func (s *chunkScanner) usage(u *Usage) bool {
+	if !s.byte('{') {
+		return false
+	}
+	if s.byte('}') {
+		return true
+	}
+	for {
+		key, ok := s.plainString()
+		if !ok || !s.byte(':') {
+			return false
+		}
+		switch string(key) {
+		case "prompt_tokens":
+			u.PromptTokens, ok = s.int()
+		case "completion_tokens":
+			u.CompletionTokens, ok = s.int()
+		case "total_tokens":
+			u.TotalTokens, ok = s.int()
+		case "extra":
+			// encoding/json adds a second extra's keys to the first's map.
+			ok = u.Extra == nil && (s.null() || s.extra(u))
+		default:
+			return false
+		}
+		if !ok {
+			return false
+		}
+		if s.byte('}') {
+			return true
+		}
+		if !s.byte(',') {
+			return false
+		}
+	}
+}
+
+// extra reads usage.extra: an object of integers and plain strings, each
+// kept as its bytes, as json.RawMessage keeps them.
+func (s *chunkScanner) extra(u *Usage) bool {
+	if !s.byte('{') {
+		return false
+	}
+	u.Extra = map[string]json.RawMessage{}
+	if s.byte('}') {
+		return true
+	}
+	for {
+		key, ok := s.plainString()
+		if !ok || !s.byte(':') {
+			return false
+		}
+		s.space()
+		start := s.i
+		if s.i < len(s.b) && s.b[s.i] == '"' {
+			_, ok = s.plainString()
+		} else {
+			_, ok = s.int()
+		}
+		if !ok {
+			return false
+		}
+		u.Extra[string(key)] = json.RawMessage(slices.Clone(s.b[start:s.i]))
 		if s.byte('}') {
 			return true
 		}

@@ -19,7 +19,20 @@ var chunkSamples = []struct {
 	{`{"choices":[{"index":0,"text":"é ok"}]}`, true},          // UTF-8 as is
 	{"{\"choices\":[{\"index\":0,\"text\":\"\xff\"}]}", false}, // invalid UTF-8: encoding/json replaces it
 	{`{"choices":[{"index":0,"text":"x","logprobs":{"tokens":["x"],"token_logprobs":[-1],"top_logprobs":[{}],"text_offset":[0]}}]}`, false},
-	{`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`, false},
+	{`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`, true},
+	{`{"id":"cmpl-b","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":" a b","finish_reason":"length","logprobs":null}],"usage":{"prompt_tokens":8,"completion_tokens":16,"total_tokens":24,"extra":{"prefix_matched_length":0,"prompt_length":8}}}`, true},
+	{`{"usage":{"extra":{ "k" : "v" , "n":-3}}}`, true},
+	{`{"usage":{"extra":{}}}`, true},
+	{`{"usage":{"extra":null}}`, true},
+	{`{"usage":{"extra":null,"extra":{"a":1}}}`, true},
+	{`{"usage":{"extra":{"a":1},"extra":{"b":2}}}`, false}, // encoding/json merges the two
+	{`{"usage":{"prompt_tokens":1},"usage":{"total_tokens":2}}`, false},
+	{`{"usage":null,"usage":{"total_tokens":2}}`, true},
+	{`{"usage":{"extra":{"m":{"x":1}}}}`, false},
+	{`{"usage":{"extra":{"f":1.5}}}`, false},
+	{`{"usage":{"extra":{"s":"a\"b"}}}`, false},
+	{`{"usage":{"Prompt_tokens":1}}`, false},
+	{`{"usage":{"prompt_tokens":1.0}}`, false},
 	{`{"error":{"message":"boom","type":"server_error"}}`, false},
 	{`{"Choices":[{"index":0,"text":"case"}]}`, false}, // encoding/json matches keys without case
 	{`{"choices":[{"index":1.5,"text":"x"}]}`, false},

@@ -155,7 +155,7 @@ func writeHeader(w io.Writer, args []string, load *loadWatch, took time.Duration
 	fmt.Fprintf(w, "### Router benchmark, %s\n\n", time.Now().Format("2006-01-02 15:04"))
 	fmt.Fprintf(w, "`%s` (%v, commit %s): %d CPUs, %s; the bench, the engines and the Caddys share them.\n",
 		cmd, took.Round(time.Second), commit(), runtime.NumCPU(), load)
-	fmt.Fprintln(w, "Latency is from sending the request to the end of the answer; TTFT to the first event; a gap is the time between two events of a stream. Caddy CPU is the utime+stime of the party's Caddy process over its own segments, per request; allocations come from its Go runtime (/debug/vars).")
+	fmt.Fprintln(w, "Latency is from sending the request to the end of the answer; TTFT to the first event; a gap is the time between two events of a stream. Caddy CPU is the time the party's Caddy threads spent on a CPU (/proc/<pid>/task/*/schedstat; utime+stime where the kernel keeps no schedstat) over its own segments, per request; allocations come from its Go runtime (/debug/vars).")
 }
 
 // shellQuote quotes an argument for a POSIX shell when it needs it.

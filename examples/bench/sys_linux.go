@@ -56,6 +56,9 @@ func readProc(pid int) (procSample, error) {
 	if s.cpu, err = parseStatCPU(string(stat)); err != nil {
 		return procSample{}, err
 	}
+	if ns, ok := threadsRunTime(dir); ok {
+		s.cpu = ns
+	}
 	status, err := os.ReadFile(dir + "/status")
 	if err != nil {
 		return procSample{}, err
@@ -88,6 +91,36 @@ func parseStatCPU(stat string) (time.Duration, error) {
 		return 0, errBadProc("stat", "utime or stime is not a number")
 	}
 	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// threadsRunTime sums the time each thread of the process has spent on a
+// CPU, from /proc/<pid>/task/*/schedstat, in nanoseconds: utime and stime
+// count in clock ticks (10 ms), which is a sixth of a millisecond per
+// request over a segment of 64 requests, as much as the differences
+// measured. A thread that has exited is no longer counted (Go's runtime
+// keeps its threads). It reports false when the kernel keeps no schedstat.
+func threadsRunTime(dir string) (time.Duration, bool) {
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread has just exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 1 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, sum > 0
 }
 
 // parseStatusRSS reads VmRSS from /proc/<pid>/status.
