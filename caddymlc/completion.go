@@ -89,22 +89,27 @@ func (c *completion) run(ctx context.Context, out sink) stats {
 	defer cancel(nil)
 	results := make([]stats, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			// A bug here must fail this request, not the server: the
-			// goroutine is ours, so net/http's recovery does not cover it.
-			defer goroutine.Recover(c.log, "serving a choice", func(any) {
-				errs[i] = protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "internal error")
-				cancel(errs[i])
-			})
-			results[i], errs[i] = c.choice(i).run(ctx, out)
-			if errs[i] != nil {
-				cancel(errs[i])
-			}
+	serve := func(i int) {
+		// A bug here must fail this request, not the server: the
+		// goroutine may be ours, and net/http's recovery does not cover it.
+		defer goroutine.Recover(c.log, "serving a choice", func(any) {
+			errs[i] = protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "internal error")
+			cancel(errs[i])
 		})
+		results[i], errs[i] = c.choice(i).run(ctx, out)
+		if errs[i] != nil {
+			cancel(errs[i])
+		}
 	}
-	wg.Wait()
+	if n == 1 {
+		serve(0) // most requests: no goroutine to start and wait for
+	} else {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { serve(i) })
+		}
+		wg.Wait()
+	}
 	var total stats
 	for _, s := range results {
 		total.add(s)
