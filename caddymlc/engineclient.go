@@ -304,8 +304,11 @@ func (c *engineClient) stream(ctx context.Context, l *lease, path string, body a
 // chunkStream reads the completion chunks of an engine's event stream,
 // or hands out the one answer of a whole generation.
 type chunkStream struct {
-	cl     *call
-	sse    *protocol.SSEReader
+	cl  *call
+	sse *protocol.SSEReader
+	// last holds the id, object and model of the last chunk scanned,
+	// which the next chunk reuses (see protocol.ScanCompletionChunk).
+	last   protocol.CompletionResponse
 	answer *protocol.CompletionResponse // a whole generation's, until handed out
 	prefix *prefixNote                  // what the engine's prefix index expected
 }
@@ -365,9 +368,10 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 		return nil, io.EOF
 	}
 	s.cl.l.firstToken()
-	var common protocol.CompletionResponse
-	if protocol.ScanCompletionChunk(data, &common) {
-		return &common, nil
+	common := &protocol.CompletionResponse{ID: s.last.ID, Object: s.last.Object, Model: s.last.Model}
+	if protocol.ScanCompletionChunk(data, common) {
+		s.last.ID, s.last.Object, s.last.Model = common.ID, common.Object, common.Model
+		return common, nil
 	}
 	// One decode for the other shapes: a chunk, or the error event that
 	// ends the stream.

@@ -21,10 +21,14 @@ import (
 // ScanCompletionChunk reads data, a completion stream chunk, into c when
 // it has the common shape, and reports whether it did. When it did not,
 // c is to be ignored and data decoded with encoding/json, which reads
-// every shape and reports errors.
+// every shape and reports errors. c is reset first; an id, object or
+// model equal to the one c held is kept rather than allocated again, so
+// a reader that passes the previous chunk's copy allocates those strings
+// once per stream, not once per chunk.
 func ScanCompletionChunk(data []byte, c *CompletionResponse) bool {
+	prev := chunkScanner{b: data, id: c.ID, object: c.Object, model: c.Model}
 	*c = CompletionResponse{}
-	return (&chunkScanner{b: data}).chunk(c)
+	return prev.chunk(c)
 }
 
 // chunkScanner reads the common chunk. (engine/tokenizer has a JSON
@@ -34,6 +38,16 @@ func ScanCompletionChunk(data []byte, c *CompletionResponse) bool {
 type chunkScanner struct {
 	b []byte
 	i int
+	// the previous chunk's strings, reused when they come again
+	id, object, model string
+}
+
+// reuse returns v as a string: old when it is equal, without allocating.
+func reuse(v []byte, old string) string {
+	if string(v) == old {
+		return old
+	}
+	return string(v)
 }
 
 func (s *chunkScanner) chunk(c *CompletionResponse) bool {
@@ -74,11 +88,11 @@ func (s *chunkScanner) chunk(c *CompletionResponse) bool {
 			}
 			switch string(key) {
 			case "id":
-				c.ID = string(v)
+				c.ID = reuse(v, s.id)
 			case "object":
-				c.Object = string(v)
+				c.Object = reuse(v, s.object)
 			default:
-				c.Model = string(v)
+				c.Model = reuse(v, s.model)
 			}
 		case "created":
 			n, ok := s.int()

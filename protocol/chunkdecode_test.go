@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 var chunkSamples = []struct {
@@ -55,6 +56,30 @@ func TestScanCompletionChunk(t *testing.T) {
 		if scanned {
 			agreeWithJSON(t, []byte(c.data), got)
 		}
+	}
+}
+
+// A chunk's id, object and model equal to the previous chunk's are that
+// chunk's strings, not new ones; different ones are read as they are.
+func TestScanCompletionChunkReusesStrings(t *testing.T) {
+	data := []byte(`{"id":"cmpl-1","object":"text_completion","model":"tiny","choices":[{"index":0,"text":"a"}]}`)
+	var c CompletionResponse
+	if !ScanCompletionChunk(data, &c) {
+		t.Fatal("not scanned")
+	}
+	prev := c
+	if allocs := testing.AllocsPerRun(100, func() {
+		c = CompletionResponse{ID: prev.ID, Object: prev.Object, Model: prev.Model}
+		ScanCompletionChunk(data, &c)
+	}); allocs > 2 { // the choices and the text
+		t.Errorf("%v allocations per chunk of the same stream", allocs)
+	}
+	if unsafe.StringData(c.ID) != unsafe.StringData(prev.ID) || c.Model != "tiny" {
+		t.Errorf("id %q not reused", c.ID)
+	}
+	other := []byte(`{"id":"cmpl-2","object":"text_completion","model":"big","choices":[]}`)
+	if !ScanCompletionChunk(other, &c) || c.ID != "cmpl-2" || c.Model != "big" || c.Object != "text_completion" {
+		t.Errorf("a different chunk read as %+v", c)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"testing"
+	"testing/iotest"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
 )
@@ -92,21 +94,33 @@ func FuzzSSEReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		const max = 256
-		r := NewSSEReader(bytes.NewReader(in), max)
-		for i := 0; ; i++ {
-			d, err := r.Next()
-			if err != nil {
-				if err != io.EOF && err != io.ErrUnexpectedEOF && !errors.Is(err, ErrEventTooLarge) {
-					t.Fatalf("unexpected error %v", err)
-				}
-				return
-			}
-			if len(d) > max {
-				t.Fatalf("event of %d bytes over the limit", len(d))
-			}
-			if i > len(in) {
-				t.Fatal("more events than input bytes")
-			}
+		// However the input is split into reads, the events are the same.
+		whole := readEvents(t, NewSSEReader(bytes.NewReader(in), max), max, len(in))
+		bytewise := readEvents(t, NewSSEReader(iotest.OneByteReader(bytes.NewReader(in)), max), max, len(in))
+		if !slices.Equal(whole, bytewise) {
+			t.Fatalf("events read whole %q, byte by byte %q", whole, bytewise)
 		}
 	})
+}
+
+// readEvents reads r, whose events are at most max bytes, to its end: the
+// events, then the error that ended it.
+func readEvents(t *testing.T, r *SSEReader, max, inputLen int) []string {
+	var out []string
+	for i := 0; ; i++ {
+		d, err := r.Next()
+		if err != nil {
+			if err != io.EOF && err != io.ErrUnexpectedEOF && !errors.Is(err, ErrEventTooLarge) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return append(out, "error: "+err.Error())
+		}
+		if len(d) > max {
+			t.Fatalf("event of %d bytes over the limit", len(d))
+		}
+		if i > inputLen {
+			t.Fatal("more events than input bytes")
+		}
+		out = append(out, string(d))
+	}
 }

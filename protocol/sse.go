@@ -152,12 +152,18 @@ func (s *SSEReader) readLine() ([]byte, error) {
 			if len(s.line)+i > limit {
 				return nil, ErrEventTooLarge
 			}
-			return append(s.line, rest[:i]...), nil
+			s.line = append(s.line, rest[:i]...) // kept: its room serves the next lines
+			return s.line, nil
 		}
 		if len(s.line)+len(rest) > limit {
 			return nil, ErrEventTooLarge
 		}
-		s.line, spanning = append(s.line, rest...), true
+		if len(rest) > 0 {
+			// A line that starts in this read and ends in a later one.
+			// The usual read ends at a line end, so the next line starts
+			// the next read and needs no copy.
+			s.line, spanning = append(s.line, rest...), true
+		}
 		s.start, s.end = 0, 0
 		if s.err != nil {
 			if s.err == io.EOF && len(s.line) > 0 {
