@@ -324,7 +324,13 @@ type prefixNote struct {
 // prefilled the prompt, and how much of it its prefix cache held (the
 // built-in engine reports it).
 func (s *chunkStream) usage(u *protocol.Usage) {
-	if s.prefix == nil || u == nil {
+	if u == nil {
+		return
+	}
+	// The built-in engine reports its load as the request ends, which it
+	// no longer counts; our own count still holds it until close.
+	s.cl.l.report(u.Extra, s.cl.l.inflight.Load()-1)
+	if s.prefix == nil {
 		return
 	}
 	if matched, ok := intExtra(u.Extra, "prefix_matched_length"); ok {

@@ -23,10 +23,14 @@ import (
 // caddy-mlc's extension, its first NVSHMEM PE (pe_start: how a discovered
 // engine's recv_rank is learnt); an engine that reports none of them
 // (MLC's own reports timings only) is balanced on the router's counts
-// alone.
+// alone. The built-in engine also reports its load at the end of every
+// request, so an engine whose requests end often is hardly polled.
 const (
 	loadPollInterval = 100 * time.Millisecond
 	loadPollTimeout  = time.Second
+	// noLoadPollInterval is how often an engine whose answer had no load
+	// (MLC's) is asked again: it may be replaced by one that reports.
+	noLoadPollInterval = 5 * time.Second
 )
 
 // loadQuery is the body of a query_engine_metrics request.
@@ -46,7 +50,7 @@ func (lf *liveFleet) pollLoad(ctx context.Context) {
 					return
 				case <-t.C:
 				}
-				if ready, _ := u.status(); ready {
+				if ready, _ := u.status(); ready && u.pollDue(time.Now()) {
 					u.pollOnce(ctx, client)
 				}
 			}
@@ -77,25 +81,57 @@ func (u *upstream) pollOnce(ctx context.Context, client *http.Client) {
 		return
 	}
 	var out protocol.CompletionResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEngineErrorBody)).Decode(&out); err != nil || out.Usage == nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEngineErrorBody)).Decode(&out); err != nil {
 		return
 	}
-	if pe, ok := intExtra(out.Usage.Extra, "pe_start"); ok {
+	var extra map[string]json.RawMessage
+	if out.Usage != nil {
+		extra = out.Usage.Extra
+	}
+	if pe, ok := intExtra(extra, "pe_start"); ok {
 		u.pe.Store(int64(pe))
-	}
-	l, ok := parseLoad(out.Usage.Extra)
-	if !ok {
-		return
 	}
 	// Our count moved while the engine answered: the larger one is ours
 	// for sure, so what is left is not ours (never our own requests seen
 	// as another replica's).
-	l.at, l.ownAtPoll = time.Now(), max(own, u.inflight.Load())
+	if !u.report(extra, max(own, u.inflight.Load())) {
+		u.unreported.Store(time.Now().UnixNano())
+	}
+}
+
+// pollDue reports whether the engine is to be polled now: always while
+// its PE is unknown (a poll's answer brings it); else not when a request's
+// end brought a report within the poll interval (see report), and only
+// every noLoadPollInterval when its last poll answered no load.
+func (u *upstream) pollDue(now time.Time) bool {
+	if u.pe.Load() < 0 {
+		return true
+	}
+	if l := u.load.Load(); l != nil && now.Sub(l.at) < loadPollInterval {
+		return false
+	}
+	if t := u.unreported.Load(); t != 0 && now.Sub(time.Unix(0, t)) < noLoadPollInterval {
+		return false
+	}
+	return true
+}
+
+// report records the load in extra, a usage.extra (a poll's answer, or a
+// request's last event), if it has any: own is our in-flight count as the
+// engine counted its work.
+func (u *upstream) report(extra map[string]json.RawMessage, own int64) bool {
+	l, ok := parseLoad(extra)
+	if !ok {
+		return false
+	}
+	l.at, l.ownAtPoll = time.Now(), max(own, 0)
 	u.load.Store(&l)
+	u.unreported.Store(0)
 	if ce := u.fleet.log().Check(zap.DebugLevel, "engine load"); ce != nil {
 		ce.Write(addrField(u), zap.Int("running", l.running), zap.Int("waiting", l.waiting), zap.Int("blocked", l.blocked),
 			zap.Int("prepared", l.prepared), zap.Int("kv_pages_free", l.pagesFree))
 	}
+	return true
 }
 
 // parseLoad reads the load fields of a query_engine_metrics answer; ok is

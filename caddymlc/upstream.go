@@ -35,7 +35,10 @@ type upstream struct {
 	requests   atomic.Int64 // calls ever held, for operators
 	breaker    breaker
 	load       atomic.Pointer[engineLoad] // nil until the engine reports one
-	prefixes   prefixIndex                // what its prefix cache is expected to hold
+	// unreported is when a poll last found no load in the answer (unix
+	// nanoseconds; 0: it did, or none did yet).
+	unreported atomic.Int64
+	prefixes   prefixIndex // what its prefix cache is expected to hold
 	// noRelease is set once the engine answered 404 to the release
 	// extension (a real MLC engine): reservations are then given back
 	// through MLC's own API.

@@ -14,7 +14,11 @@ const (
 // last step could not start, prepared, kv_pages_used, kv_pages_cached,
 // kv_pages_free, kv_pages_total, ...) and, as caddy-mlc's extension, its
 // place in its NVSHMEM world (pe_start, npes): the router balances on the
-// load and learns a discovered engine's recv_rank from pe_start.
+// load and learns a discovered engine's recv_rank from pe_start. The
+// built-in engine also puts its load (running ... kv_pages_total) in the
+// usage.extra of every request's last event, caddy-mlc's extension too: a
+// router that finds it there skips the poll of an engine whose requests
+// end often, and polls the others (MLC's engines) as before.
 const SpecialQueryEngineMetrics = "query_engine_metrics"
 
 // DisaggConfig tells an engine which step of disaggregated serving a

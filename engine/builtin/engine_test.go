@@ -80,6 +80,11 @@ func TestPrefixCache(t *testing.T) {
 	if m.Pages.Cached == 0 {
 		t.Fatalf("no page cached after a request: %+v", m.Pages)
 	}
+	// The request's end reports the engine's load as it ended (caddy-mlc's
+	// extension): nothing else ran, and the pages it left are cached.
+	if r, c, total := extraInt(t, first.usage, "running"), extraInt(t, first.usage, "kv_pages_cached"), extraInt(t, first.usage, "kv_pages_total"); r != 0 || c != m.Pages.Cached || total != m.Pages.Total {
+		t.Fatalf("load at the request's end: running %d, cached %d of %d pages; then %+v", r, c, total, m.Pages)
+	}
 	second := long + " and then something else happens"
 	got := complete(t, cached.client, cached.url, "/v1/completions", greedy(second, 8))
 	want := complete(t, plain.client, plain.url, "/v1/completions", greedy(second, 8))

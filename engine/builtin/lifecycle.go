@@ -88,17 +88,19 @@ func (e *Engine) endRequest(r *request, payload []byte, aborted bool) {
 	r.events.push(event{done: true, usage: e.usage(r), payload: payload, aborted: aborted})
 }
 
-// usage counts a request's tokens; extra carries the prefix match.
+// usage counts a request's tokens; extra carries the prefix match and,
+// as caddy-mlc's extension, the engine's load as the request ends (see
+// protocol.SpecialQueryEngineMetrics): a router that reads it need not
+// poll an engine whose requests end often.
 func (e *Engine) usage(r *request) *protocol.Usage {
 	u := &protocol.Usage{
 		PromptTokens:     len(r.prompt),
 		CompletionTokens: r.completionTokens,
 		TotalTokens:      len(r.prompt) + r.completionTokens,
 	}
-	u.Extra = map[string]json.RawMessage{
-		"prefix_matched_length": jsonInt(r.prefixMatched),
-		"prompt_length":         jsonInt(len(r.prompt)),
-	}
+	u.Extra = e.snapshot().loadExtra()
+	u.Extra["prefix_matched_length"] = jsonInt(r.prefixMatched)
+	u.Extra["prompt_length"] = jsonInt(len(r.prompt))
 	return u
 }
 

@@ -42,20 +42,28 @@ func (e *Engine) snapshot() Metrics {
 	}
 }
 
-// extra is the usage.extra of a query_engine_metrics request.
+// extra is the usage.extra of a query_engine_metrics request: the load
+// and the engine's counters.
 func (m Metrics) extra() map[string]json.RawMessage {
+	x := m.loadExtra()
+	x["kv_pages_used"] = jsonInt(m.Pages.Used)
+	x["preemptions"] = jsonInt(int(m.Preemptions))
+	x["prefill_tokens"] = jsonInt(int(m.PrefillTokens))
+	x["decode_tokens"] = jsonInt(int(m.DecodeTokens))
+	return x
+}
+
+// loadExtra is the load part of extra: what a router balances on, which
+// every request's final usage carries too.
+func (m Metrics) loadExtra() map[string]json.RawMessage {
 	return map[string]json.RawMessage{
 		"running":         jsonInt(m.Running),
 		"waiting":         jsonInt(m.Waiting),
 		"blocked":         jsonInt(m.Blocked),
 		"prepared":        jsonInt(m.Prepared),
-		"kv_pages_used":   jsonInt(m.Pages.Used),
 		"kv_pages_cached": jsonInt(m.Pages.Cached),
 		"kv_pages_free":   jsonInt(m.Pages.Free),
 		"kv_pages_total":  jsonInt(m.Pages.Total),
-		"preemptions":     jsonInt(int(m.Preemptions)),
-		"prefill_tokens":  jsonInt(int(m.PrefillTokens)),
-		"decode_tokens":   jsonInt(int(m.DecodeTokens)),
 	}
 }
 
