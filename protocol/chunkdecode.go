@@ -1,11 +1,8 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
-	"strconv"
-	"unicode/utf8"
 )
 
 // Decoding the chunks of an engine's stream (and a whole generation's
@@ -26,18 +23,15 @@ import (
 // a reader that passes the previous chunk's copy allocates those strings
 // once per stream, not once per chunk.
 func ScanCompletionChunk(data []byte, c *CompletionResponse) bool {
-	prev := chunkScanner{b: data, id: c.ID, object: c.Object, model: c.Model}
+	prev := chunkScanner{jsonScanner: jsonScanner{b: data}, id: c.ID, object: c.Object, model: c.Model}
 	*c = CompletionResponse{}
 	return prev.chunk(c)
 }
 
-// chunkScanner reads the common chunk. (engine/tokenizer has a JSON
-// scanner of its own, for tokenizer.json; they share a few lines of
-// white-space skipping, not their purpose.) Each method reports false when the
+// chunkScanner reads the common chunk. Each method reports false when the
 // input is not that shape (or not valid); the caller then falls back.
 type chunkScanner struct {
-	b []byte
-	i int
+	jsonScanner
 	// the previous chunk's strings, reused when they come again
 	id, object, model string
 }
@@ -51,41 +45,23 @@ func reuse(v []byte, old string) string {
 }
 
 func (s *chunkScanner) chunk(c *CompletionResponse) bool {
-	if !s.byte('{') {
-		return false
-	}
-	if s.byte('}') {
-		return s.end()
-	}
-	for {
-		key, ok := s.plainString()
-		if !ok || !s.byte(':') {
-			return false
-		}
+	return s.members(func(key []byte) bool {
 		switch string(key) {
 		case "choices":
-			if !s.choices(c) {
-				return false
-			}
+			return s.choices(c)
 		case "usage":
 			if c.Usage != nil {
 				return false // encoding/json merges a second usage into the first
 			}
-			if !s.null() {
-				c.Usage = new(Usage)
-				if !s.usage(c.Usage) {
-					return false
-				}
+			if s.null() {
+				return true
 			}
+			c.Usage = new(Usage)
+			return s.usage(c.Usage)
 		case "error":
-			if !s.null() {
-				return false
-			}
+			return s.null()
 		case "id", "object", "model":
 			v, ok := s.plainString()
-			if !ok {
-				return false
-			}
 			switch string(key) {
 			case "id":
 				c.ID = reuse(v, s.id)
@@ -94,22 +70,14 @@ func (s *chunkScanner) chunk(c *CompletionResponse) bool {
 			default:
 				c.Model = reuse(v, s.model)
 			}
+			return ok
 		case "created":
 			n, ok := s.int()
-			if !ok {
-				return false
-			}
 			c.Created = int64(n)
-		default:
-			return false // a field this scanner does not know: encoding/json decides
+			return ok
 		}
-		if s.byte('}') {
-			return s.end()
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
+		return false // a field this scanner does not know: encoding/json decides
+	}) && s.end()
 }
 
 func (s *chunkScanner) choices(c *CompletionResponse) bool {
@@ -136,66 +104,35 @@ func (s *chunkScanner) choices(c *CompletionResponse) bool {
 }
 
 func (s *chunkScanner) choice(ch *CompletionChoice) bool {
-	if !s.byte('{') {
-		return false
-	}
-	if s.byte('}') {
-		return true
-	}
-	for {
-		key, ok := s.plainString()
-		if !ok || !s.byte(':') {
-			return false
-		}
+	return s.members(func(key []byte) bool {
 		switch string(key) {
 		case "index":
-			if ch.Index, ok = s.int(); !ok {
-				return false
-			}
+			var ok bool
+			ch.Index, ok = s.int()
+			return ok
 		case "text":
 			v, ok := s.plainString()
-			if !ok {
-				return false
-			}
 			ch.Text = string(v)
+			return ok
 		case "finish_reason":
-			if !s.null() {
-				v, ok := s.plainString()
-				if !ok {
-					return false
-				}
-				ch.FinishReason = new(string(v))
+			if s.null() {
+				return true
 			}
+			v, ok := s.plainString()
+			ch.FinishReason = new(string(v))
+			return ok
 		case "logprobs":
-			if !s.null() {
-				return false
-			}
-		default:
-			return false
+			return s.null()
 		}
-		if s.byte('}') {
-			return true
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
+		return false
+	})
 }
 
 // usage reads a usage object whose extra values are integers or plain
 // strings, as engines send it at the end of a generation.
 func (s *chunkScanner) usage(u *Usage) bool {
-	if !s.byte('{') {
-		return false
-	}
-	if s.byte('}') {
-		return true
-	}
-	for {
-		key, ok := s.plainString()
-		if !ok || !s.byte(':') {
-			return false
-		}
+	return s.members(func(key []byte) bool {
+		var ok bool
 		switch string(key) {
 		case "prompt_tokens":
 			u.PromptTokens, ok = s.int()
@@ -206,132 +143,25 @@ func (s *chunkScanner) usage(u *Usage) bool {
 		case "extra":
 			// encoding/json adds a second extra's keys to the first's map.
 			ok = u.Extra == nil && (s.null() || s.extra(u))
-		default:
-			return false
 		}
-		if !ok {
-			return false
-		}
-		if s.byte('}') {
-			return true
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // extra reads usage.extra: an object of integers and plain strings, each
 // kept as its bytes, as json.RawMessage keeps them.
 func (s *chunkScanner) extra(u *Usage) bool {
-	if !s.byte('{') {
-		return false
-	}
 	u.Extra = map[string]json.RawMessage{}
-	if s.byte('}') {
-		return true
-	}
-	for {
-		key, ok := s.plainString()
-		if !ok || !s.byte(':') {
-			return false
-		}
+	return s.members(func(key []byte) bool {
 		s.space()
 		start := s.i
+		var ok bool
 		if s.i < len(s.b) && s.b[s.i] == '"' {
 			_, ok = s.plainString()
 		} else {
 			_, ok = s.int()
 		}
-		if !ok {
-			return false
-		}
 		u.Extra[string(key)] = json.RawMessage(slices.Clone(s.b[start:s.i]))
-		if s.byte('}') {
-			return true
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
-}
-
-// byte consumes c, after white space, if it comes next.
-func (s *chunkScanner) byte(c byte) bool {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// null consumes a null, if it comes next.
-func (s *chunkScanner) null() bool {
-	s.space()
-	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
-		s.i += 4
-		return true
-	}
-	return false
-}
-
-// plainString reads a string without escapes, control characters or
-// invalid UTF-8: its bytes are then its value.
-func (s *chunkScanner) plainString() ([]byte, bool) {
-	if !s.byte('"') {
-		return nil, false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			v := s.b[start:s.i]
-			s.i++
-			return v, utf8.Valid(v)
-		case c == '\\' || c < 0x20:
-			return nil, false
-		}
-		s.i++
-	}
-	return nil, false
-}
-
-// int reads a JSON integer that fits an int.
-func (s *chunkScanner) int() (int, bool) {
-	s.space()
-	start := s.i
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	digits := s.i
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
-	}
-	if s.i == digits || s.b[digits] == '0' && s.i-digits > 1 {
-		return 0, false // no digits, or a leading zero
-	}
-	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		return 0, false
-	}
-	n, err := strconv.Atoi(string(s.b[start:s.i]))
-	return n, err == nil
-}
-
-// end reports that only white space is left.
-func (s *chunkScanner) end() bool {
-	s.space()
-	return s.i == len(s.b)
-}
-
-func (s *chunkScanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
+		return ok
+	})
 }

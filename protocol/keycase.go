@@ -50,110 +50,19 @@ func checkKeyCase(b []byte, t reflect.Type) error {
 // map[string]json.RawMessage found, at a tenth of the cost: every request
 // goes through it.)
 func objectKeys(b []byte, yield func(key []byte) bool) {
-	s := keyScanner{b: b}
-	if !s.next('{') || s.next('}') {
+	s := jsonScanner{b: b}
+	if !s.byte('{') || s.byte('}') {
 		return
 	}
 	for {
-		key, ok := s.str()
-		if !ok || !s.next(':') || !s.skipValue() || !yield(key) {
+		key, ok := s.rawString()
+		if !ok || !s.byte(':') || !s.skipValue() || !yield(key) {
 			return
 		}
-		if !s.next(',') {
+		if !s.byte(',') {
 			return
 		}
 	}
-}
-
-type keyScanner struct {
-	b []byte
-	i int
-}
-
-// next consumes c, after white space, if it comes next.
-func (s *keyScanner) next(c byte) bool {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-func (s *keyScanner) space() {
-	for s.i < len(s.b) && isSpace(s.b[s.i]) {
-		s.i++
-	}
-}
-
-// str reads a string, after white space: its bytes between the quotes.
-func (s *keyScanner) str() ([]byte, bool) {
-	if !s.next('"') {
-		return nil, false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '\\':
-			s.i += 2
-			continue
-		case '"':
-			s.i++
-			return s.b[start : s.i-1], true
-		}
-		s.i++
-	}
-	return nil, false
-}
-
-// skipValue skips one value, after white space: a string, an object or an
-// array (their nesting counted, their strings skipped whole), or a
-// literal.
-func (s *keyScanner) skipValue() bool {
-	depth := 0
-	for {
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case '"':
-			if _, ok := s.str(); !ok {
-				return false
-			}
-		case '{', '[':
-			depth++
-			s.i++
-		case '}', ']':
-			if depth == 0 {
-				return false
-			}
-			depth--
-			s.i++
-		case ',', ':':
-			if depth == 0 {
-				return false
-			}
-			s.i++
-		default: // a literal: up to the next delimiter
-			for s.i < len(s.b) && !isDelimiter(s.b[s.i]) {
-				s.i++
-			}
-		}
-		if depth == 0 {
-			return true
-		}
-	}
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func isDelimiter(c byte) bool {
-	switch c {
-	case ',', ':', '[', ']', '{', '}', '"':
-		return true
-	}
-	return isSpace(c)
 }
 
 // unmarshalExact is json.Unmarshal into *v, a struct, with its keys
