@@ -140,12 +140,16 @@ func (u *upstream) report(extra map[string]json.RawMessage, own int64) bool {
 func parseLoad(extra map[string]json.RawMessage) (engineLoad, bool) {
 	l := engineLoad{blocked: -1}
 	found := false
-	for key, dst := range map[string]*int{
-		"running": &l.running, "waiting": &l.waiting, "blocked": &l.blocked, "prepared": &l.prepared,
-		"kv_pages_free": &l.pagesFree, "kv_pages_cached": &l.pagesCached, "kv_pages_total": &l.pagesTotal,
+	// An array, not a map: this runs at every request's end.
+	for _, f := range [...]struct {
+		key string
+		dst *int
+	}{
+		{"running", &l.running}, {"waiting", &l.waiting}, {"blocked", &l.blocked}, {"prepared", &l.prepared},
+		{"kv_pages_free", &l.pagesFree}, {"kv_pages_cached", &l.pagesCached}, {"kv_pages_total", &l.pagesTotal},
 	} {
-		if n, ok := intExtra(extra, key); ok {
-			*dst, found = n, true
+		if n, ok := intExtra(extra, f.key); ok {
+			*f.dst, found = n, true
 		}
 	}
 	if l.blocked < 0 {

@@ -14,7 +14,11 @@ import (
 // noLoadPollInterval, unless its PE is still to be learnt.
 func TestLoadReportsSparePolls(t *testing.T) {
 	lf := externalFleet(t, 1) // its engine answers every call with no load
-	u := lf.upstreams[0]
+	// A copy of the fleet's engine, which the fleet's own poller does not
+	// touch while the test reads and writes its state.
+	fleetU := lf.upstreams[0]
+	u := &upstream{fleet: lf, index: fleetU.index, addr: fleetU.addr, url: fleetU.url}
+	u.pe.Store(fleetU.pe.Load())
 	now := time.Now()
 	if !u.pollDue(now) {
 		t.Fatal("an engine that never reported is not polled")
