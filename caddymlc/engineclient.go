@@ -205,7 +205,12 @@ func (c *engineClient) post(ctx context.Context, l *lease, path string, body, ou
 	}
 	defer cl.end()
 	t0 := time.Now()
-	err = json.NewDecoder(io.LimitReader(cl.resp.Body, maxEngineErrorBody)).Decode(out)
+	// Read to the body's end, not only to the value's: a body left unread
+	// costs its connection (see drain).
+	data, err := io.ReadAll(io.LimitReader(cl.resp.Body, maxEngineErrorBody))
+	if err == nil {
+		err = json.Unmarshal(data, out)
+	}
 	cl.wait.since(t0)
 	if err != nil {
 		if cl.ctx.Err() != nil {
@@ -311,6 +316,7 @@ type chunkStream struct {
 	last   protocol.CompletionResponse
 	answer *protocol.CompletionResponse // a whole generation's, until handed out
 	prefix *prefixNote                  // what the engine's prefix index expected
+	ended  bool                         // the stream's [DONE] came
 }
 
 // prefixNote is what an engine's prefix index expected it to hold of a
@@ -371,6 +377,7 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	s.cl.progress()
 	s.cl.l.fleet.Served(s.cl.l.index)
 	if protocol.IsDone(data) {
+		s.ended = true
 		return nil, io.EOF
 	}
 	s.cl.l.firstToken()
@@ -395,6 +402,26 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	return &chunk.CompletionResponse, nil
 }
 
+// drainTimeout bounds the wait for the end of a stream's body after its
+// [DONE] event; drainBytes how much of it is read.
+const (
+	drainTimeout = 50 * time.Millisecond
+	drainBytes   = 4 << 10
+)
+
+// drain reads the body of a stream that sent [DONE] to its end. The
+// engine ends the body right after that event, but usually in a later
+// write than the event's, and a body closed before its end costs its
+// connection: Go's transport drops it, and the next call dials again and
+// waits for the engine to accept it (a sequential stream lost its
+// connection about every other request, which under load showed as time
+// to first token). An engine that keeps the body open past [DONE] loses
+// the connection after drainTimeout, as before.
+func (s *chunkStream) drain() {
+	s.cl.dog.Reset(drainTimeout)
+	_, _ = io.CopyN(io.Discard, s.cl.resp.Body, drainBytes)
+}
+
 // engineChunk is an event of an engine's stream: a completion chunk, or
 // an error.
 type engineChunk struct {
@@ -409,6 +436,9 @@ func (s *chunkStream) pending() bool { return s.sse != nil && s.sse.Buffered() }
 // close ends the stream, which cancels the engine's request if it still
 // runs, and releases the engine.
 func (s *chunkStream) close() {
+	if s.ended {
+		s.drain()
+	}
 	s.cl.end()
 	if s.sse != nil {
 		s.sse.Release()
