@@ -311,8 +311,8 @@ func (c *engineClient) stream(ctx context.Context, l *lease, path string, body a
 type chunkStream struct {
 	cl  *call
 	sse *protocol.SSEReader
-	// last holds the id, object and model of the last chunk scanned,
-	// which the next chunk reuses (see protocol.ScanCompletionChunk).
+	// last is the last chunk scanned, whose id, object, model and array
+	// of choices the next chunk reuses (see protocol.ScanCompletionChunk).
 	last   protocol.CompletionResponse
 	answer *protocol.CompletionResponse // a whole generation's, until handed out
 	prefix *prefixNote                  // what the engine's prefix index expected
@@ -351,7 +351,8 @@ func (s *chunkStream) usage(u *protocol.Usage) {
 func (s *chunkStream) lease() *lease { return s.cl.l }
 
 // next returns the next chunk, io.EOF after [DONE], or an engineError when
-// the stream breaks, falls silent or carries an error event.
+// the stream breaks, falls silent or carries an error event. The chunk is
+// valid until the next call (its usage stays valid).
 func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	if s.sse == nil {
 		a := s.answer
@@ -381,11 +382,10 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 		return nil, io.EOF
 	}
 	s.cl.l.firstToken()
-	common := &protocol.CompletionResponse{ID: s.last.ID, Object: s.last.Object, Model: s.last.Model}
-	if protocol.ScanCompletionChunk(data, common) {
-		s.last.ID, s.last.Object, s.last.Model = common.ID, common.Object, common.Model
-		return common, nil
+	if protocol.ScanCompletionChunk(data, &s.last) {
+		return &s.last, nil
 	}
+	s.last = protocol.CompletionResponse{ID: s.last.ID, Object: s.last.Object, Model: s.last.Model}
 	// One decode for the other shapes: a chunk, or the error event that
 	// ends the stream.
 	var chunk engineChunk

@@ -19,11 +19,12 @@ import (
 // it has the common shape, and reports whether it did. When it did not,
 // c is to be ignored and data decoded with encoding/json, which reads
 // every shape and reports errors. c is reset first; an id, object or
-// model equal to the one c held is kept rather than allocated again, so
-// a reader that passes the previous chunk's copy allocates those strings
-// once per stream, not once per chunk.
+// model equal to the one c held is kept rather than allocated again, and
+// the array of c's choices is written over rather than allocated again,
+// so a reader that passes the previous chunk allocates those once per
+// stream, not once per chunk (and must be done with its choices).
 func ScanCompletionChunk(data []byte, c *CompletionResponse) bool {
-	prev := chunkScanner{jsonScanner: jsonScanner{b: data}, id: c.ID, object: c.Object, model: c.Model}
+	prev := chunkScanner{jsonScanner: jsonScanner{b: data}, id: c.ID, object: c.Object, model: c.Model, choiceArray: c.Choices[:0]}
 	*c = CompletionResponse{}
 	return prev.chunk(c)
 }
@@ -34,6 +35,7 @@ type chunkScanner struct {
 	jsonScanner
 	// the previous chunk's strings, reused when they come again
 	id, object, model string
+	choiceArray       []CompletionChoice // the previous chunk's, written over
 }
 
 // reuse returns v as a string: old when it is equal, without allocating.
@@ -84,7 +86,10 @@ func (s *chunkScanner) choices(c *CompletionResponse) bool {
 	if !s.byte('[') {
 		return false
 	}
-	c.Choices = []CompletionChoice{}
+	c.Choices = s.choiceArray
+	if c.Choices == nil {
+		c.Choices = []CompletionChoice{}
+	}
 	if s.byte(']') {
 		return true
 	}

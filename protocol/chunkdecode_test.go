@@ -60,7 +60,8 @@ func TestScanCompletionChunk(t *testing.T) {
 }
 
 // A chunk's id, object and model equal to the previous chunk's are that
-// chunk's strings, not new ones; different ones are read as they are.
+// chunk's strings, not new ones, and its choices are written over the
+// previous chunk's array; different strings are read as they are.
 func TestScanCompletionChunkReusesStrings(t *testing.T) {
 	data := []byte(`{"id":"cmpl-1","object":"text_completion","model":"tiny","choices":[{"index":0,"text":"a"}]}`)
 	var c CompletionResponse
@@ -69,13 +70,15 @@ func TestScanCompletionChunkReusesStrings(t *testing.T) {
 	}
 	prev := c
 	if allocs := testing.AllocsPerRun(100, func() {
-		c = CompletionResponse{ID: prev.ID, Object: prev.Object, Model: prev.Model}
 		ScanCompletionChunk(data, &c)
-	}); allocs > 2 { // the choices and the text
+	}); allocs > 1 { // the text
 		t.Errorf("%v allocations per chunk of the same stream", allocs)
 	}
 	if unsafe.StringData(c.ID) != unsafe.StringData(prev.ID) || c.Model != "tiny" {
 		t.Errorf("id %q not reused", c.ID)
+	}
+	if unsafe.SliceData(c.Choices) != unsafe.SliceData(prev.Choices) || len(c.Choices) != 1 || c.Choices[0].Text != "a" {
+		t.Errorf("choices %+v not written over the previous array", c.Choices)
 	}
 	other := []byte(`{"id":"cmpl-2","object":"text_completion","model":"big","choices":[]}`)
 	if !ScanCompletionChunk(other, &c) || c.ID != "cmpl-2" || c.Model != "big" || c.Object != "text_completion" {
@@ -102,6 +105,12 @@ func FuzzScanCompletionChunk(f *testing.F) {
 		var got CompletionResponse
 		if ScanCompletionChunk(data, &got) {
 			agreeWithJSON(t, data, got)
+		}
+		// Read after another chunk, whose strings and choices it reuses.
+		var after CompletionResponse
+		ScanCompletionChunk([]byte(chunkSamples[0].data), &after)
+		if ScanCompletionChunk(data, &after) {
+			agreeWithJSON(t, data, after)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 )
 
 // DefaultMaxBodyBytes bounds a request body when no other limit is set.
@@ -51,15 +52,15 @@ func DecodeJSON(b []byte, v any) *Error {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return InvalidRequest("", "request body must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(v); err != nil {
+	// json.Unmarshal, not a Decoder: it reads b in place where a Decoder
+	// copies it into a buffer of its own, and it refuses what follows the
+	// object, which its syntax check finds before any field is decoded.
+	if err := json.Unmarshal(trimmed, v); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) && strings.HasSuffix(syntax.Error(), "after top-level value") {
+			return InvalidRequest("", "invalid JSON: data after the top-level object")
+		}
 		return jsonError(err)
-	}
-	if dec.More() {
-		return InvalidRequest("", "invalid JSON: data after the top-level object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return InvalidRequest("", "invalid JSON: data after the top-level object")
 	}
 	return nil
 }

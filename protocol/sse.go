@@ -212,7 +212,8 @@ type SSEWriter struct {
 // event-stream headers are set (before the first write) and each event is
 // flushed.
 func NewSSEWriter(w io.Writer) *SSEWriter {
-	s := &SSEWriter{w: w}
+	// Room for a chunk of a few tokens: the buffer rarely grows.
+	s := &SSEWriter{w: w, buf: make([]byte, 0, 512)}
 	if rw, ok := w.(http.ResponseWriter); ok {
 		h := rw.Header()
 		h.Set("Content-Type", "text/event-stream")
