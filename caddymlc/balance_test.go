@@ -112,7 +112,7 @@ func TestPickWeighsCallsStillPrefilling(t *testing.T) {
 	lf := externalFleet(t, 2)
 	r := testRouter(t, lf, PolicyLeastLoaded)
 	var held []*lease
-	for _, i := range []int{0, 0, 1, 1, 1} { // decoding: engine 0 two calls, engine 1 three
+	for _, i := range []int{0, 0, 1, 1, 1, 1, 1} { // decoding: engine 0 two calls, engine 1 five
 		l := &lease{upstream: lf.upstreams[i]}
 		l.release, l.started = lf.upstreams[i].hold()
 		l.firstToken()
@@ -123,12 +123,15 @@ func TestPickWeighsCallsStillPrefilling(t *testing.T) {
 		t.Fatalf("picked %d, want the least loaded (0)", first.index)
 	}
 	// Engine 0 has three calls now, one of them prefilling: it weighs
-	// four against engine 1's three.
+	// 3+prefillWeight (7) against engine 1's five. (Were a prefilling call
+	// to count only twice, engine 0 would weigh four and get the next one
+	// too: two prefills in one step.)
 	second := r.pick("", pickOptions{})
 	if second.index != 1 {
 		t.Fatalf("picked %d while engine 0 prefills, want 1", second.index)
 	}
-	// The first call's first token: engine 0 weighs three, engine 1 five.
+	// The first call's first token: engine 0 weighs three, engine 1 six
+	// plus prefillWeight.
 	first.firstToken()
 	first.firstToken() // once only
 	third := r.pick("", pickOptions{})

@@ -12,7 +12,8 @@ import (
 const (
 	// PolicyLeastLoaded chooses the engine with the least work: the
 	// router's calls in flight (one that has not had its first token yet
-	// counting twice), plus what the engine reports it has from others
+	// weighing five: its prefill is still to come), plus what the engine
+	// reports it has from others
 	// (other Caddy replicas, reservations). Ties go round.
 	PolicyLeastLoaded = "least_loaded"
 	// PolicyPrefixAware weighs load against the prompt prefix each
