@@ -70,7 +70,8 @@ func (roundRobin) choose(cs []candidate, _ pickOptions, _ time.Time, first int) 
 
 // prefixAware is PolicyPrefixAware. Its cost of an engine is in prompt
 // tokens to prefill: the prompt minus the prefix the engine is expected
-// to hold, plus loadTokens for every call in flight there. The tier
+// to hold, plus loadTokens for every call in flight there (see
+// upstream.prefixLoad). The tier
 // already keeps saturated engines out, so a prefix hit never outweighs an
 // engine that cannot take the request.
 type prefixAware struct{}
@@ -92,7 +93,7 @@ func (prefixAware) choose(cs []candidate, o pickOptions, now time.Time, first in
 	for k := range len(cs) {
 		c := cs[(first+k)%len(cs)]
 		hit := c.prefixes.match(chain)
-		cost := float64(len(o.prompt)-hit) + c.score(now)*loadTokens
+		cost := float64(len(o.prompt)-hit) + c.prefixLoad(now)*loadTokens
 		if bestCost < 0 || cost < bestCost {
 			best, bestCost = c, cost
 		}

@@ -137,6 +137,16 @@ func (u *upstream) score(now time.Time) float64 {
 	return u.calls(now) + prefillWeight*float64(u.prefilling.Load())
 }
 
+// prefixLoad is the engine's load for prefix_aware: its calls, a call
+// that has not had its first token yet counting twice. Less than score's
+// weight: this cost is in prompt tokens, which already count the prefill
+// of the request to place, and spreading a burst's prefills sends
+// requests away from their prefixes. With score's weight, prefixbench's
+// hit rate fell from 77% to 57% and its throughput by 40%.
+func (u *upstream) prefixLoad(now time.Time) float64 {
+	return u.calls(now) + float64(u.prefilling.Load())
+}
+
 // calls is the engine's work in calls: our own calls in flight plus the
 // work the engine last reported that is not ours (other replicas,
 // reservations not yet released). Our own count is exact and current; a
