@@ -58,7 +58,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 	if err != nil {
 		return nil, err
 	}
-	chain := prefixChain(prompt)
+	chain := d.r.prefixChain(prompt)
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
 	end := protocol.ResolveIndex(prep.End, n)
 	if end <= 0 {
@@ -92,7 +92,9 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
 	}
 	d.r.metrics.steps.WithLabelValues("prep_recv").Observe(time.Since(t0).Seconds())
-	dec.prefixes.learn(chain, recv.PrefixMatchedLength, dec.prefixCapacity())
+	if chain != nil {
+		dec.prefixes.learn(chain, recv.PrefixMatchedLength, dec.prefixCapacity())
+	}
 	if recv.PrefixMatchedLength < end {
 		err := d.remoteSend(ctx, pre, dec, req, recv, end)
 		pre.release()

@@ -28,6 +28,19 @@ import (
 // defaultPrefixPages bounds an index whose engine reports no capacity.
 const defaultPrefixPages = 1 << 14
 
+// prefixChain returns the prompt's prefix chain for the engines' prefix
+// indexes, or nil when the router's policy does not read them: keeping
+// them (hashing every prompt, a map and a list of pages per engine) was
+// a few percent of a least_loaded router's CPU, for nothing. A router
+// whose policy reads them sees the prefixes of its own requests, not of
+// another router's on the same engines whose policy does not.
+func (r *Router) prefixChain(prompt []int) []uint64 {
+	if !r.trackPrefixes {
+		return nil
+	}
+	return prefixChain(prompt)
+}
+
 // prefixChain returns the hashes of the prompt's full KV pages: chain[k]
 // identifies tokens [0, (k+1)*kvPageTokens).
 func prefixChain(prompt []int) []uint64 {

@@ -159,3 +159,29 @@ func TestPrefixIndexTellsPendingFromHeld(t *testing.T) {
 		t.Fatalf("a fresh index holds %d tokens after prep_recv matched 8 pages", got)
 	}
 }
+
+// Only a router whose policy reads the engines' prefix indexes keeps
+// them: after the same request, prefix_aware's engine index holds the
+// prompt's pages and least_loaded's holds nothing.
+func TestOnlyPrefixAwareKeepsTheIndex(t *testing.T) {
+	prompt := seq(5, 3*kvPageTokens)
+	for _, tc := range []struct {
+		policy string
+		pages  int
+	}{{PolicyPrefixAware, 3}, {PolicyLeastLoaded, 0}} {
+		t.Run(tc.policy, func(t *testing.T) {
+			s := startSite(t, 1, "\t\t\tmode round_robin\n\t\t\tpolicy "+tc.policy+"\n")
+			if _, status, raw := s.complete(s.base, greedy(prompt, 4)); status != 200 {
+				t.Fatalf("%d %s", status, raw)
+			}
+			_, lf := liveRouter(t)
+			p := &lf.upstreams[0].prefixes
+			p.mu.Lock()
+			n := len(p.pages)
+			p.mu.Unlock()
+			if n != tc.pages {
+				t.Fatalf("the engine's prefix index holds %d pages after a prompt of 3, want %d", n, tc.pages)
+			}
+		})
+	}
+}

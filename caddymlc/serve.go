@@ -123,7 +123,9 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix strin
 
 func (r *Router) newCompletion(idPrefix string, req *protocol.CompletionRequest, prompt []int, begin time.Time) *completion {
 	id := protocol.NewID(idPrefix)
-	return &completion{r: r, id: id, req: req, prompt: prompt, begin: begin, log: r.logger.With(zap.String("request_id", id))}
+	// WithLazy: most requests log nothing, and With encodes its fields
+	// (a copy of the encoder) at once.
+	return &completion{r: r, id: id, req: req, prompt: prompt, begin: begin, log: r.logger.WithLazy(zap.String("request_id", id))}
 }
 
 // Caddy request variables the router sets for each request it serves, so

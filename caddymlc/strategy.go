@@ -31,5 +31,5 @@ func (s *wholeRequest) open(ctx context.Context, req *protocol.CompletionRequest
 	if err != nil {
 		return nil, err
 	}
-	return s.r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream, prefixChain(prompt))
+	return s.r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream, s.r.prefixChain(prompt))
 }
