@@ -58,21 +58,19 @@ func jsonKeys(t reflect.Type) map[string]bool {
 //
 // Fields absent from b are reset, as for a fresh value.
 func decodeExtra[F any](b []byte, dst *F, extra *Extra) error {
-	if err := checkKeyCase(b, reflect.TypeFor[F]()); err != nil {
+	known, err := checkKeys(b, reflect.TypeFor[F]())
+	if err != nil {
 		return err
 	}
+	// Most requests have no field F does not model (the key scan found
+	// none): one decode reads them; the others take the long way.
 	var fresh F
-	// Most requests have no field F does not model: one decode that
-	// refuses unknown fields reads them; the others take the long way.
-	strict := json.NewDecoder(bytes.NewReader(b))
-	strict.DisallowUnknownFields()
-	if strict.Decode(&fresh) == nil && !strict.More() {
-		*dst, *extra = fresh, nil
-		return nil
-	}
-	fresh = *new(F)
 	if err := json.Unmarshal(b, &fresh); err != nil {
 		return err
+	}
+	if known {
+		*dst, *extra = fresh, nil
+		return nil
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(b, &all); err != nil {

@@ -20,47 +20,64 @@ import (
 // that differs only in case from a field of the struct type t. b that is
 // not an object is left to the decoder to refuse.
 func checkKeyCase(b []byte, t reflect.Type) error {
+	_, err := checkKeys(b, t)
+	return err
+}
+
+// checkKeys is checkKeyCase that also reports whether every key of b
+// names a field of t exactly: b then decodes into t with nothing left
+// over. known is false for b that is not a well-formed object.
+func checkKeys(b []byte, t reflect.Type) (known bool, err error) {
 	keys := jsonKeys(t)
-	var bad error
-	objectKeys(b, func(k []byte) bool {
+	known = true
+	complete := objectKeys(b, func(k []byte) bool {
 		if keys[string(k)] {
 			return true
 		}
 		key := string(k)
 		if bytes.IndexByte(k, '\\') >= 0 {
-			if json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &key) != nil || keys[key] {
+			if json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &key) != nil {
+				known = false
+				return true
+			}
+			if keys[key] {
 				return true
 			}
 		}
+		known = false
 		for name := range keys {
 			if strings.EqualFold(key, name) {
-				bad = &fieldError{param: key, msg: fmt.Sprintf("unknown field %q: field names are case-sensitive (did you mean %q?)", key, name)}
+				err = &fieldError{param: key, msg: fmt.Sprintf("unknown field %q: field names are case-sensitive (did you mean %q?)", key, name)}
 				return false
 			}
 		}
 		return true
 	})
-	return bad
+	return known && complete && err == nil, err
 }
 
 // objectKeys calls yield with each key of the JSON object b, as it is
 // written between its quotes (escapes not undone), until yield returns
 // false. It reads no value, only skips it, and stops at anything that is
-// not well-formed: the decoder refuses that. (It is what a decode into a
-// map[string]json.RawMessage found, at a tenth of the cost: every request
-// goes through it.)
-func objectKeys(b []byte, yield func(key []byte) bool) {
+// not well-formed: the decoder refuses that. complete reports that it read
+// the object to its end and b has nothing after it. (It is what a decode
+// into a map[string]json.RawMessage found, at a tenth of the cost: every
+// request goes through it.)
+func objectKeys(b []byte, yield func(key []byte) bool) (complete bool) {
 	s := jsonScanner{b: b}
-	if !s.byte('{') || s.byte('}') {
-		return
+	if !s.byte('{') {
+		return false
+	}
+	if s.byte('}') {
+		return s.end()
 	}
 	for {
 		key, ok := s.rawString()
 		if !ok || !s.byte(':') || !s.skipValue() || !yield(key) {
-			return
+			return false
 		}
 		if !s.byte(',') {
-			return
+			return s.byte('}') && s.end()
 		}
 	}
 }

@@ -20,7 +20,7 @@ func FuzzObjectKeys(f *testing.F) {
 			return
 		}
 		got := map[string]bool{}
-		objectKeys(b, func(k []byte) bool {
+		complete := objectKeys(b, func(k []byte) bool {
 			key := string(k)
 			if err := json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &key); err != nil {
 				t.Fatalf("%q: key %q is not a JSON string's content", b, k)
@@ -28,6 +28,9 @@ func FuzzObjectKeys(f *testing.F) {
 			got[key] = true
 			return true
 		})
+		if !complete {
+			t.Fatalf("%q: an object encoding/json reads whole not read to its end", b)
+		}
 		if len(got) != len(m) {
 			t.Fatalf("%q: keys %v, encoding/json found %d", b, got, len(m))
 		}
