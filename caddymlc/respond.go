@@ -1,7 +1,6 @@
 package caddymlc
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -134,11 +133,11 @@ func (s *completionStream) chunk(choices []protocol.CompletionChoice, usage *pro
 
 // write sends one event; the caller holds mu.
 func (s *completionStream) write(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var err error
+	if s.buf, err = protocol.AppendJSON(s.buf[:0], v); err != nil {
 		return err
 	}
-	return s.writeData(b)
+	return s.writeData(s.buf)
 }
 
 // writeData sends one event's data; the caller holds mu.

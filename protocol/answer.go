@@ -12,7 +12,7 @@ import (
 // newline) and a value that cannot be encoded is a 500 error body rather
 // than half an answer.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := AppendJSON(nil, v)
 	if err != nil {
 		Errorf(http.StatusInternalServerError, ErrTypeServer, "encoding the answer: %v", err).Write(w)
 		return
@@ -20,6 +20,22 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// jsonAppender is a value that appends its own JSON encoding, the same
+// as json.Marshal's, without reflection (CompletionResponse).
+type jsonAppender interface {
+	AppendJSON(dst []byte) ([]byte, error)
+}
+
+// AppendJSON appends v's JSON encoding to dst: json.Marshal's, without
+// reflection for the types that write their own (see jsonAppender).
+func AppendJSON(dst []byte, v any) ([]byte, error) {
+	if a, ok := v.(jsonAppender); ok {
+		return a.AppendJSON(dst)
+	}
+	b, err := json.Marshal(v)
+	return append(dst, b...), err
 }
 
 // NewID returns an id for a request or an answer: prefix ("cmpl-",

@@ -104,3 +104,76 @@ func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// AppendJSON appends r as json.Marshal encodes it, byte for byte
+// (FuzzCompletionResponseAppendJSON), writing its fields by hand: a
+// built-in engine encodes one per token it streams, and a router one per
+// whole answer, where reflection was most of the cost. Logprobs and usage
+// extras, rare, go through json.Marshal.
+func (r CompletionResponse) AppendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"id":`...)
+	dst = AppendJSONString(dst, r.ID)
+	dst = append(dst, `,"object":`...)
+	dst = AppendJSONString(dst, r.Object)
+	dst = append(dst, `,"created":`...)
+	dst = strconv.AppendInt(dst, r.Created, 10)
+	dst = append(dst, `,"model":`...)
+	dst = AppendJSONString(dst, r.Model)
+	dst = append(dst, `,"choices":`...)
+	if r.Choices == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range r.Choices {
+			c := &r.Choices[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"index":`...)
+			dst = strconv.AppendInt(dst, int64(c.Index), 10)
+			dst = append(dst, `,"text":`...)
+			dst = AppendJSONString(dst, c.Text)
+			dst = append(dst, `,"finish_reason":`...)
+			if c.FinishReason == nil {
+				dst = append(dst, "null"...)
+			} else {
+				dst = AppendJSONString(dst, *c.FinishReason)
+			}
+			dst = append(dst, `,"logprobs":`...)
+			var err error
+			if dst, err = appendMarshal(dst, c.Logprobs); err != nil {
+				return nil, err
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if u := r.Usage; u != nil {
+		dst = append(dst, `,"usage":{"prompt_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(u.PromptTokens), 10)
+		dst = append(dst, `,"completion_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(u.CompletionTokens), 10)
+		dst = append(dst, `,"total_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(u.TotalTokens), 10)
+		if len(u.Extra) > 0 {
+			dst = append(dst, `,"extra":`...)
+			b, err := json.Marshal(u.Extra)
+			if err != nil {
+				return nil, err
+			}
+			dst = append(dst, b...)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}'), nil
+}
+
+// appendMarshal appends json.Marshal's encoding of v ("null" for a nil
+// pointer, without calling it).
+func appendMarshal[T any](dst []byte, v *T) ([]byte, error) {
+	if v == nil {
+		return append(dst, "null"...), nil
+	}
+	b, err := json.Marshal(v)
+	return append(dst, b...), err
+}

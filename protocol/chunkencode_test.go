@@ -76,3 +76,59 @@ func BenchmarkTextChunkEncode(b *testing.B) {
 		}
 	})
 }
+
+// completionSample is a response of the shape flags choose: bit 0 nil
+// choices, 1 a finish reason, 2 usage, 3 usage extras, 4 logprobs, 5 a
+// second choice.
+func completionSample(id, model, text, finish string, index int, created int64, flags byte) *CompletionResponse {
+	r := &CompletionResponse{ID: id, Object: ObjectTextCompletion, Created: created, Model: model}
+	if flags&1 == 0 {
+		c := CompletionChoice{Index: index, Text: text}
+		if flags&2 != 0 {
+			c.FinishReason = &finish
+		}
+		if flags&16 != 0 {
+			c.Logprobs = &CompletionLogprobs{TextOffset: []int{0}, TokenLogprobs: []float64{-0.25}, Tokens: []string{text}}
+		}
+		r.Choices = []CompletionChoice{c}
+		if flags&32 != 0 {
+			r.Choices = append(r.Choices, CompletionChoice{Index: index + 1, Text: finish})
+		}
+	}
+	if flags&4 != 0 {
+		r.Usage = &Usage{PromptTokens: index, CompletionTokens: int(created), TotalTokens: index + int(created)}
+		if flags&8 != 0 {
+			r.Usage.Extra = map[string]json.RawMessage{"prefix_matched_length": json.RawMessage(" 16 "), "b": json.RawMessage(`"x"`)}
+		}
+	}
+	return r
+}
+
+func FuzzCompletionResponseAppendJSON(f *testing.F) {
+	for i, s := range jsonStrings {
+		f.Add("cmpl-1", "tiny", s, "length", i, int64(1796049071), byte(i*7))
+	}
+	f.Fuzz(func(t *testing.T, id, model, text, finish string, index int, created int64, flags byte) {
+		r := completionSample(id, model, text, finish, index, created, flags)
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.AppendJSON([]byte("x"))
+		if err != nil || !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("%+v:\n got  %s (%v)\n want %s", r, got, err, want)
+		}
+	})
+}
+
+func TestCompletionResponseAppendJSONIsMarshal(t *testing.T) {
+	for flags := range byte(64) {
+		for i, s := range jsonStrings {
+			r := completionSample("cmpl-<&>", "m\u2028", s, "stop", i, -3, flags)
+			want, _ := json.Marshal(r)
+			if got, err := r.AppendJSON(nil); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("flags %06b %q:\n got  %s (%v)\n want %s", flags, s, got, err, want)
+			}
+		}
+	}
+}

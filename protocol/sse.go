@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -263,13 +262,19 @@ func (s *SSEWriter) WriteEvent(data []byte) error {
 // Flush sends what was written.
 func (s *SSEWriter) Flush() { s.flush() }
 
-// WriteJSON writes v as one event.
+// WriteJSON writes v as one event, and flushes it. JSON from
+// json.Marshal, or from a jsonAppender, never holds a line end.
 func (s *SSEWriter) WriteJSON(v any) error {
-	b, err := json.Marshal(v)
+	buf, err := AppendJSON(append(s.buf[:0], "data: "...), v)
 	if err != nil {
 		return err
 	}
-	return s.WriteData(b)
+	s.buf = append(buf, "\n\n"...)
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	s.flush()
+	return nil
 }
 
 // WriteDone writes the end-of-stream event.
