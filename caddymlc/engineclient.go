@@ -107,7 +107,7 @@ func (c *engineClient) start(ctx context.Context, l *lease, path string, body an
 
 func (c *engineClient) startCall(ctx context.Context, l *lease, path string, body any, whole bool) (*call, error) {
 	op := strings.TrimPrefix(path, "/")
-	b, err := json.Marshal(body)
+	b, err := protocol.AppendJSON(nil, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", op, err)
 	}

@@ -22,17 +22,25 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// jsonAppender is a value that appends its own JSON encoding, the same
-// as json.Marshal's, without reflection (CompletionResponse).
-type jsonAppender interface {
-	AppendJSON(dst []byte) ([]byte, error)
-}
-
-// AppendJSON appends v's JSON encoding to dst: json.Marshal's, without
-// reflection for the types that write their own (see jsonAppender).
+// AppendJSON appends v's JSON encoding to dst: json.Marshal's, written
+// by hand for the types the router and the built-in engine encode most
+// (their AppendJSON methods). The types are matched exactly, not by a
+// method set: a struct that embeds one of them (the microserving
+// requests embed CompletionRequest) has JSON of its own.
 func AppendJSON(dst []byte, v any) ([]byte, error) {
-	if a, ok := v.(jsonAppender); ok {
-		return a.AppendJSON(dst)
+	switch v := v.(type) {
+	case CompletionResponse:
+		return v.AppendJSON(dst)
+	case *CompletionResponse:
+		if v != nil {
+			return v.AppendJSON(dst)
+		}
+	case CompletionRequest:
+		return v.AppendJSON(dst)
+	case *CompletionRequest:
+		if v != nil {
+			return v.AppendJSON(dst)
+		}
 	}
 	b, err := json.Marshal(v)
 	return append(dst, b...), err
