@@ -26,6 +26,10 @@ import (
 // request longer (very long prompts on slow hardware).
 const DefaultEngineTimeout = 15 * time.Second
 
+// jsonContentType is the Content-Type of every call to an engine, one
+// slice for all (the transport only reads it), rather than one per call.
+var jsonContentType = []string{"application/json"}
+
 // maxEngineErrorBody bounds how much of an engine's error answer is read.
 const maxEngineErrorBody = 64 << 10
 
@@ -119,7 +123,7 @@ func (c *engineClient) startCall(ctx context.Context, l *lease, path string, bod
 		cl.end()
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header["Content-Type"] = jsonContentType
 	t0 := time.Now()
 	resp, err := c.http.Do(req)
 	cl.wait.since(t0)

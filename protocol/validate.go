@@ -202,17 +202,21 @@ func decimalRange(param string, v *float64, lo, hi float64, loOpen bool) *Error 
 		return nil
 	}
 	x := *v
-	interval := fmt.Sprintf("[%v, %v]", lo, hi)
-	if loOpen {
-		interval = fmt.Sprintf("(%v, %v]", lo, hi)
+	// The interval is written only for an error: every request checks
+	// its sampling numbers.
+	interval := func() string {
+		if loOpen {
+			return fmt.Sprintf("(%v, %v]", lo, hi)
+		}
+		return fmt.Sprintf("[%v, %v]", lo, hi)
 	}
 	switch {
 	case math.IsNaN(x):
-		return InvalidRequest(param, "%s must be a number in %s, got NaN", param, interval).WithCode(CodeInvalidValue)
+		return InvalidRequest(param, "%s must be a number in %s, got NaN", param, interval()).WithCode(CodeInvalidValue)
 	case x < lo || (loOpen && x == lo):
-		return InvalidRequest(param, "%s must be in %s, got %v", param, interval, x).WithCode(CodeDecimalBelowMin)
+		return InvalidRequest(param, "%s must be in %s, got %v", param, interval(), x).WithCode(CodeDecimalBelowMin)
 	case x > hi:
-		return InvalidRequest(param, "%s must be in %s, got %v", param, interval, x).WithCode(CodeDecimalAboveMax)
+		return InvalidRequest(param, "%s must be in %s, got %v", param, interval(), x).WithCode(CodeDecimalAboveMax)
 	}
 	return nil
 }
