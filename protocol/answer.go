@@ -41,6 +41,12 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 		if v != nil {
 			return v.AppendJSON(dst)
 		}
+	case PrepRecvRequest:
+		return v.AppendJSON(dst)
+	case RemoteSendRequest:
+		return v.AppendJSON(dst)
+	case StartGenerateRequest:
+		return v.AppendJSON(dst)
 	}
 	b, err := json.Marshal(v)
 	return append(dst, b...), err

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -137,4 +138,63 @@ func (e *objectEncoder) float(k string, v *float64) {
 			e.b = e.b[:n-1]
 		}
 	}
+}
+
+// AppendJSON appends r as MarshalJSON writes it (see appendWith).
+func (r PrepRecvRequest) AppendJSON(dst []byte) ([]byte, error) {
+	return r.CompletionRequest.appendWith(dst, r.MarshalJSON, func(e *objectEncoder) {
+		e.key("end")
+		e.b = strconv.AppendInt(e.b, int64(r.End), 10)
+	})
+}
+
+// AppendJSON appends r as MarshalJSON writes it (see appendWith).
+func (r RemoteSendRequest) AppendJSON(dst []byte) ([]byte, error) {
+	return r.CompletionRequest.appendWith(dst, r.MarshalJSON, func(e *objectEncoder) {
+		e.key("begin")
+		e.b = strconv.AppendInt(e.b, int64(r.Begin), 10)
+		e.key("end")
+		e.b = strconv.AppendInt(e.b, int64(r.End), 10)
+		e.key("kv_addr_info")
+		e.b = AppendJSONString(e.b, r.KVAddrInfo)
+		e.key("recv_rank")
+		e.b = strconv.AppendInt(e.b, int64(r.RecvRank), 10)
+	})
+}
+
+// AppendJSON appends r as MarshalJSON writes it (see appendWith).
+func (r StartGenerateRequest) AppendJSON(dst []byte) ([]byte, error) {
+	return r.CompletionRequest.appendWith(dst, r.MarshalJSON, func(e *objectEncoder) {
+		e.key("begin")
+		e.b = strconv.AppendInt(e.b, int64(r.Begin), 10)
+	})
+}
+
+// appendWith appends r followed by the members more writes, as
+// marshalWith writes them: r's own, then the extension's in the order of
+// their keys (more writes them so), then r's unknown fields. A request
+// with unknown fields goes through whole, the MarshalJSON of the request
+// that extends r.
+func (r CompletionRequest) appendWith(dst []byte, whole func() ([]byte, error), more func(e *objectEncoder)) ([]byte, error) {
+	if len(r.Extra) > 0 {
+		// As json.Marshal writes a Marshaler's output: compacted, HTML
+		// escaped (the unknown fields are kept as they came).
+		b, err := whole()
+		if err != nil {
+			return nil, err
+		}
+		var compact, escaped bytes.Buffer
+		if err := json.Compact(&compact, b); err != nil {
+			return nil, err
+		}
+		json.HTMLEscape(&escaped, compact.Bytes())
+		return append(dst, escaped.Bytes()...), nil
+	}
+	b, err := r.AppendJSON(dst)
+	if err != nil {
+		return nil, err
+	}
+	e := objectEncoder{b: b[:len(b)-1], comma: true} // r's closing brace goes after more's
+	more(&e)
+	return append(e.b, '}'), e.err
 }

@@ -72,7 +72,7 @@ func requestSample(model, text string, ids []byte, n int, f float64, flags uint3
 		r.LogitBias = map[string]float64{}
 	}
 	if on(21) {
-		r.Extra = Extra{"x_new": json.RawMessage(`{"a": [1, 2]}`)}
+		r.Extra = Extra{"x_new": json.RawMessage(`{"a": [1, 2], "s": "<&>` + "\u2028" + `"}`)}
 	}
 	if on(22) {
 		r.DebugConfig = &DebugConfig{}
@@ -110,4 +110,31 @@ func TestCompletionRequestAppendJSONIsMarshal(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The microserving requests write what their MarshalJSON writes.
+func FuzzMicroservingAppendJSON(f *testing.F) {
+	for i, s := range jsonStrings {
+		f.Add("tiny", s, []byte{1, 2, 3}, i, 0.7*float64(i), uint32(i)*0x9e3779b1, -i, "a<b")
+	}
+	f.Fuzz(func(t *testing.T, model, text string, ids []byte, n int, x float64, flags uint32, m int, info string) {
+		r := requestSample(model, text, ids, n, x, flags)
+		for _, v := range []interface {
+			json.Marshaler
+			AppendJSON([]byte) ([]byte, error)
+		}{
+			PrepRecvRequest{CompletionRequest: r, End: m},
+			RemoteSendRequest{CompletionRequest: r, Begin: n, End: m, KVAddrInfo: info, RecvRank: n ^ m},
+			StartGenerateRequest{CompletionRequest: r, Begin: m},
+		} {
+			want, wantErr := json.Marshal(v)
+			got, err := v.AppendJSON([]byte("x"))
+			if (err != nil) != (wantErr != nil) {
+				t.Fatalf("%T %+v: error %v, json.Marshal's %v", v, v, err, wantErr)
+			}
+			if err == nil && (!bytes.Equal(got[1:], want) || got[0] != 'x') {
+				t.Fatalf("%T %+v:\n got  %s\n want %s", v, v, got, want)
+			}
+		}
+	})
 }
