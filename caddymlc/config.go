@@ -131,11 +131,8 @@ type Router struct {
 	handle   *fleetHandle
 	roles    map[string][]int // endpoint indexes by the role a call needs
 	policy   selectionPolicy
-	// trackPrefixes: the policy reads the engines' prefix indexes, which
-	// the router's requests then keep (see Router.prefixChain).
-	trackPrefixes bool
-	itl           prometheus.Observer // this mode's inter-token latency
-	dynamic       *dynamicSet
+	itl      prometheus.Observer // this mode's inter-token latency
+	dynamic  *dynamicSet
 	*routerState
 	client   *engineClient
 	strategy strategy

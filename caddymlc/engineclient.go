@@ -209,12 +209,7 @@ func (c *engineClient) post(ctx context.Context, l *lease, path string, body, ou
 	}
 	defer cl.end()
 	t0 := time.Now()
-	// Read to the body's end, not only to the value's: a body left unread
-	// costs its connection (see drain).
-	data, err := io.ReadAll(io.LimitReader(cl.resp.Body, maxEngineErrorBody))
-	if err == nil {
-		err = json.Unmarshal(data, out)
-	}
+	err = readJSON(cl.resp.Body, out)
 	cl.wait.since(t0)
 	if err != nil {
 		if cl.ctx.Err() != nil {
@@ -223,6 +218,17 @@ func (c *engineClient) post(ctx context.Context, l *lease, path string, body, ou
 		return &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
 	}
 	return nil
+}
+
+// readJSON decodes a small JSON answer (at most maxEngineErrorBody) into
+// out. It reads to the body's end, not only to the value's: a body left
+// unread costs its connection (see chunkStream.drain).
+func readJSON(body io.Reader, out any) error {
+	data, err := io.ReadAll(io.LimitReader(body, maxEngineErrorBody))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
 }
 
 // maxEngineAnswer bounds a whole generation's answer.
@@ -389,7 +395,6 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	if protocol.ScanCompletionChunk(data, &s.last) {
 		return &s.last, nil
 	}
-	s.last = protocol.CompletionResponse{ID: s.last.ID, Object: s.last.Object, Model: s.last.Model}
 	// One decode for the other shapes: a chunk, or the error event that
 	// ends the stream.
 	var chunk engineChunk

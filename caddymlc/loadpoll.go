@@ -80,13 +80,8 @@ func (u *upstream) pollOnce(ctx context.Context, client *http.Client) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxEngineErrorBody))
 		return
 	}
-	// Read to the body's end, which keeps the connection (see drain).
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxEngineErrorBody))
-	if err != nil {
-		return
-	}
 	var out protocol.CompletionResponse
-	if err := json.Unmarshal(data, &out); err != nil {
+	if err := readJSON(resp.Body, &out); err != nil {
 		return
 	}
 	var extra map[string]json.RawMessage

@@ -35,7 +35,7 @@ const defaultPrefixPages = 1 << 14
 // whose policy reads them sees the prefixes of its own requests, not of
 // another router's on the same engines whose policy does not.
 func (r *Router) prefixChain(prompt []int) []uint64 {
-	if !r.trackPrefixes {
+	if r.Policy != PolicyPrefixAware {
 		return nil
 	}
 	return prefixChain(prompt)

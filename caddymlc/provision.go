@@ -58,7 +58,6 @@ func (r *Router) Provision(ctx caddy.Context) error {
 	if r.policy, err = newPolicy(r.Policy); err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
-	r.trackPrefixes = r.Policy == PolicyPrefixAware
 	r.client = newEngineClient(time.Duration(r.EngineTimeout))
 	r.metrics = sharedMetrics()
 	if err := r.metrics.register(ctx.GetMetricsRegistry()); err != nil {

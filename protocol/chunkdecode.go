@@ -83,29 +83,18 @@ func (s *chunkScanner) chunk(c *CompletionResponse) bool {
 }
 
 func (s *chunkScanner) choices(c *CompletionResponse) bool {
-	if !s.byte('[') {
-		return false
-	}
 	c.Choices = s.choiceArray
 	if c.Choices == nil {
 		c.Choices = []CompletionChoice{}
 	}
-	if s.byte(']') {
-		return true
-	}
-	for {
+	return s.elements(func() bool {
 		var ch CompletionChoice
 		if !s.choice(&ch) {
 			return false
 		}
 		c.Choices = append(c.Choices, ch)
-		if s.byte(']') {
-			return true
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
+		return true
+	})
 }
 
 func (s *chunkScanner) choice(ch *CompletionChoice) bool {

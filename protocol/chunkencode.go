@@ -111,61 +111,56 @@ func AppendJSONString(dst []byte, s string) []byte {
 // whole answer, where reflection was most of the cost. Logprobs and usage
 // extras, rare, go through json.Marshal.
 func (r CompletionResponse) AppendJSON(dst []byte) ([]byte, error) {
-	dst = append(dst, `{"id":`...)
-	dst = AppendJSONString(dst, r.ID)
-	dst = append(dst, `,"object":`...)
-	dst = AppendJSONString(dst, r.Object)
-	dst = append(dst, `,"created":`...)
-	dst = strconv.AppendInt(dst, r.Created, 10)
-	dst = append(dst, `,"model":`...)
-	dst = AppendJSONString(dst, r.Model)
-	dst = append(dst, `,"choices":`...)
+	e := objectEncoder{b: append(dst, '{')}
+	e.str("id", r.ID)
+	e.str("object", r.Object)
+	e.int("created", r.Created)
+	e.str("model", r.Model)
+	e.key("choices")
 	if r.Choices == nil {
-		dst = append(dst, "null"...)
+		e.b = append(e.b, "null"...)
 	} else {
-		dst = append(dst, '[')
+		e.b = append(e.b, '[')
 		for i := range r.Choices {
-			c := &r.Choices[i]
 			if i > 0 {
-				dst = append(dst, ',')
+				e.b = append(e.b, ',')
 			}
-			dst = append(dst, `{"index":`...)
-			dst = strconv.AppendInt(dst, int64(c.Index), 10)
-			dst = append(dst, `,"text":`...)
-			dst = AppendJSONString(dst, c.Text)
-			dst = append(dst, `,"finish_reason":`...)
+			c := &r.Choices[i]
+			ce := objectEncoder{b: append(e.b, '{')}
+			ce.int("index", int64(c.Index))
+			ce.str("text", c.Text)
+			ce.key("finish_reason")
 			if c.FinishReason == nil {
-				dst = append(dst, "null"...)
+				ce.b = append(ce.b, "null"...)
 			} else {
-				dst = AppendJSONString(dst, *c.FinishReason)
+				ce.b = AppendJSONString(ce.b, *c.FinishReason)
 			}
-			dst = append(dst, `,"logprobs":`...)
+			ce.key("logprobs")
 			var err error
-			if dst, err = appendMarshal(dst, c.Logprobs); err != nil {
+			if ce.b, err = appendMarshal(ce.b, c.Logprobs); err != nil {
 				return nil, err
 			}
-			dst = append(dst, '}')
+			e.b = append(ce.b, '}')
 		}
-		dst = append(dst, ']')
+		e.b = append(e.b, ']')
 	}
 	if u := r.Usage; u != nil {
-		dst = append(dst, `,"usage":{"prompt_tokens":`...)
-		dst = strconv.AppendInt(dst, int64(u.PromptTokens), 10)
-		dst = append(dst, `,"completion_tokens":`...)
-		dst = strconv.AppendInt(dst, int64(u.CompletionTokens), 10)
-		dst = append(dst, `,"total_tokens":`...)
-		dst = strconv.AppendInt(dst, int64(u.TotalTokens), 10)
+		e.key("usage")
+		ue := objectEncoder{b: append(e.b, '{')}
+		ue.int("prompt_tokens", int64(u.PromptTokens))
+		ue.int("completion_tokens", int64(u.CompletionTokens))
+		ue.int("total_tokens", int64(u.TotalTokens))
 		if len(u.Extra) > 0 {
-			dst = append(dst, `,"extra":`...)
 			b, err := json.Marshal(u.Extra)
 			if err != nil {
 				return nil, err
 			}
-			dst = append(dst, b...)
+			ue.key("extra")
+			ue.b = append(ue.b, b...)
 		}
-		dst = append(dst, '}')
+		e.b = append(ue.b, '}')
 	}
-	return append(dst, '}'), nil
+	return append(e.b, '}'), nil
 }
 
 // appendMarshal appends json.Marshal's encoding of v ("null" for a nil

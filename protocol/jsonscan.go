@@ -41,6 +41,29 @@ func (s *jsonScanner) members(field func(key []byte) bool) bool {
 	}
 }
 
+// elements reads an array, calling elem to read each element, and
+// reports false at the first element elem refuses or anything that is
+// not an array.
+func (s *jsonScanner) elements(elem func() bool) bool {
+	if !s.byte('[') {
+		return false
+	}
+	if s.byte(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if s.byte(']') {
+			return true
+		}
+		if !s.byte(',') {
+			return false
+		}
+	}
+}
+
 // byte consumes c, after white space, if it comes next.
 func (s *jsonScanner) byte(c byte) bool {
 	s.space()

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 )
 
 // Prompt is a completion prompt: either text, or a list of token ids.
@@ -31,14 +32,14 @@ func (p Prompt) Empty() bool {
 func (p Prompt) Len() int { return len(p.IDs) }
 
 // MarshalJSON writes the prompt as a JSON string or an array of integers.
-func (p Prompt) MarshalJSON() ([]byte, error) {
+func (p Prompt) MarshalJSON() ([]byte, error) { return p.appendJSON(nil), nil }
+
+// appendJSON appends the prompt as MarshalJSON writes it.
+func (p Prompt) appendJSON(dst []byte) []byte {
 	if p.IsText {
-		return json.Marshal(p.Text)
+		return AppendJSONString(dst, p.Text)
 	}
-	if p.IDs == nil {
-		return []byte("[]"), nil
-	}
-	return json.Marshal(p.IDs)
+	return appendJSONArray(dst, p.IDs, func(b []byte, id int) []byte { return strconv.AppendInt(b, int64(id), 10) })
 }
 
 // UnmarshalJSON reads a JSON string or an array of integers.
@@ -73,24 +74,14 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 // scan is a tenth of a reflective decode's cost.
 func scanIDs(b []byte) ([]int, bool) {
 	s := jsonScanner{b: b}
-	if !s.byte('[') {
+	ids := make([]int, 0, len(b)/4)
+	ok := s.elements(func() bool {
+		n, ok := s.int()
+		ids = append(ids, n)
+		return ok
+	})
+	if !ok || !s.end() {
 		return nil, false
 	}
-	ids := make([]int, 0, len(b)/4)
-	if s.byte(']') {
-		return ids, s.end()
-	}
-	for {
-		n, ok := s.int()
-		if !ok {
-			return nil, false
-		}
-		ids = append(ids, n)
-		if s.byte(']') {
-			return ids, s.end()
-		}
-		if !s.byte(',') {
-			return nil, false
-		}
-	}
+	return ids, true
 }

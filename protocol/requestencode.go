@@ -3,7 +3,6 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 )
 
@@ -20,47 +19,26 @@ func (r CompletionRequest) AppendJSON(dst []byte) ([]byte, error) {
 	}
 	e := objectEncoder{b: append(dst, '{')}
 	if r.Model != "" {
-		e.key("model")
-		e.b = AppendJSONString(e.b, r.Model)
+		e.str("model", r.Model)
 	}
 	e.key("prompt")
-	switch {
-	case r.Prompt.IsText:
-		e.b = AppendJSONString(e.b, r.Prompt.Text)
-	default:
-		e.b = append(e.b, '[')
-		for i, id := range r.Prompt.IDs {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.b = strconv.AppendInt(e.b, int64(id), 10)
-		}
-		e.b = append(e.b, ']')
-	}
-	e.int("best_of", r.BestOf)
+	e.b = r.Prompt.appendJSON(e.b)
+	e.optInt("best_of", r.BestOf)
 	if r.Echo {
 		e.key("echo")
 		e.b = append(e.b, "true"...)
 	}
 	e.float("frequency_penalty", r.FrequencyPenalty)
 	e.float("presence_penalty", r.PresencePenalty)
-	e.int("logprobs", r.Logprobs)
-	e.int("max_tokens", r.MaxTokens)
-	e.int("n", r.N)
+	e.optInt("logprobs", r.Logprobs)
+	e.optInt("max_tokens", r.MaxTokens)
+	e.optInt("n", r.N)
 	if r.Seed != nil {
-		e.key("seed")
-		e.b = strconv.AppendInt(e.b, *r.Seed, 10)
+		e.int("seed", *r.Seed)
 	}
 	if len(r.Stop) > 0 {
 		e.key("stop")
-		e.b = append(e.b, '[')
-		for i, s := range r.Stop {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.b = AppendJSONString(e.b, s)
-		}
-		e.b = append(e.b, ']')
+		e.b = appendJSONArray(e.b, r.Stop, AppendJSONString)
 	}
 	if r.Stream {
 		e.key("stream")
@@ -73,14 +51,12 @@ func (r CompletionRequest) AppendJSON(dst []byte) ([]byte, error) {
 		e.b = append(e.b, '}')
 	}
 	if r.Suffix != nil {
-		e.key("suffix")
-		e.b = AppendJSONString(e.b, *r.Suffix)
+		e.str("suffix", *r.Suffix)
 	}
 	e.float("temperature", r.Temperature)
 	e.float("top_p", r.TopP)
 	if r.User != nil {
-		e.key("user")
-		e.b = AppendJSONString(e.b, *r.User)
+		e.str("user", *r.User)
 	}
 	if e.err != nil {
 		return nil, e.err
@@ -88,85 +64,27 @@ func (r CompletionRequest) AppendJSON(dst []byte) ([]byte, error) {
 	return append(e.b, '}'), nil
 }
 
-// objectEncoder writes the members of a JSON object.
-type objectEncoder struct {
-	b     []byte
-	comma bool
-	err   error
-}
-
-func (e *objectEncoder) key(k string) {
-	if e.comma {
-		e.b = append(e.b, ',')
-	}
-	e.comma = true
-	e.b = append(e.b, '"')
-	e.b = append(e.b, k...)
-	e.b = append(e.b, '"', ':')
-}
-
-// int writes an optional integer member.
-func (e *objectEncoder) int(k string, v *int) {
-	if v != nil {
-		e.key(k)
-		e.b = strconv.AppendInt(e.b, int64(*v), 10)
-	}
-}
-
-// float writes an optional number member as encoding/json writes a
-// float64: the shortest form that reads back, with an exponent only for
-// magnitudes under 1e-6 or from 1e21, written e-7 rather than e-07. NaN
-// and the infinities are an error, as there.
-func (e *objectEncoder) float(k string, v *float64) {
-	if v == nil {
-		return
-	}
-	f := *v
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		e.err = &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
-		return
-	}
-	e.key(k)
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	e.b = strconv.AppendFloat(e.b, f, format, -1, 64)
-	if format == 'e' {
-		if n := len(e.b); n >= 4 && e.b[n-4] == 'e' && e.b[n-3] == '-' && e.b[n-2] == '0' {
-			e.b[n-2] = e.b[n-1]
-			e.b = e.b[:n-1]
-		}
-	}
-}
-
 // AppendJSON appends r as MarshalJSON writes it (see appendWith).
 func (r PrepRecvRequest) AppendJSON(dst []byte) ([]byte, error) {
 	return r.CompletionRequest.appendWith(dst, r.MarshalJSON, func(e *objectEncoder) {
-		e.key("end")
-		e.b = strconv.AppendInt(e.b, int64(r.End), 10)
+		e.int("end", int64(r.End))
 	})
 }
 
 // AppendJSON appends r as MarshalJSON writes it (see appendWith).
 func (r RemoteSendRequest) AppendJSON(dst []byte) ([]byte, error) {
 	return r.CompletionRequest.appendWith(dst, r.MarshalJSON, func(e *objectEncoder) {
-		e.key("begin")
-		e.b = strconv.AppendInt(e.b, int64(r.Begin), 10)
-		e.key("end")
-		e.b = strconv.AppendInt(e.b, int64(r.End), 10)
-		e.key("kv_addr_info")
-		e.b = AppendJSONString(e.b, r.KVAddrInfo)
-		e.key("recv_rank")
-		e.b = strconv.AppendInt(e.b, int64(r.RecvRank), 10)
+		e.int("begin", int64(r.Begin))
+		e.int("end", int64(r.End))
+		e.str("kv_addr_info", r.KVAddrInfo)
+		e.int("recv_rank", int64(r.RecvRank))
 	})
 }
 
 // AppendJSON appends r as MarshalJSON writes it (see appendWith).
 func (r StartGenerateRequest) AppendJSON(dst []byte) ([]byte, error) {
 	return r.CompletionRequest.appendWith(dst, r.MarshalJSON, func(e *objectEncoder) {
-		e.key("begin")
-		e.b = strconv.AppendInt(e.b, int64(r.Begin), 10)
+		e.int("begin", int64(r.Begin))
 	})
 }
 

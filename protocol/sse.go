@@ -252,9 +252,13 @@ func (s *SSEWriter) WriteEvent(data []byte) error {
 	if bytes.ContainsAny(data, "\r\n") {
 		return fmt.Errorf("sse: event data contains a line end")
 	}
-	s.buf = append(s.buf[:0], "data: "...)
-	s.buf = append(s.buf, data...)
-	s.buf = append(s.buf, "\n\n"...)
+	return s.writeFrame(append(append(s.buf[:0], "data: "...), data...))
+}
+
+// writeFrame ends the event buf holds ("data: " and the data, in the
+// writer's buffer) and writes it, without flushing.
+func (s *SSEWriter) writeFrame(buf []byte) error {
+	s.buf = append(buf, "\n\n"...)
 	_, err := s.w.Write(s.buf)
 	return err
 }
@@ -262,15 +266,14 @@ func (s *SSEWriter) WriteEvent(data []byte) error {
 // Flush sends what was written.
 func (s *SSEWriter) Flush() { s.flush() }
 
-// WriteJSON writes v as one event, and flushes it. JSON from
-// json.Marshal, or from a jsonAppender, never holds a line end.
+// WriteJSON writes v as one event, encoded into the event's own buffer,
+// and flushes it. JSON from AppendJSON never holds a line end.
 func (s *SSEWriter) WriteJSON(v any) error {
 	buf, err := AppendJSON(append(s.buf[:0], "data: "...), v)
 	if err != nil {
 		return err
 	}
-	s.buf = append(buf, "\n\n"...)
-	if _, err := s.w.Write(s.buf); err != nil {
+	if err := s.writeFrame(buf); err != nil {
 		return err
 	}
 	s.flush()
