@@ -19,6 +19,7 @@ import (
 func TestStreamsKeepTheirConnection(t *testing.T) {
 	var conns atomic.Int64
 	sawDone := make(chan struct{}, 1)
+	quit := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -27,7 +28,7 @@ func TestStreamsKeepTheirConnection(t *testing.T) {
 		select { // the body ends once the router has read [DONE]
 		case <-sawDone:
 		case <-r.Context().Done():
-		case <-time.After(30 * time.Second):
+		case <-quit: // the test ended early
 		}
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -37,6 +38,7 @@ func TestStreamsKeepTheirConnection(t *testing.T) {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(quit) }) // before srv.Close, which waits for the handlers
 
 	lf := externalFleet(t, 1)
 	u := &upstream{fleet: lf, index: 0, addr: srv.Listener.Addr().String(), url: srv.URL}
