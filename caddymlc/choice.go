@@ -299,7 +299,9 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 		}
 	}
 	if reason == "" {
-		return false, &engineError{op: "stream", addr: stream.lease().addr, retry: true, err: errors.New("stream ended without a finish reason")}
+		l := stream.lease()
+		l.answerFailed(l.pid, "an answer without a finish reason")
+		return false, &engineError{op: "stream", addr: l.addr, retry: true, err: errors.New("stream ended without a finish reason")}
 	}
 	if err := j.send(j.stop.Flush(), j.logprobs.take(j.received), out); err != nil {
 		return false, err
