@@ -8,7 +8,17 @@ package protocol
 // PromptTooLong is the 400 for a prompt of n tokens where a sequence holds
 // at most limit tokens: the prompt alone leaves no room to generate.
 func PromptTooLong(n, limit int) *Error {
-	return InvalidRequest("prompt", "prompt has %d tokens; this engine holds at most %d (max_total_seq_length)", n, limit-1).
+	return promptTooLong("", n, limit)
+}
+
+// PromptTooLongAtLeast is PromptTooLong for a prompt known to have at
+// least n tokens: the router refuses a huge prompt from a prefix of it.
+func PromptTooLongAtLeast(n, limit int) *Error {
+	return promptTooLong("at least ", n, limit)
+}
+
+func promptTooLong(bound string, n, limit int) *Error {
+	return InvalidRequest("prompt", "prompt has %s%d tokens; this engine holds at most %d (max_total_seq_length)", bound, n, limit-1).
 		WithCode(CodeContextLengthExceeded)
 }
 
