@@ -134,7 +134,7 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 	if perr != nil {
 		return nil, perr
 	}
-	p, perr := s.params(req, len(tokens))
+	p, perr := s.params(req)
 	if perr != nil {
 		return nil, perr
 	}
@@ -147,7 +147,7 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 		cr.seqs = append(cr.seqs, &sequence{
 			req: cr, index: i, tokens: append([]int(nil), tokens...),
 			sampler: newSampler(&cr.params, s.e.allowed, i),
-			out:     newOutput(s.e.tok, p.stop),
+			out:     s.e.newOutput(p.stop),
 		})
 	}
 	return cr, nil
@@ -168,9 +168,8 @@ func (s *server) tokenize(p protocol.Prompt) ([]int, *protocol.Error) {
 	if len(ids) == 0 {
 		return nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
 	}
-	if limit := s.e.opts.Overrides.MaxTotalSeqLength; len(ids) >= limit {
-		return nil, protocol.InvalidRequest("prompt", "prompt has %d tokens; this engine holds at most %d (max_total_seq_length)", len(ids), limit-1).
-			WithCode(codeContextLength)
+	if perr := s.e.checkPromptLength(len(ids), "prompt"); perr != nil {
+		return nil, perr
 	}
 	return ids, nil
 }
