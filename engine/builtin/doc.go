@@ -1,9 +1,9 @@
 // Package builtin is caddy-mlc's built-in CPU engine: a process that speaks
-// exactly the `mlc_llm serve` HTTP API and command line (OpenAI completions,
-// MLC's microserving endpoints for prefill/decode disaggregation, engine
-// metrics) on top of a small deterministic model (package model), a paged KV
-// cache with a radix prefix cache (package kvcache), and a
-// continuous-batching scheduler.
+// exactly the `mlc_llm serve` HTTP API and command line (OpenAI completions
+// and chat completions, MLC's microserving endpoints for prefill/decode
+// disaggregation, engine metrics) on top of a small deterministic model
+// (package model), a paged KV cache with a radix prefix cache (package
+// kvcache), and a continuous-batching scheduler.
 //
 // The engine is an exact oracle: the same prompt gives the same token ids
 // whether it is prefilled in one pass or in chunks, across two engine
@@ -24,6 +24,28 @@
 // logged and ignored. <model> is "tiny" (embedded word-level tokenizer,
 // package tiny) or a directory holding tokenizer.json; the weights are
 // seeded by "tiny" or the directory's base name.
+//
+// # Chat completions
+//
+// POST /v1/chat/completions renders the conversation with the model's
+// chat template (package chat: the tiny one, or the model directory's
+// mlc-chat-config.json conv_template, else tokenizer_config.json's
+// chat_template) and generates it as a completion with the template's
+// stop strings (chat.Completion, the conversion the router makes before
+// it sends a completion, so the text is the same either way). It answers
+// as MLC's entrypoint does: chat.completion, or chat.completion.chunk
+// events whose every delta carries the assistant's role and its text
+// (empty with the finish reason), logprobs in the chat shape
+// (top_logprobs alternatives), n choices, usage always on a whole answer
+// and, streamed, with stream_options.include_usage; a
+// query_engine_metrics special request streams one usage chunk. A model
+// without a template answers 400 there; so does a conversation the
+// template cannot express (param messages) or a longer one than the
+// context (see Context). Differences, by choice: system_fingerprint is
+// "caddy-mlc" (MLC answers ""), as on the router's answers; tools reach
+// only templates that read them, and the answer is never parsed into
+// tool_calls; debug_config.disagg_config is refused (disaggregation runs
+// on completions).
 //
 // # Sampling
 //
@@ -68,7 +90,8 @@
 // never more than max_total_seq_length, as MLC's max_single_sequence_length
 // bounds it (see context.go). A longer prompt is a 400, in MLC's words
 // ("Request prompt has N tokens in total, larger than the model input
-// length limit L.", param prompt, code context_length_exceeded), on every call that carries a prompt. A prompt
+// length limit L.", param prompt, or messages for a chat, code
+// context_length_exceeded), on every call that carries a prompt. A prompt
 // that fills the context leaves no room for a token: it is answered at
 // once with no text, finish_reason "length" and a usage of zeros, as MLC
 // answers it. max_tokens is never held against the context: a generation

@@ -203,7 +203,7 @@ func (s *server) startGeneration(w http.ResponseWriter, r *http.Request, req *pr
 		perr.Write(w)
 		return
 	}
-	s.generate(w, r, req, user, begin)
+	s.generate(w, r, req, user, begin, s.completionAnswer(req))
 }
 
 // remoteSend computes the KV of the window [begin, end) and writes it into
