@@ -145,35 +145,68 @@ func TestAPIPathsModelsAndLimits(t *testing.T) {
 	}
 }
 
-// A max_tokens beyond the context is the engine's 400, passed to the
-// client as it is: not retried, not a 502, in either mode, on either API,
-// streamed or not.
+// A max_tokens beyond the context is served as MLC serves it: the
+// generation runs until the prompt and its tokens fill the context and
+// ends with "length" (no engine refuses it, so nothing is retried), in
+// either mode, on either API, streamed or not. A prompt longer than the
+// context is the engine's 400, passed to the client as it is.
 func TestMaxTokensBeyondTheContext(t *testing.T) {
-	want := apiError{400, protocol.ErrTypeInvalidRequest, protocol.CodeContextLengthExceeded, "max_tokens"}
+	// The engines' context; their KV cache holds n = 3 such sequences,
+	// so that none is preempted.
+	const context = 64
+	want := apiError{400, protocol.ErrTypeInvalidRequest, protocol.CodeContextLengthExceeded, "prompt"}
+	long := strings.Repeat(" the river", context)
 	for _, mode := range []string{ModeDisagg, ModeRoundRobin} {
 		t.Run(mode, func(t *testing.T) {
-			s := startSite(t, 2, "\t\t\tmode "+mode+"\n")
+			s := startSite(t, 2, fmt.Sprintf("\t\t\tmode %s\n\t\t\tengine_args --overrides max_total_seq_length=%d;context_window_size=%d\n", mode, 4*context, context))
 			m := sharedMetrics()
 			retries := func() float64 {
 				return testutil.ToFloat64(m.retries.WithLabelValues(causeFailure)) + testutil.ToFloat64(m.retries.WithLabelValues(causePreempt)) +
 					testutil.ToFloat64(m.retries.WithLabelValues(causeTimeout))
 			}
 			before := retries()
-			for _, c := range []struct{ path, body string }{
-				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000}`},
-				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000,"stream":true}`},
-				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000,"n":3}`},
-				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000000}`},
-				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000000,"stream":true}`},
+			for _, c := range []struct {
+				path, body string
+				n          int
+			}{
+				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000,"temperature":0}`, 1},
+				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000,"stream":true,"stream_options":{"include_usage":true}}`, 1},
+				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000,"n":3}`, 3},
+				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000000}`, 1},
+				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000000,"stream":true,"stream_options":{"include_usage":true}}`, 1},
 			} {
 				status, raw := httpCall(t, "POST", s.base+c.path, c.body)
-				checkError(t, c.body, status, raw, want)
+				u := lastUsage(t, raw)
+				if status != 200 || strings.Count(string(raw), `"finish_reason":"length"`) != c.n || u.PromptTokens+u.CompletionTokens/c.n != context {
+					t.Errorf("%s: %d %s, want %d choices ending with length where the context is full", c.body, status, raw, c.n)
+				}
+			}
+			for _, c := range []struct{ path, body string }{
+				{"/v1/completions", `{"prompt":"` + long + `","max_tokens":1}`},
+				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"` + long + `"}],"max_tokens":1,"stream":true}`},
+			} {
+				status, raw := httpCall(t, "POST", s.base+c.path, c.body)
+				checkError(t, c.path, status, raw, want)
 			}
 			if d := retries() - before; d != 0 {
-				t.Fatalf("%v retries of a request no engine can serve", d)
+				t.Fatalf("%v retries of requests every engine answers alike", d)
 			}
 		})
 	}
+}
+
+// lastUsage returns the usage of a whole answer or of a stream's last
+// chunk that has one.
+func lastUsage(t *testing.T, raw []byte) protocol.Usage {
+	t.Helper()
+	var u protocol.Usage
+	for _, part := range strings.Split(string(raw), "data: ") {
+		var body struct{ Usage *protocol.Usage }
+		if json.Unmarshal([]byte(strings.TrimSpace(part)), &body) == nil && body.Usage != nil {
+			u = *body.Usage
+		}
+	}
+	return u
 }
 
 // A chat's top_logprobs above the completions bound is served by the
