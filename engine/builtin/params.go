@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -58,12 +59,19 @@ func (s *server) params(req *protocol.CompletionRequest) (genParams, *protocol.E
 }
 
 // stops returns the stop strings of a request: its own, then the chat
-// template's, as MLC adds its conversation template's stop_str to every
-// request. With debug_config.ignore_eos there are none: MLC's engine
-// leaves stop strings out then, as it does EOS (request_state.cc).
+// template's it lacks (a chat's completion, the router's too, carries
+// them already), as MLC adds its conversation template's stop_str to
+// every request. With debug_config.ignore_eos there are none: MLC's
+// engine leaves stop strings out then, as it does EOS (request_state.cc).
 func (s *server) stops(req []string, ignoreEOS bool) []string {
 	if ignoreEOS {
 		return nil
 	}
-	return append(append([]string(nil), req...), s.e.tmplStops...)
+	out := append([]string(nil), req...)
+	for _, st := range s.e.tmplStops {
+		if !slices.Contains(req, st) {
+			out = append(out, st)
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,4 +107,25 @@ func asciiPair(t *testing.T, s string) string {
 	}
 	t.Fatalf("no two ASCII letters in a row in %q", s)
 	return ""
+}
+
+// A request's stop strings come first, then the template's it lacks; with
+// ignore_eos there are none.
+func TestRequestStops(t *testing.T) {
+	te := newTestEngine(t, "", false)
+	s := &server{e: te.e}
+	for _, c := range []struct {
+		req       []string
+		ignoreEOS bool
+		want      []string
+	}{
+		{nil, false, []string{"\nuser:"}},
+		{[]string{"x"}, false, []string{"x", "\nuser:"}},
+		{[]string{"x", "\nuser:"}, false, []string{"x", "\nuser:"}},
+		{[]string{"x"}, true, nil},
+	} {
+		if got := s.stops(c.req, c.ignoreEOS); !slices.Equal(got, c.want) {
+			t.Errorf("stops(%q, %v) = %q, want %q", c.req, c.ignoreEOS, got, c.want)
+		}
+	}
 }
