@@ -80,8 +80,8 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	c := m.Config()
 	pages := pagesFor(opts.Overrides.MaxTotalSeqLength)
 	e := &Engine{
-		maxSeq: sequenceLimit(opts, window),
-		opts:   opts, model: m, tok: tok, disagg: disagg,
+		opts: opts, model: m, tok: tok, disagg: disagg,
+		maxSeq:   sequenceLimit(opts, window),
 		logger:   log.New(logOut, "mlc-engine: ", log.LstdFlags|log.LUTC),
 		cmds:     make(chan func()),
 		done:     make(chan struct{}),
