@@ -1,9 +1,10 @@
 package protocol
 
-// The context_length_exceeded answers, one definition for the built-in
-// engine and the router, which refuses what the engines' context cannot
-// hold before an engine is asked (MLC's engines would generate up to the
-// context's end instead of refusing a max_tokens that does not fit).
+// The router's context_length_exceeded answers (OpenAI's): the router
+// refuses what the engines' context cannot hold before an engine is asked,
+// where MLC's engines (and the built-in engine, which behaves as they do)
+// would generate up to the context's end instead of refusing a max_tokens
+// that does not fit.
 
 // PromptTooLong is the 400 for a prompt of n tokens where a sequence holds
 // at most limit tokens: the prompt alone leaves no room to generate.
