@@ -2,6 +2,7 @@ package caddymlc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -79,11 +80,21 @@ func (d *disagg) open(ctx context.Context, whole *protocol.CompletionRequest, av
 	prep.Stream, prep.StreamOptions = false, nil
 	var recv protocol.PrepRecvResponse
 	t0 := time.Now()
-	if err := d.r.client.post(ctx, dec, protocol.PathPrepRecv, prep, &recv); err != nil {
+	// The prep_recv is waited for even when the client leaves: an engine
+	// may serve it all the same (MLC's does, and aborting its request
+	// then frees nothing of the reservation), and a reservation the
+	// router knows of is one it can give back.
+	if err := d.r.client.post(context.WithoutCancel(ctx), dec, protocol.PathPrepRecv, prep, &recv); err != nil {
+		pre.release()
+		d.r.releaseUnknown(dec, req)
+		dec.release()
+		return nil, err
+	}
+	if ctx.Err() != nil {
 		pre.release()
 		d.r.releaseReservation(dec, req, end)
 		dec.release()
-		return nil, err
+		return nil, context.Cause(ctx)
 	}
 	if recv.PrefixMatchedLength > end || recv.PrefixMatchedLength < 0 {
 		pre.release()
@@ -120,7 +131,9 @@ func (d *disagg) open(ctx context.Context, whole *protocol.CompletionRequest, av
 	t0 = time.Now()
 	s, err := d.r.client.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream, nil)
 	if err != nil {
-		d.r.releaseReservation(dec, req, end)
+		// The engine may have started the generation, which holds the
+		// reservation now: only the release extension is safe.
+		d.r.releaseUnknown(dec, req)
 		return nil, err
 	}
 	if req.Stream {
@@ -157,6 +170,13 @@ func (d *disagg) prefillBusy(pre, dec *lease, n int) bool {
 // write its KV into the decode engine. A prefill engine that preempts the
 // computation (KV memory pressure) is asked again after a short backoff;
 // that is a preemption, not a failure of the engine.
+//
+// The call is MLC's remote_send made as the completion its entrypoint
+// makes of it (protocol.RemoteSendRequest.Completion), to
+// /v1/completions: the entrypoint answers {} even for a send the engine
+// preempted, and decoding would then run on KV nobody wrote; the
+// completion's finish_reason "preempt" tells (the built-in engine answers
+// a 503 preempt instead).
 func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.CompletionRequest, recv protocol.PrepRecvResponse, end int) error {
 	send := protocol.RemoteSendRequest{
 		CompletionRequest: *req,
@@ -164,15 +184,20 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 		End:               end,
 		KVAddrInfo:        recv.KVAppendMetadata,
 		RecvRank:          int(dec.pe.Load()),
-	}
-	send.Stream, send.StreamOptions = false, nil
+	}.Completion()
 	for try := 1; ; try++ {
-		var ack protocol.RemoteSendResponse
+		var ack protocol.CompletionResponse
 		t0 := time.Now()
-		err := d.r.client.post(ctx, pre, protocol.PathRemoteSend, send, &ack)
+		err := d.r.client.post(ctx, pre, protocol.PathCompletions, send, &ack)
+		if err == nil && preempted(&ack) {
+			err = &engineError{op: "remote_send", addr: pre.addr, retry: true, preempted: true,
+				err: errors.New("the prefill engine preempted the send (finish_reason preempt)")}
+		}
 		if err == nil {
 			d.r.metrics.steps.WithLabelValues("remote_send").Observe(time.Since(t0).Seconds())
-			d.r.metrics.kvBytes.Add(float64(ack.KVBytes))
+			if n, ok := intExtra(extraOf(ack.Usage), "kv_bytes"); ok {
+				d.r.metrics.kvBytes.Add(float64(n))
+			}
 			return nil
 		}
 		var ee *engineError
@@ -184,6 +209,24 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// preempted reports an answer whose choice the engine preempted.
+func preempted(a *protocol.CompletionResponse) bool {
+	for _, ch := range a.Choices {
+		if ch.Finished() == protocol.FinishPreempt {
+			return true
+		}
+	}
+	return false
+}
+
+// extraOf is the extra of a usage, nil without one.
+func extraOf(u *protocol.Usage) map[string]json.RawMessage {
+	if u == nil {
+		return nil
+	}
+	return u.Extra
 }
 
 // decodeCheckTimeout bounds the check of a decode engine after a failed
@@ -217,5 +260,10 @@ func (d *disagg) decodeAtFault(pre, dec *lease, err error) error {
 // what the engine will hold.
 func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, chain []uint64, reason string) (*chunkStream, error) {
 	r.metrics.localPrefills.WithLabelValues(reason).Inc()
-	return r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream, chain)
+	// A user of its own: the attempt's may still name a reservation on
+	// this engine (a remote_send that failed), and MLC takes the user as
+	// the request's id, which must be unique.
+	local := *req
+	local.User = new(userOf(req) + "-local")
+	return r.client.generate(ctx, l, protocol.PathCompletions, &local, req.Stream, chain)
 }

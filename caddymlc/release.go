@@ -47,6 +47,21 @@ func (r *Router) releaseReservation(l *lease, req *protocol.CompletionRequest, e
 	goroutine.Go(r.logger, "reservation release", rel.run, nil)
 }
 
+// releaseUnknown gives back a reservation that may or may not exist, or
+// may already be in use: after a prep_recv or a start_generate that
+// failed. Only the release extension is safe then; MLC's engine, asked
+// for a start_generate of a request it never prepared, or of one that
+// runs, fails a check (and may stop its engine thread). On such an
+// engine what the failed call left is held until its prep_recv timeout
+// or its generation ends.
+func (r *Router) releaseUnknown(l *lease, req *protocol.CompletionRequest) {
+	if l.noRelease.Load() {
+		return
+	}
+	rel := &release{r: r, u: l.upstream, pid: l.pid, req: req, extensionOnly: true}
+	goroutine.Go(r.logger, "reservation release", rel.run, nil)
+}
+
 // release is one reservation to give back.
 type release struct {
 	r   *Router
@@ -54,6 +69,8 @@ type release struct {
 	pid int
 	req *protocol.CompletionRequest
 	end int
+	// extensionOnly: through the release extension, or not at all.
+	extensionOnly bool
 }
 
 func (rel *release) run() {
@@ -100,6 +117,9 @@ func (rel *release) once() (how string, reached bool) {
 		case errors.As(err, &ee) && ee.apiErr != nil && (ee.apiErr.Status == http.StatusNotFound || ee.apiErr.Status == http.StatusMethodNotAllowed):
 			rel.u.noRelease.Store(true)
 			rel.r.logger.Info("engine has no release extension; reservations are given back through start_generate", addrField(rel.u))
+			if rel.extensionOnly {
+				return "failed", true
+			}
 		case errors.As(err, &ee) && ee.apiErr != nil:
 			return "failed", true // it answered, and refused: nothing more to do
 		default:

@@ -81,6 +81,21 @@ func (r *RemoteSendRequest) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// Completion returns the remote_send as the completion MLC's entrypoint
+// makes of it: the request with debug_config.disagg_config of kind
+// remote_send, whole. An engine started with --enable-debug runs it from
+// POST /v1/completions as from the entrypoint, and answers the
+// completion, whose finish_reason "preempt" tells a send the engine
+// preempted: MLC's entrypoint answers {} either way.
+func (r RemoteSendRequest) Completion() CompletionRequest {
+	c := r.CompletionRequest
+	begin, end, rank := r.Begin, r.End, r.RecvRank
+	c.DebugConfig = &DebugConfig{DisaggConfig: &DisaggConfig{Kind: DisaggRemoteSend, KVAppendMetadata: r.KVAddrInfo,
+		KVWindowBegin: &begin, KVWindowEnd: &end, DstGroupOffset: &rank}}
+	c.Stream, c.StreamOptions = false, nil
+	return c
+}
+
 // RemoteSendResponse is remote_send's answer: `{}` from MLC's engines.
 // KVBytes is caddy-mlc's extension, from the built-in engine: the bytes
 // of keys and values it sent, for the router's metrics.

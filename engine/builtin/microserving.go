@@ -176,13 +176,18 @@ func (s *server) prepRecvCompletion(w http.ResponseWriter, r *http.Request, req 
 	protocol.WriteJSON(w, http.StatusOK, resp)
 }
 
-// remoteSendCompletion answers a remote_send completion with no choices.
+// remoteSendCompletion answers a remote_send completion with no choices,
+// and the bytes of keys and values it sent in usage.extra.kv_bytes
+// (caddy-mlc's extension, as RemoteSendResponse.KVBytes).
 func (s *server) remoteSendCompletion(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest) {
-	if _, perr := s.remoteSend(r.Context(), req); perr != nil {
+	sent, perr := s.remoteSend(r.Context(), req)
+	if perr != nil {
 		perr.Write(w)
 		return
 	}
-	protocol.WriteJSON(w, http.StatusOK, s.response(req, &request{id: protocol.NewID("")}))
+	resp := s.response(req, &request{id: protocol.NewID("")})
+	resp.Usage = &protocol.Usage{Extra: map[string]json.RawMessage{"kv_bytes": jsonInt(int(sent))}}
+	protocol.WriteJSON(w, http.StatusOK, resp)
 }
 
 // startGeneration prefills [begin, len(prompt)) on the user's reservation
