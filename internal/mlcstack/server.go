@@ -1,0 +1,285 @@
+package mlcstack
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// Options configure the MLC servers of Start.
+type Options struct {
+	// Servers is how many MLC servers to start, each over its own backend.
+	Servers int
+	// MaxTotalSeqLength is every server's and backend's KV capacity and
+	// context length, in tokens (0: ContextWindow). Small values make
+	// preemption storms.
+	MaxTotalSeqLength int
+	// Disaggregation puts the backends in one NVSHMEM world, server i
+	// holding PE i (one GPU each, as `endpoint ... gpus 1` in order says):
+	// their remote_sends reach each other's KV, and a preempted sequence
+	// ends with finish reason "preempt", as in an MLC engine compiled for
+	// disaggregation.
+	Disaggregation bool
+}
+
+// readyTimeout bounds a server's start: Python imports MLC's serving layer
+// (FastAPI, pydantic models, numpy) on a loaded two-core machine.
+const readyTimeout = 3 * time.Minute
+
+// Server is an MLC server (`mlc_llm serve` through mlcstandin.serve) and
+// the built-in engine behind its stand-in core.
+type Server struct {
+	URL     string // the MLC server's base URL
+	Addr    string // its host:port
+	Backend string // the backend's base URL
+
+	mlc, backend *proc
+	record       string
+}
+
+// Start starts opts.Servers MLC servers and their backends, waits until
+// all answer, and stops them when tb ends. The backends are the test
+// binary as `mlc-engine` (its TestMain must be enginetest.Main).
+func (st *Stack) Start(tb testing.TB, opts Options) []*Server {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	capacity := opts.MaxTotalSeqLength
+	if capacity == 0 {
+		capacity = ContextWindow
+	}
+	dir := tb.TempDir()
+	modelDir := filepath.Join(dir, "model")
+	if err := os.Mkdir(modelDir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	lib, err := WriteModel(modelDir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ports := testnet.FreePorts(tb, 2*opts.Servers)
+	servers := make([]*Server, opts.Servers)
+	var peers []protocol.Peer
+	for i := range servers {
+		servers[i] = &Server{
+			Addr:    fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
+			Backend: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			record:  filepath.Join(dir, fmt.Sprintf("exchanges-%d.jsonl", i)),
+		}
+		servers[i].URL = "http://" + servers[i].Addr
+		peers = append(peers, protocol.Peer{PEStart: i, NPEs: 1, Addr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])})
+	}
+	overrides := fmt.Sprintf("max_total_seq_length=%d", capacity)
+	for i, s := range servers {
+		env := os.Environ()
+		if opts.Disaggregation {
+			cfg, _ := json.Marshal(protocol.NVSHMEMConfig{UID: []int{1, 2, 3, 4}, NPEs: len(servers), PEStart: i})
+			pj, _ := json.Marshal(peers)
+			env = append(env, protocol.EnvNVSHMEMConfig+"="+string(cfg), protocol.EnvBuiltinPeers+"="+string(pj))
+		}
+		// MLC never gives a reservation up by itself: neither does the backend.
+		s.backend = startProc(tb, fmt.Sprintf("backend %d", i), filepath.Join(dir, fmt.Sprintf("backend-%d.log", i)), env,
+			exe, engine.BuiltinSubcommand, "tiny", "--host", "127.0.0.1", "--port", strconv.Itoa(ports[2*i+1]),
+			"--enable-debug", "--mode", "server", "--prefix-cache-mode", "radix",
+			"--overrides", overrides+";prep_recv_timeout_ms=3600000")
+		s.mlc = startProc(tb, fmt.Sprintf("MLC server %d", i), filepath.Join(dir, fmt.Sprintf("mlc-%d.log", i)),
+			st.Env([]string{"CADDY_MLC_STANDIN_BACKEND=" + s.Backend, "CADDY_MLC_STANDIN_RECORD=" + s.record, "MLC_LLM_HOME=" + filepath.Join(dir, "mlc-home")}),
+			st.Python, "-m", "mlcstandin.serve", modelDir, "--model-lib", lib, "--device", "cpu", "--mode", "server",
+			"--enable-debug", "--host", "127.0.0.1", "--port", strconv.Itoa(ports[2*i]), "--overrides", overrides)
+	}
+	deadline := time.Now().Add(readyTimeout)
+	for _, s := range servers {
+		for _, c := range []struct {
+			p   *proc
+			url string
+		}{{s.backend, s.Backend}, {s.mlc, s.URL}} {
+			if err := c.p.waitReady(c.url, deadline); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	return servers
+}
+
+// Exited reports the error of a server or backend process that has ended.
+func (s *Server) Exited() error {
+	for _, p := range []*proc{s.mlc, s.backend} {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, p.tail())
+		default:
+		}
+	}
+	return nil
+}
+
+// Log returns the end of the MLC server's log.
+func (s *Server) Log() string { return s.mlc.tail() }
+
+// Exchange is one HTTP exchange of an MLC server, as mlcstandin.serve
+// recorded it: the request and response bodies of errors only.
+type Exchange struct {
+	Method       string `json:"method"`
+	Path         string `json:"path"`
+	Status       int    `json:"status"`
+	Disconnected bool   `json:"disconnected"` // the client had gone before the answer ended
+	Exception    string `json:"exception"`
+	Request      string `json:"request"`
+	Response     string `json:"response"`
+}
+
+// Exchanges returns the server's exchanges so far, in order of their end.
+func (s *Server) Exchanges() ([]Exchange, error) {
+	f, err := os.Open(s.record)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Exchange
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		var e Exchange
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return out, fmt.Errorf("%s: %w", s.record, err)
+		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// Load is what a backend holds: running and waiting sequences, prep_recv
+// reservations and KV pages in use.
+type Load struct {
+	Running, Waiting, Prepared, UsedPages int
+}
+
+// Idle reports whether the load holds nothing.
+func (l Load) Idle() bool { return l == Load{} }
+
+// BackendLoad reads the backend's /metrics.
+func (s *Server) BackendLoad() (Load, error) {
+	resp, err := http.Get(s.Backend + "/metrics")
+	if err != nil {
+		return Load{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Load{}, err
+	}
+	var l Load
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "mlc_engine_running_requests":
+			l.Running = int(v)
+		case "mlc_engine_waiting_requests":
+			l.Waiting = int(v)
+		case "mlc_engine_prepared_requests":
+			l.Prepared = int(v)
+		case `mlc_engine_kv_pages{state="used"}`:
+			l.UsedPages = int(v)
+		}
+	}
+	return l, nil
+}
+
+// proc is a process of the stack, in a process group of its own.
+type proc struct {
+	name string
+	log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func startProc(tb testing.TB, name, logPath string, env []string, argv ...string) *proc {
+	tb.Helper()
+	f, err := os.Create(logPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &proc{name: name, log: logPath, done: make(chan struct{})}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	setGroup(p.cmd)
+	if err := p.cmd.Start(); err != nil {
+		f.Close()
+		tb.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	tb.Cleanup(func() {
+		killGroup(p.cmd)
+		<-p.done
+		if tb.Failed() {
+			tb.Logf("%s (%s), last lines:\n%s", name, logPath, p.tail())
+		}
+	})
+	return p
+}
+
+// waitReady polls url/v1/models until it answers 200.
+func (p *proc) waitReady(url string, deadline time.Time) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited while starting: %v\n%s", p.name, p.err, p.tail())
+		default:
+		}
+		resp, err := client.Get(url + protocol.PathModels)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer at %s within %v: %v\n%s", p.name, url, readyTimeout, err, p.tail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// tail returns the last 60 lines of the process's log.
+func (p *proc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > 60 {
+		lines = lines[len(lines)-60:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
