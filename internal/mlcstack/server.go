@@ -169,13 +169,17 @@ func (s *Server) Exchanges() ([]Exchange, error) {
 }
 
 // Load is what a backend holds: running and waiting sequences, prep_recv
-// reservations and KV pages in use.
+// reservations and KV pages in use; and how many sequences it preempted
+// since it started.
 type Load struct {
 	Running, Waiting, Prepared, UsedPages int
+	Preemptions                           int
 }
 
-// Idle reports whether the load holds nothing.
-func (l Load) Idle() bool { return l == Load{} }
+// Idle reports whether the backend holds nothing.
+func (l Load) Idle() bool {
+	return l.Running == 0 && l.Waiting == 0 && l.Prepared == 0 && l.UsedPages == 0
+}
 
 // BackendLoad reads the backend's /metrics.
 func (s *Server) BackendLoad() (Load, error) {
@@ -207,6 +211,8 @@ func (s *Server) BackendLoad() (Load, error) {
 			l.Prepared = int(v)
 		case `mlc_engine_kv_pages{state="used"}`:
 			l.UsedPages = int(v)
+		case "mlc_engine_preemptions_total":
+			l.Preemptions = int(v)
 		}
 	}
 	return l, nil
