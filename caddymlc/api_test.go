@@ -145,8 +145,9 @@ func TestAPIPathsModelsAndLimits(t *testing.T) {
 	}
 }
 
-// A max_tokens beyond the context is the engine's 400, passed to the
-// client as it is: not retried, not a 502, in either mode, on either API,
+// A max_tokens beyond the context is OpenAI's 400, from the router before
+// any engine is asked (MLC's engines generate to the context's end
+// instead): not retried, not a 502, in either mode, on either API,
 // streamed or not.
 func TestMaxTokensBeyondTheContext(t *testing.T) {
 	want := apiError{400, protocol.ErrTypeInvalidRequest, protocol.CodeContextLengthExceeded, "max_tokens"}

@@ -29,6 +29,7 @@ type choiceJob struct {
 	metrics     *routerMetrics
 
 	seed      *int64
+	suffix    string // ends the text (the request's suffix)
 	stop      *stopscan.Scanner
 	logprobs  *choiceLogprobs
 	delivered strings.Builder // text the client has of this choice
@@ -224,6 +225,10 @@ func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, in
 		req.StreamOptions = &protocol.StreamOptions{IncludeUsage: true}
 	}
 	req.DebugConfig = nil // never the client's: engines run with --enable-debug
+	// The suffix ends the client's text once (see finish): an engine
+	// would append it to every attempt's text, and MLC's prep_recv
+	// refuses it.
+	req.Suffix = nil
 	// The engines tie the microserving calls of an attempt together by
 	// user, so it names the attempt: a failed attempt's reservation is
 	// released by its own name, never by a later attempt's.
@@ -294,7 +299,9 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 		}
 	}
 	if reason == "" {
-		return false, &engineError{op: "stream", addr: stream.lease().addr, retry: true, err: errors.New("stream ended without a finish reason")}
+		l := stream.lease()
+		l.answerFailed(l.pid, "an answer without a finish reason")
+		return false, &engineError{op: "stream", addr: l.addr, retry: true, err: errors.New("stream ended without a finish reason")}
 	}
 	if err := j.send(j.stop.Flush(), j.logprobs.take(j.received), out); err != nil {
 		return false, err
@@ -320,6 +327,9 @@ func (j *choiceJob) blame(err error) {
 func (j *choiceJob) deliver(text string, logprobs *protocol.CompletionLogprobs, out sink) (hit bool, err error) {
 	from := j.received
 	j.received += len(text)
+	if j.logprobs.want {
+		logprobs = withOffsets(logprobs, text, from-j.base, j.tok)
+	}
 	j.logprobs.add(logprobs, j.base, from, j.received)
 	if text != "" {
 		j.chunks++
@@ -361,6 +371,13 @@ func (j *choiceJob) send(text string, logprobs *protocol.CompletionLogprobs, out
 func (j *choiceJob) finish(reason string, usage *protocol.Usage, out sink) error {
 	if err := j.send("", j.logprobs.cut(j.delivered.Len()), out); err != nil {
 		return err
+	}
+	if j.suffix != "" {
+		// As MLC's engine ends a completion: the suffix after the text,
+		// without tokens or logprobs of its own.
+		if err := out.delta(j.index, j.suffix, j.logprobs.none()); err != nil {
+			return err
+		}
 	}
 	j.usage = usage
 	out.finish(j.index, reason)

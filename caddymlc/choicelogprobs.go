@@ -140,3 +140,45 @@ func (q *choiceLogprobs) pop(n int) *protocol.CompletionLogprobs {
 	q.held = q.held[n:]
 	return out
 }
+
+// withOffsets returns lp with the offsets of its tokens in the attempt's
+// text, for an engine that sent none (MLC's engine sends text_offset
+// null) in a chunk whose text starts at byte from of the attempt's text:
+// the tokens' own strings where they spell the chunk's text, else the
+// router's tokenization of the text where it has as many tokens; else
+// lp as it is (add then starts every token at the chunk's start). An
+// engine's offsets are kept.
+func withOffsets(lp *protocol.CompletionLogprobs, text string, from int, tok Tokenizer) *protocol.CompletionLogprobs {
+	n := lp.Len()
+	if n == 0 || len(lp.TextOffset) >= n {
+		return lp
+	}
+	lens := make([]int, n)
+	spelled := 0
+	for i, t := range lp.Tokens {
+		lens[i] = len(t)
+		spelled += len(t)
+	}
+	if spelled != len(text) && tok != nil {
+		ids := tok.Encode(text)
+		if len(ids) != n {
+			return lp
+		}
+		spelled = 0
+		for i := range ids {
+			lens[i] = len(tok.Decode(ids[i : i+1]))
+			spelled += lens[i]
+		}
+	}
+	if spelled != len(text) {
+		return lp
+	}
+	out := *lp
+	out.TextOffset = make([]int, n)
+	at := from
+	for i, l := range lens {
+		out.TextOffset[i] = at
+		at += l
+	}
+	return &out
+}

@@ -3,9 +3,11 @@ package caddymlc
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/internal/stopscan"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -143,5 +145,36 @@ func TestNoLogprobsUnlessAsked(t *testing.T) {
 	}
 	if !reflect.DeepEqual(q.none(), (*protocol.CompletionLogprobs)(nil)) || len(q.held) != 0 {
 		t.Fatalf("held %v", q.held)
+	}
+}
+
+// An engine that sends no text_offset (MLC's) gets its tokens' offsets
+// from their strings, or from the router's tokenizer where the strings do
+// not spell the text (MLC's token strings may differ from the text).
+func TestWithOffsetsFillsMissingOffsets(t *testing.T) {
+	tok, err := tokenizer.ForModel("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := func(tokens ...string) *protocol.CompletionLogprobs {
+		return &protocol.CompletionLogprobs{Tokens: tokens, TokenLogprobs: make([]float64, len(tokens)), TopLogprobs: make([]protocol.TopLogprobs, len(tokens))}
+	}
+	for _, c := range []struct {
+		name string
+		lp   *protocol.CompletionLogprobs
+		text string
+		tok  Tokenizer
+		want []int
+	}{
+		{"spelled", lp(" the", " cat", " sat"), " the cat sat", nil, []int{5, 9, 13}},
+		{"tokenizer", lp("the", "cat", "sat"), " the cat sat", tok, []int{5, 9, 13}},
+		{"no tokenizer", lp("the", "cat", "sat"), " the cat sat", nil, nil},
+		{"counts differ", lp("the", "cat"), " the cat sat", tok, nil},
+		{"engine's kept", &protocol.CompletionLogprobs{Tokens: []string{"a"}, TextOffset: []int{3}}, "a", tok, []int{3}},
+	} {
+		got := withOffsets(c.lp, c.text, 5, c.tok)
+		if !slices.Equal(got.TextOffset, c.want) {
+			t.Errorf("%s: offsets %v, want %v", c.name, got.TextOffset, c.want)
+		}
 	}
 }

@@ -163,6 +163,9 @@ func (c *completion) choice(i int) *choiceJob {
 	if c.req.Stream {
 		j.itl = c.r.itl
 	}
+	if c.req.Suffix != nil {
+		j.suffix = *c.req.Suffix
+	}
 	if c.req.Seed != nil && i > 0 {
 		seed := *c.req.Seed + int64(i)
 		j.seed = &seed

@@ -128,6 +128,7 @@ type Router struct {
 	tokErr   error
 	chatTmpl chat.Template
 	chatErr  error
+	context  int // tokens one sequence may hold; 0: unknown (see contextWindow)
 	handle   *fleetHandle
 	roles    map[string][]int // endpoint indexes by the role a call needs
 	policy   selectionPolicy

@@ -51,7 +51,8 @@ func (d *disagg) windowEnd(promptLen int) int {
 	return int((1 - d.balance) * float64(promptLen))
 }
 
-func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
+func (d *disagg) open(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
+	req := microservingRequest(whole)
 	prompt := req.Prompt.IDs
 	n := len(prompt)
 	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, prompt: prompt, needPages: pagesFor(n)})
@@ -62,18 +63,18 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
 	end := protocol.ResolveIndex(prep.End, n)
 	if end <= 0 {
-		return d.r.prefillLocally(ctx, dec, req, chain, "empty_window")
+		return d.r.prefillLocally(ctx, dec, whole, chain, "empty_window")
 	}
 	if dec.pe.Load() < 0 {
-		return d.r.prefillLocally(ctx, dec, req, chain, "unknown_pe")
+		return d.r.prefillLocally(ctx, dec, whole, chain, "unknown_pe")
 	}
 	pre := d.r.pick(engine.RolePrefill, pickOptions{avoid: avoid, exclude: dec.upstream, noBroken: true})
 	if pre == nil {
-		return d.r.prefillLocally(ctx, dec, req, chain, "no_prefill_engine")
+		return d.r.prefillLocally(ctx, dec, whole, chain, "no_prefill_engine")
 	}
 	if d.prefillBusy(pre, dec, n) {
 		pre.release()
-		return d.r.prefillLocally(ctx, dec, req, chain, "prefill_busy")
+		return d.r.prefillLocally(ctx, dec, whole, chain, "prefill_busy")
 	}
 	prep.Stream, prep.StreamOptions = false, nil
 	var recv protocol.PrepRecvResponse
@@ -110,7 +111,7 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 			}
 			d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
 				zap.String("user", userOf(req)), addrField(pre.upstream), zap.Error(err))
-			return d.r.prefillLocally(ctx, dec, req, nil, "remote_send_failed")
+			return d.r.prefillLocally(ctx, dec, whole, nil, "remote_send_failed")
 		}
 	} else {
 		pre.release()
@@ -126,6 +127,16 @@ func (d *disagg) open(ctx context.Context, req *protocol.CompletionRequest, avoi
 		d.r.metrics.steps.WithLabelValues("start_generate").Observe(time.Since(t0).Seconds())
 	}
 	return s, nil
+}
+
+// microservingRequest is req as a microserving call carries it: with a
+// debug config, empty. MLC's entrypoints write their disagg_config into
+// the request's debug_config, which a request without one does not have
+// (a 500 on every call); MLC's own router adds an empty one too.
+func microservingRequest(req *protocol.CompletionRequest) *protocol.CompletionRequest {
+	c := *req
+	c.DebugConfig = &protocol.DebugConfig{}
+	return &c
 }
 
 // prefillBusy reports that the least loaded prefill engine, pre, already

@@ -134,8 +134,10 @@ func (c *engineClient) startCall(ctx context.Context, l *lease, path string, bod
 	}
 	cl.resp = resp
 	if resp.StatusCode == http.StatusOK {
+		// Alive; whether it served the call well is known only once
+		// its answer was read (served, answerFailed).
 		cl.progress()
-		l.served(l.pid)
+		l.fleet.Served(l.index)
 		return cl, nil
 	}
 	defer cl.end()
@@ -182,7 +184,7 @@ func (cl *call) failure(err error) error {
 	case errors.Is(cause, errEngineSilent):
 		ee.retry, ee.timeout = true, true
 		ee.err = fmt.Errorf("%w for %v", errEngineSilent, time.Since(cl.began).Round(time.Millisecond))
-		cl.l.failed(cl.l.pid)
+		cl.l.answerFailed(cl.l.pid, "no answer, or no token, within the engine timeout")
 	case cause != nil:
 		ee.err = cause // the client left or the attempt was given up
 	default:
@@ -215,8 +217,10 @@ func (c *engineClient) post(ctx context.Context, l *lease, path string, body, ou
 		if cl.ctx.Err() != nil {
 			return cl.failure(err)
 		}
+		l.answerFailed(l.pid, "malformed JSON answer")
 		return &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
 	}
+	l.served(l.pid)
 	return nil
 }
 
@@ -274,13 +278,14 @@ func (c *engineClient) open(ctx context.Context, l *lease, path string, body any
 		if cl.ctx.Err() != nil {
 			err = cl.failure(err)
 		} else {
+			l.answerFailed(l.pid, "malformed JSON answer")
 			err = &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
 		}
 		cl.end()
 		l.release()
 		return nil, err
 	}
-	cl.l.fleet.Served(cl.l.index)
+	cl.l.served(cl.l.pid)
 	return &chunkStream{cl: cl, answer: &answer}, nil
 }
 
@@ -310,7 +315,7 @@ func (c *engineClient) stream(ctx context.Context, l *lease, path string, body a
 	if ct := cl.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		cl.end()
 		l.release()
-		l.failed(l.pid)
+		l.answerFailed(l.pid, "a stream answered with another content type")
 		return nil, &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("answer is %q, not an event stream", ct)}
 	}
 	return &chunkStream{cl: cl, sse: protocol.NewSSEReader(cl.resp.Body, 0)}, nil
@@ -323,10 +328,11 @@ type chunkStream struct {
 	sse *protocol.SSEReader
 	// last is the last chunk scanned, whose id, object, model and array
 	// of choices the next chunk reuses (see protocol.ScanCompletionChunk).
-	last   protocol.CompletionResponse
-	answer *protocol.CompletionResponse // a whole generation's, until handed out
-	prefix *prefixNote                  // what the engine's prefix index expected
-	ended  bool                         // the stream's [DONE] came
+	last     protocol.CompletionResponse
+	answer   *protocol.CompletionResponse // a whole generation's, until handed out
+	prefix   *prefixNote                  // what the engine's prefix index expected
+	ended    bool                         // the stream's [DONE] came
+	finished bool                         // a chunk carried a finish reason
 }
 
 // prefixNote is what an engine's prefix index expected it to hold of a
@@ -382,23 +388,27 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // an engine always ends with [DONE]
 		}
-		s.cl.l.failed(s.cl.l.pid)
+		s.cl.l.answerFailed(s.cl.l.pid, "the stream broke off before [DONE]")
 		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: err}
 	}
-	s.cl.progress()
-	s.cl.l.fleet.Served(s.cl.l.index)
 	if protocol.IsDone(data) {
 		s.ended = true
+		if !s.finished {
+			s.cl.l.answerFailed(s.cl.l.pid, "the stream ended without a finish reason")
+			return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: errors.New("stream ended without a finish reason")}
+		}
+		s.cl.l.served(s.cl.l.pid)
 		return nil, io.EOF
 	}
-	s.cl.l.firstToken()
 	if protocol.ScanCompletionChunk(data, &s.last) {
+		s.progress(&s.last)
 		return &s.last, nil
 	}
 	// One decode for the other shapes: a chunk, or the error event that
 	// ends the stream.
 	var chunk engineChunk
 	if err := json.Unmarshal(data, &chunk); err != nil {
+		s.cl.l.answerFailed(s.cl.l.pid, "a malformed event in the stream")
 		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: fmt.Errorf("bad chunk: %w", err)}
 	}
 	if chunk.Error != nil {
@@ -408,7 +418,30 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 		}
 		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, apiErr: apiErr, err: apiErr}
 	}
+	s.progress(&chunk.CompletionResponse)
 	return &chunk.CompletionResponse, nil
+}
+
+// progress feeds the watchdog a chunk that shows the generation moving:
+// text, a token's logprobs, a finish reason or the final usage. Anything
+// else (events without choices, empty deltas) is chatter, which an
+// engine could send forever without generating: the watchdog is about
+// progress, not bytes.
+func (s *chunkStream) progress(c *protocol.CompletionResponse) {
+	moved := c.Usage != nil
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.FinishReason != nil {
+			s.finished = true
+		}
+		moved = moved || ch.Text != "" || ch.FinishReason != nil || ch.Logprobs.Len() > 0
+	}
+	if !moved {
+		return
+	}
+	s.cl.progress()
+	s.cl.l.fleet.Served(s.cl.l.index)
+	s.cl.l.firstToken()
 }
 
 // drainTimeout bounds the wait for the end of a stream's body after its

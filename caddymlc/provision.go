@@ -32,6 +32,7 @@ func (r *Router) Provision(ctx caddy.Context) error {
 	if err := r.loadTokenizer(); err != nil {
 		return err
 	}
+	r.context = contextWindow(engine.Kind(r.Engine.Kind), r.Model, r.EngineArgs)
 	var err error
 	if r.chatTmpl, err = loadChatTemplate(r.Model); err != nil {
 		r.chatErr = err

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -32,9 +33,13 @@ const (
 //
 // Engines that serve caddy-mlc's release extension (the built-in engine)
 // drop the reservation at once. MLC's API has no such call: for an engine
-// that answers 404, the router uses up the reservation with a
-// start_generate that asks for one token and drops the stream at once,
-// which makes the engine abort the request and free its pages. An engine
+// that answers 404, the router uses up the reservation with a whole
+// (not streamed) start_generate that asks for one token. MLC's engine
+// keeps the prep_recv's max_tokens instead, and does not abort a stream
+// whose client left (its server does not tell it), but its entrypoint for
+// a whole answer checks for a client gone at every token and aborts: so
+// the router drops the call after releaseTimeout, and the engine frees
+// the pages at its next token. An engine
 // that cannot be reached is asked again until it answers, restarts (its
 // KV went with its process) or its own timeout has freed the pages.
 func (r *Router) releaseReservation(l *lease, req *protocol.CompletionRequest, end int) {
@@ -104,15 +109,21 @@ func (rel *release) once() (how string, reached bool) {
 	}
 	gen := protocol.StartGenerateRequest{CompletionRequest: *rel.req.Clone(), Begin: rel.end}
 	gen.MaxTokens = new(1)
-	gen.Stream, gen.StreamOptions = true, nil
-	cl, err := rel.r.client.start(ctx, l, protocol.PathStartGenerate, gen)
+	gen.Stream, gen.StreamOptions = false, nil
+	var answer protocol.CompletionResponse
+	err := rel.r.client.post(ctx, l, protocol.PathStartGenerate, gen, &answer)
 	var ee *engineError
 	switch {
 	case err == nil:
-		cl.end() // drop the stream: the engine aborts the request
 		return "start_generate", true
 	case errors.As(err, &ee) && ee.apiErr != nil:
 		return "failed", true
+	case ctx.Err() != nil && engine.Probe(context.Background(), rel.r.client.http, rel.u.url, releaseTimeout) == nil:
+		// The engine is alive and still generating: MLC's start_generate
+		// keeps the max_tokens of the prep_recv. The deadline dropped the
+		// call, and MLC's entrypoint for a whole answer checks for a
+		// client gone at every token and then aborts the request.
+		return "start_generate", true
 	}
 	rel.r.logger.Debug("using up a reservation", zap.String("user", user), addrField(rel.u), zap.Error(err))
 	return "", false

@@ -150,6 +150,9 @@ func TestPreemptionStormIsInvisible(t *testing.T) {
 	want := make([]string, clients)
 	wantFinish := make([]string, clients)
 	stops := make([][]string, clients)
+	// The suffix ends the text once, after every resume (an engine would
+	// append it to each attempt's text); the engines' reference has none.
+	const suffix = " THE END"
 	for i := range prompts {
 		prompts[i] = fmt.Sprintf("story number %d about the %s river and the old mill", i, []string{"green", "cold", "long", "quiet"}[i%4])
 		want[i] = reference(s, s.engines[1], greedy(prompts[i], maxTokens))
@@ -164,6 +167,9 @@ func TestPreemptionStormIsInvisible(t *testing.T) {
 			want[i] = reference(s, s.engines[1], body)
 			wantFinish[i] = "stop"
 		}
+		if i%3 == 2 {
+			want[i] += suffix
+		}
 	}
 	before := engineMetrics(t, s.engines[1])["preemptions"]
 	var wg sync.WaitGroup
@@ -174,6 +180,9 @@ func TestPreemptionStormIsInvisible(t *testing.T) {
 			body["stream_options"] = map[string]any{"include_usage": true}
 			if stops[i] != nil {
 				body["stop"] = stops[i]
+			}
+			if i%3 == 2 {
+				body["suffix"] = suffix
 			}
 			st, err := s.stream(context.Background(), s.base, body)
 			switch {
@@ -213,6 +222,42 @@ func TestPreemptionStormIsInvisible(t *testing.T) {
 		if n != 0 {
 			t.Errorf("router in-flight count of engine %d is %d", i, n)
 		}
+	}
+}
+
+// A suffix ends every choice's text, streamed or whole, in both modes;
+// echo comes before the text, and logprobs cover the generated tokens
+// only, their offsets counting the echoed prompt.
+func TestSuffixEndsEachChoice(t *testing.T) {
+	for _, mode := range []string{"disagg", "round_robin"} {
+		t.Run(mode, func(t *testing.T) {
+			s := startSite(t, 2, "\t\t\tmode "+mode+"\n")
+			const prompt, suffix = "the old king", " -- fin"
+			want := reference(s, s.engines[1], greedy(prompt, 10))
+			body := greedy(prompt, 10)
+			body["suffix"] = suffix
+			body["n"] = 2
+			body["echo"] = true
+			body["logprobs"] = 1
+			got, status, raw := s.complete(s.base, body)
+			if status != 200 || len(got.Choices) != 2 {
+				t.Fatalf("%d %s", status, raw)
+			}
+			for _, ch := range got.Choices {
+				if ch.Text != prompt+want+suffix {
+					t.Errorf("choice %d: %q, want %q", ch.Index, ch.Text, prompt+want+suffix)
+				}
+				if lp := ch.Logprobs; lp == nil || len(lp.TextOffset) == 0 || lp.TextOffset[0] != len(prompt) ||
+					lp.TextOffset[len(lp.TextOffset)-1] >= len(prompt)+len(want) {
+					t.Errorf("choice %d: logprobs %+v", ch.Index, lp)
+				}
+			}
+			delete(body, "n")
+			st, err := s.stream(context.Background(), s.base, body)
+			if err != nil || st.text != prompt+want+suffix || st.finish != "length" || !st.done {
+				t.Fatalf("streamed: %q finish %q done %v err %v, want %q", st.text, st.finish, st.done, err, prompt+want+suffix)
+			}
+		})
 	}
 }
 

@@ -107,6 +107,9 @@ type prepareFunc func(*http.Request) (*protocol.CompletionRequest, []int, *proto
 func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix string, prepare prepareFunc, mk sinkMaker) {
 	begin := time.Now()
 	req, prompt, apiErr := prepare(hreq)
+	if apiErr == nil {
+		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.context)
+	}
 	if apiErr != nil {
 		outcome := outcomeOf(apiErr)
 		r.metrics.requests.WithLabelValues(r.Mode, outcome).Inc()

@@ -43,6 +43,9 @@ type upstream struct {
 	// extension (a real MLC engine): reservations are then given back
 	// through MLC's own API.
 	noRelease atomic.Bool
+	// badStream is the reason the engine's last bad answer was logged
+	// for; nil once it served a call well.
+	badStream atomic.Pointer[string]
 }
 
 // engineLoad is what an engine last said about its own load (the
@@ -186,6 +189,20 @@ func (u *upstream) saturated(now time.Time, needPages int) bool {
 func (u *upstream) served(pid int) {
 	u.breaker.success(pid)
 	u.fleet.Served(u.index)
+	if u.badStream.Load() != nil {
+		u.badStream.Store(nil)
+	}
+}
+
+// answerFailed reports a call whose engine answered, but not as an engine
+// must (malformed or truncated events, no finish, the wrong content type,
+// no token within the engine timeout): a failure for the breaker, logged
+// once per engine and reason until the engine serves a call well again.
+func (u *upstream) answerFailed(pid int, reason string) {
+	if prev := u.badStream.Swap(&reason); prev == nil || *prev != reason {
+		u.fleet.log().Warn("engine answered badly", addrField(u), zap.Int("pid", pid), zap.String("reason", reason))
+	}
+	u.failed(pid)
 }
 
 // failed reports a call the engine failed.

@@ -11,9 +11,10 @@ import (
 // request a router sends an engine by hand: reflection was most of the
 // cost of that encoding, once per request. A request with a response
 // format, a debug config, logit biases or fields this type does not
-// model goes through MarshalJSON.
+// model goes through MarshalJSON. An empty debug config, which the
+// router puts on every microserving call, is written here.
 func (r CompletionRequest) AppendJSON(dst []byte) ([]byte, error) {
-	if r.ResponseFormat != nil || r.DebugConfig != nil || len(r.LogitBias) > 0 || len(r.Extra) > 0 {
+	if r.ResponseFormat != nil || (r.DebugConfig != nil && *r.DebugConfig != DebugConfig{}) || len(r.LogitBias) > 0 || len(r.Extra) > 0 {
 		b, err := json.Marshal(r)
 		return append(dst, b...), err
 	}
@@ -57,6 +58,10 @@ func (r CompletionRequest) AppendJSON(dst []byte) ([]byte, error) {
 	e.float("top_p", r.TopP)
 	if r.User != nil {
 		e.str("user", *r.User)
+	}
+	if r.DebugConfig != nil {
+		e.key("debug_config")
+		e.b = append(e.b, "{}"...)
 	}
 	if e.err != nil {
 		return nil, e.err

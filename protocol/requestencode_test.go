@@ -76,6 +76,8 @@ func requestSample(model, text string, ids []byte, n int, f float64, flags uint3
 	}
 	if on(22) {
 		r.DebugConfig = &DebugConfig{}
+	} else if on(23) {
+		r.DebugConfig = &DebugConfig{IgnoreEOS: true}
 	}
 	return r
 }

@@ -81,9 +81,7 @@ func (s *server) maxTokens(req *protocol.CompletionRequest, promptLen int) (int,
 		return min(defaultMaxTokens, limit-promptLen), nil
 	}
 	if m := *req.MaxTokens; m > limit-promptLen { // not promptLen+m: it may overflow
-		return 0, protocol.InvalidRequest("max_tokens",
-			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d for the completion). Please reduce the prompt or max_tokens.",
-			limit, uint64(promptLen)+uint64(m), promptLen, m).WithCode(codeContextLength)
+		return 0, protocol.MaxTokensTooLong(promptLen, m, limit)
 	}
 	return *req.MaxTokens, nil
 }

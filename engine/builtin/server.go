@@ -169,8 +169,7 @@ func (s *server) tokenize(p protocol.Prompt) ([]int, *protocol.Error) {
 		return nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
 	}
 	if limit := s.e.opts.Overrides.MaxTotalSeqLength; len(ids) >= limit {
-		return nil, protocol.InvalidRequest("prompt", "prompt has %d tokens; this engine holds at most %d (max_total_seq_length)", len(ids), limit-1).
-			WithCode(codeContextLength)
+		return nil, protocol.PromptTooLong(len(ids), limit)
 	}
 	return ids, nil
 }

@@ -1,0 +1,86 @@
+package caddymlc
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+)
+
+// contextWindow returns the most tokens one sequence (prompt and
+// generation) may hold on the fleet's engines, or 0 when the router
+// cannot know it. The router refuses what does not fit with OpenAI's
+// context_length_exceeded before any engine is asked: MLC's engines do not
+// refuse a max_tokens beyond their context, they stop generating at its
+// end, and a request must get the same answer whichever engine serves it.
+//
+//   - builtin: its max_total_seq_length (engine_args' --overrides, else
+//     the engine's default), read by the engine's own flag parser.
+//   - mlc: the model's mlc-chat-config.json context_window_size, or
+//     --overrides context_window_size; unknown for a model the router
+//     cannot read (an HF:// name) or a sliding-window model (-1).
+//   - command: unknown.
+func contextWindow(kind engine.Kind, model string, engineArgs []string) int {
+	switch kind {
+	case engine.KindBuiltin:
+		opts, err := builtin.ParseArgs(append([]string{model}, engineArgs...), io.Discard)
+		if err != nil {
+			return 0
+		}
+		return opts.Overrides.MaxTotalSeqLength
+	case engine.KindMLC:
+		if n, ok := overrideInt(engineArgs, "context_window_size"); ok {
+			return max(n, 0)
+		}
+		return chatConfigContextWindow(model)
+	}
+	return 0
+}
+
+// chatConfigContextWindow reads context_window_size from the model
+// directory's mlc-chat-config.json; 0 when there is none.
+func chatConfigContextWindow(model string) int {
+	b, err := os.ReadFile(filepath.Join(model, "mlc-chat-config.json"))
+	if err != nil {
+		return 0
+	}
+	var cfg struct {
+		ContextWindowSize int `json:"context_window_size"`
+	}
+	if json.Unmarshal(b, &cfg) != nil {
+		return 0
+	}
+	return max(cfg.ContextWindowSize, 0)
+}
+
+// overrideInt finds key in the "k=v;k=v" value of an --overrides flag of
+// args (the last such flag wins, as flag parsers read it).
+func overrideInt(args []string, key string) (int, bool) {
+	n, found := 0, false
+	for i, a := range args {
+		var val string
+		switch {
+		case a == "--overrides" && i+1 < len(args):
+			val = args[i+1]
+		case strings.HasPrefix(a, "--overrides="):
+			val = strings.TrimPrefix(a, "--overrides=")
+		default:
+			continue
+		}
+		for kv := range strings.SplitSeq(val, ";") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || strings.TrimSpace(k) != key {
+				continue
+			}
+			if x, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				n, found = x, true
+			}
+		}
+	}
+	return n, found
+}
