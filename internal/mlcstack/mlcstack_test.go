@@ -4,13 +4,213 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
 )
 
 func TestMain(m *testing.M) { enginetest.Main(m) }
+
+// python runs script with the stack's interpreter and path, in a model
+// directory (the working directory), feeding it input as JSON and
+// decoding its JSON output into out.
+func python(t *testing.T, st *Stack, script string, input, out any) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := WriteModel(dir); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := json.Marshal(input)
+	cmd := exec.Command(st.Python, "-c", script)
+	cmd.Dir = dir
+	cmd.Env = st.Env(nil)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.Bytes())
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+}
+
+// The stand-in tokenizer is the tiny model's: the same ids for any text,
+// the same bytes for any ids.
+func TestTokenizerIsTiny(t *testing.T) {
+	st := Setup(t)
+	texts := []string{"the cat sat on the mat", " the cat", "Hello, World!\n", "x", "naïve café ☕", "ab12 cd", "  two  spaces", "user: hi\nassistant:"}
+	tok := tiny.New()
+	var idLists [][]int
+	for range 50 {
+		ids := make([]int, 1+rand.IntN(20))
+		for i := range ids {
+			ids[i] = rand.IntN(tok.VocabSize())
+		}
+		idLists = append(idLists, ids)
+		if s := tok.Decode(ids); utf8.ValidString(s) {
+			texts = append(texts, s) // JSON carries valid UTF-8 only, as MLC's prompts
+		}
+	}
+	var got struct {
+		Encoded [][]int `json:"encoded"`
+		Decoded [][]int `json:"decoded"`
+	}
+	python(t, st, `
+import json, sys
+from mlcstandin.tokenizer import Tokenizer
+tok = Tokenizer(".")
+data = json.load(sys.stdin)
+print(json.dumps({"encoded": [tok.encode(s) for s in data["texts"]],
+                  "decoded": [list(tok.decode_bytes(ids)) for ids in data["ids"]]}))
+`, map[string]any{"texts": texts, "ids": idLists}, &got)
+	for i, s := range texts {
+		if want := tok.Encode(s); !slices.Equal(got.Encoded[i], want) {
+			t.Errorf("encode %q = %v, want %v", s, got.Encoded[i], want)
+		}
+	}
+	for i, ids := range idLists {
+		b := make([]byte, len(got.Decoded[i]))
+		for k, v := range got.Decoded[i] {
+			b[k] = byte(v)
+		}
+		if want := tok.Decode(ids); string(b) != want {
+			t.Errorf("decode %v = %q, want %q", ids, b, want)
+		}
+	}
+}
+
+// stopReference is MLC's stop-string rule on whole tokens: the text stops
+// at the first character where a stop string ends (of the stop strings
+// ending there, the earliest start counts); the token in which it starts
+// and all after are dropped. It returns the tokens kept and whether a stop
+// string was found.
+func stopReference(tokens []string, stops []string) ([]int, bool) {
+	text := strings.Join(tokens, "")
+	for end := 1; end <= len(text); end++ {
+		start := -1
+		for _, s := range stops {
+			if strings.HasSuffix(text[:end], s) && (start < 0 || end-len(s) < start) {
+				start = end - len(s)
+			}
+		}
+		if start < 0 {
+			continue
+		}
+		var kept []int
+		pos := 0
+		for i, tk := range tokens {
+			if pos+len(tk) > start {
+				break
+			}
+			kept = append(kept, i)
+			pos += len(tk)
+		}
+		return kept, true
+	}
+	return nil, false
+}
+
+// The stand-in StopStrHandler (streamer.cc's, ported) keeps the tokens the
+// rule keeps, tokens fed one at a time, however the stop strings overlap
+// tokens and each other.
+func TestStopStrHandler(t *testing.T) {
+	st := Setup(t)
+	type tc struct {
+		Tokens []string `json:"tokens"`
+		Stops  []string `json:"stops"`
+	}
+	cases := []tc{
+		{[]string{" the", " cat", " sat"}, []string{"at"}},
+		{[]string{" the", " cat", " sat"}, []string{" cat s"}},
+		{[]string{" the", " cat", " sat"}, []string{"dog"}},
+		{[]string{"a", "b", "a", "b", "c"}, []string{"abc", "bab"}},
+		{[]string{"aa", "aab", "x"}, []string{"aaab"}},
+	}
+	for range 300 {
+		var c tc
+		for range 1 + rand.IntN(8) {
+			n := 1 + rand.IntN(3)
+			var b strings.Builder
+			for range n {
+				b.WriteByte("abc"[rand.IntN(3)])
+			}
+			c.Tokens = append(c.Tokens, b.String())
+		}
+		for range 1 + rand.IntN(2) {
+			n := 1 + rand.IntN(4)
+			var b strings.Builder
+			for range n {
+				b.WriteByte("abc"[rand.IntN(3)])
+			}
+			c.Stops = append(c.Stops, b.String())
+		}
+		cases = append(cases, c)
+	}
+	var got []struct {
+		Kept      []int `json:"kept"`
+		Triggered bool  `json:"triggered"`
+	}
+	python(t, st, `
+import json, sys
+from mlcstandin.tokenizer import StopStrHandler
+out = []
+for c in json.load(sys.stdin):
+    table = [t.encode() for t in c["tokens"]]
+    h = StopStrHandler(c["stops"], table)
+    kept = []
+    for i in range(len(table)):
+        kept += h.put(i)
+        if h.stop_triggered:
+            break
+    if not h.stop_triggered:
+        kept += h.finish()
+    out.append({"kept": kept, "triggered": h.stop_triggered})
+print(json.dumps(out))
+`, cases, &got)
+	for i, c := range cases {
+		want, stopped := stopReference(c.Tokens, c.Stops)
+		if !stopped {
+			want = make([]int, len(c.Tokens))
+			for k := range want {
+				want[k] = k
+			}
+		}
+		if got[i].Triggered != stopped || !slices.Equal(got[i].Kept, want) && len(got[i].Kept)+len(want) > 0 {
+			t.Errorf("tokens %q, stops %q: kept %v (stopped %v), want %v (stopped %v)", c.Tokens, c.Stops, got[i].Kept, got[i].Triggered, want, stopped)
+		}
+	}
+}
+
+// The logprobs strings are MLC's (data.cc GetLogProbJSON): visible ASCII
+// of the token, log(max(p, 1e-10f)) with six significant digits, bytes.
+func TestLogprobJSON(t *testing.T) {
+	st := Setup(t)
+	var got []string
+	python(t, st, `
+import json, sys
+from mlcstandin.engine import logprob_json
+print(json.dumps([logprob_json(b" cat", -0.5, [(b" cat", -0.5), (b'"q\\', -30.0)]), logprob_json(b"\n", -1e-9, [])]))
+`, nil, &got)
+	want := []string{
+		`{"token": "cat", "logprob": -0.5, "bytes": [32, 99, 97, 116], "top_logprobs": [{"token": "cat", "logprob": -0.5, "bytes": [32, 99, 97, 116]}, {"token": "\"q\\", "logprob": -23.0259, "bytes": [34, 113, 92]}]}`,
+		`{"token": "", "logprob": 0, "bytes": [10], "top_logprobs": []}`,
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("got  %s\nwant %s", got[i], want[i])
+		}
+	}
+}
 
 func post(t *testing.T, url string, body any) (int, []byte) {
 	t.Helper()
@@ -24,38 +224,104 @@ func post(t *testing.T, url string, body any) (int, []byte) {
 	return resp.StatusCode, out
 }
 
-func TestSmoke(t *testing.T) {
-	st := Setup(t)
-	s := st.Start(t, Options{Servers: 1})[0]
-	code, out := post(t, s.URL+"/v1/completions", map[string]any{"prompt": "the cat sat on", "max_tokens": 8, "temperature": 0})
-	t.Logf("%d %s", code, out)
-	code, out = post(t, s.Backend+"/v1/completions", map[string]any{"prompt": "the cat sat on", "max_tokens": 8, "temperature": 0})
-	t.Logf("%d %s", code, out)
+type completion struct {
+	Choices []struct {
+		Text         string `json:"text"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
 }
 
-func TestMicroSmoke(t *testing.T) {
+func complete(t *testing.T, url string, body map[string]any) completion {
+	t.Helper()
+	code, out := post(t, url+"/v1/completions", body)
+	var c completion
+	if code != http.StatusOK || json.Unmarshal(out, &c) != nil || len(c.Choices) == 0 {
+		t.Fatalf("POST %s/v1/completions %v: %d %s", url, body, code, out)
+	}
+	return c
+}
+
+// An MLC server answers what its backend generates, stop strings applied
+// on whole tokens; its microserving calls, with a debug_config, give the
+// same text across two servers, and without one they are a 500 (MLC's
+// entrypoints write into request.debug_config).
+func TestMLCServer(t *testing.T) {
 	st := Setup(t)
 	ss := st.Start(t, Options{Servers: 2, Disaggregation: true})
 	prompt := "the cat sat on the mat and then it went to the big red house near the"
-	code, out := post(t, ss[1].URL+"/microserving/prep_recv", map[string]any{"prompt": prompt, "end": -1, "user": "u1", "max_tokens": 12, "temperature": 0, "debug_config": map[string]any{}})
-	t.Logf("prep_recv %d %s", code, out)
-	var pr struct {
+	body := map[string]any{"prompt": prompt, "max_tokens": 24, "temperature": 0}
+	backend := complete(t, ss[0].Backend, body).Choices[0]
+	mlc := complete(t, ss[0].URL, body).Choices[0]
+	if mlc != backend {
+		t.Fatalf("MLC answered %+v, its backend %+v", mlc, backend)
+	}
+
+	tok := tiny.New()
+	ids := tok.Encode(backend.Text)
+	var tokens []string
+	for _, id := range ids {
+		tokens = append(tokens, tok.Token(id))
+	}
+	word := strings.TrimSpace(tokens[len(tokens)/2])
+	stop := word[len(word)/2:]
+	kept, _ := stopReference(tokens, []string{stop})
+	want := ""
+	for _, i := range kept {
+		want += tokens[i]
+	}
+	got := complete(t, ss[0].URL, map[string]any{"prompt": prompt, "max_tokens": 24, "temperature": 0, "stop": stop}).Choices[0]
+	if got.Text != want || got.FinishReason != "stop" {
+		t.Fatalf("with stop %q: %q (%s), want %q (stop)", stop, got.Text, got.FinishReason, want)
+	}
+
+	n := len(tok.Encode(prompt))
+	micro := func(server *Server, path string, kv ...any) (int, []byte) {
+		b := map[string]any{"prompt": prompt, "max_tokens": 24, "temperature": 0, "user": "u1", "debug_config": map[string]any{}}
+		for i := 0; i < len(kv); i += 2 {
+			b[kv[i].(string)] = kv[i+1]
+		}
+		return post(t, server.URL+path, b)
+	}
+	code, out := micro(ss[1], "/microserving/prep_recv", "end", -1)
+	var prep struct {
 		KV      string `json:"kv_append_metadata"`
 		Matched int    `json:"prefix_matched_length"`
 	}
-	json.Unmarshal(out, &pr)
-	code, out = post(t, ss[0].URL+"/microserving/remote_send", map[string]any{"prompt": prompt, "begin": pr.Matched, "end": 21, "kv_addr_info": pr.KV, "recv_rank": 1, "user": "u1", "max_tokens": 12, "temperature": 0, "debug_config": map[string]any{}})
-	t.Logf("remote_send %d %s", code, out)
-	code, out = post(t, ss[1].URL+"/microserving/start_generate", map[string]any{"prompt": prompt, "begin": 21, "user": "u1", "max_tokens": 1, "temperature": 0, "debug_config": map[string]any{}})
-	t.Logf("start_generate %d %s", code, out)
-	code, out = post(t, ss[0].URL+"/v1/completions", map[string]any{"prompt": prompt, "max_tokens": 12, "temperature": 0})
-	t.Logf("direct %d %s", code, out)
-	code, out = post(t, ss[0].URL+"/microserving/prep_recv", map[string]any{"prompt": prompt, "end": -1, "user": "u2", "max_tokens": 12})
-	t.Logf("no debug_config %d %s", code, out)
+	if code != http.StatusOK || json.Unmarshal(out, &prep) != nil {
+		t.Fatalf("prep_recv: %d %s", code, out)
+	}
+	if code, out := micro(ss[0], "/microserving/remote_send", "begin", prep.Matched, "end", n-1, "kv_addr_info", prep.KV, "recv_rank", 1); code != http.StatusOK || string(out) != "{}" {
+		t.Fatalf("remote_send: %d %s", code, out)
+	}
+	// MLC generates with the prep_recv's max_tokens, not this call's.
+	code, out = micro(ss[1], "/microserving/start_generate", "begin", n-1, "max_tokens", 1)
+	var gen completion
+	if code != http.StatusOK || json.Unmarshal(out, &gen) != nil || len(gen.Choices) != 1 || gen.Choices[0] != backend {
+		t.Fatalf("start_generate: %d %s, want %+v", code, out, backend)
+	}
+
+	code, out = post(t, ss[1].URL+"/microserving/prep_recv", map[string]any{"prompt": prompt, "end": -1, "user": "u2"})
+	ex, err := ss[1].Exchanges()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := ex[len(ex)-1]; code != http.StatusInternalServerError || last.Status != 500 || !strings.Contains(last.Exception, "disagg_config") {
+		t.Fatalf("prep_recv without a debug_config: %d %s, recorded %+v", code, out, last)
+	}
 	for _, s := range ss {
-		ex, err := s.Exchanges()
-		t.Log(ex, err)
-		l, err := s.BackendLoad()
-		t.Log(l, err)
+		if err := s.Exited(); err != nil {
+			t.Fatal(err)
+		}
+		// A stream cut at a stop string ends on the backend when it
+		// notices its client left.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			l, err := s.BackendLoad()
+			if err == nil && l.Idle() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("backend %s: %+v %v", s.Backend, l, err)
+			}
+		}
 	}
 }

@@ -35,7 +35,18 @@ type Options struct {
 	// ends with finish reason "preempt", as in an MLC engine compiled for
 	// disaggregation.
 	Disaggregation bool
+	// PreemptRemoteSends, when positive, has each MLC server preempt every
+	// PreemptRemoteSends-th remote_send it gets (nothing computed nor
+	// sent, finish reason "preempt"), as KV pressure preempts one on a
+	// loaded prefill engine: through MLC's Python front the backends
+	// rarely preempt a remote_send by themselves.
+	PreemptRemoteSends int
 }
+
+// LogsEnv names a directory where Start keeps the servers' and backends'
+// logs, exchanges and events (in a new folder per call) instead of a
+// test's temporary directory.
+const LogsEnv = "CADDY_MLC_MLC_LOGS"
 
 // readyTimeout bounds a server's start: Python imports MLC's serving layer
 // (FastAPI, pydantic models, numpy) on a loaded two-core machine.
@@ -50,6 +61,7 @@ type Server struct {
 
 	mlc, backend *proc
 	record       string
+	events       string
 }
 
 // Start starts opts.Servers MLC servers and their backends, waits until
@@ -66,6 +78,13 @@ func (st *Stack) Start(tb testing.TB, opts Options) []*Server {
 		capacity = ContextWindow
 	}
 	dir := tb.TempDir()
+	if keep := os.Getenv(LogsEnv); keep != "" {
+		var err error
+		if dir, err = os.MkdirTemp(keep, "mlcstack-"); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Logf("mlcstack: logs in %s", dir)
+	}
 	modelDir := filepath.Join(dir, "model")
 	if err := os.Mkdir(modelDir, 0o755); err != nil {
 		tb.Fatal(err)
@@ -82,6 +101,7 @@ func (st *Stack) Start(tb testing.TB, opts Options) []*Server {
 			Addr:    fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
 			Backend: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
 			record:  filepath.Join(dir, fmt.Sprintf("exchanges-%d.jsonl", i)),
+			events:  filepath.Join(dir, fmt.Sprintf("events-%d.jsonl", i)),
 		}
 		servers[i].URL = "http://" + servers[i].Addr
 		peers = append(peers, protocol.Peer{PEStart: i, NPEs: 1, Addr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])})
@@ -100,7 +120,9 @@ func (st *Stack) Start(tb testing.TB, opts Options) []*Server {
 			"--enable-debug", "--mode", "server", "--prefix-cache-mode", "radix",
 			"--overrides", overrides+";prep_recv_timeout_ms=3600000")
 		s.mlc = startProc(tb, fmt.Sprintf("MLC server %d", i), filepath.Join(dir, fmt.Sprintf("mlc-%d.log", i)),
-			st.Env([]string{"CADDY_MLC_STANDIN_BACKEND=" + s.Backend, "CADDY_MLC_STANDIN_RECORD=" + s.record, "MLC_LLM_HOME=" + filepath.Join(dir, "mlc-home")}),
+			st.Env([]string{"CADDY_MLC_STANDIN_BACKEND=" + s.Backend, "CADDY_MLC_STANDIN_RECORD=" + s.record,
+				"CADDY_MLC_STANDIN_EVENTS=" + s.events, "MLC_LLM_HOME=" + filepath.Join(dir, "mlc-home"),
+				"CADDY_MLC_STANDIN_PREEMPT_REMOTE_SEND=" + strconv.Itoa(opts.PreemptRemoteSends)}),
 			st.Python, "-m", "mlcstandin.serve", modelDir, "--model-lib", lib, "--device", "cpu", "--mode", "server",
 			"--enable-debug", "--host", "127.0.0.1", "--port", strconv.Itoa(ports[2*i]), "--overrides", overrides)
 	}
@@ -130,9 +152,6 @@ func (s *Server) Exited() error {
 	return nil
 }
 
-// Log returns the end of the MLC server's log.
-func (s *Server) Log() string { return s.mlc.tail() }
-
 // Exchange is one HTTP exchange of an MLC server, as mlcstandin.serve
 // recorded it: the request and response bodies of errors only.
 type Exchange struct {
@@ -146,8 +165,29 @@ type Exchange struct {
 }
 
 // Exchanges returns the server's exchanges so far, in order of their end.
-func (s *Server) Exchanges() ([]Exchange, error) {
-	f, err := os.Open(s.record)
+func (s *Server) Exchanges() ([]Exchange, error) { return readLines[Exchange](s.record) }
+
+// Event is something notable MLC's engine does without an error, as the
+// stand-in saw it happen (python/mlcstandin/engine.py): kinds
+// "remote_send_preempted" (MLC's entrypoint still answers 200 {}),
+// "decode_on_missing_kv" (a start_generation on KV no remote_send wrote:
+// MLC decodes on whatever the pages hold), "abort_leaks_reservation" (an
+// abort after prepare_receive: MLC frees nothing of it) and the harmful
+// "kv_write_unreserved" (a remote_send whose KV went to pages the decode
+// engine no longer reserved: MLC writes them with one-sided NVSHMEM puts,
+// whoever holds them now).
+type Event struct {
+	Kind    string `json:"kind"`
+	Harmful bool   `json:"harmful"`
+	Message string `json:"message"`
+}
+
+// Events returns the events so far.
+func (s *Server) Events() ([]Event, error) { return readLines[Event](s.events) }
+
+// readLines reads a file of JSON lines; a missing file has none.
+func readLines[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -155,15 +195,15 @@ func (s *Server) Exchanges() ([]Exchange, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out []Exchange
+	var out []T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
-		var e Exchange
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return out, fmt.Errorf("%s: %w", s.record, err)
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return out, fmt.Errorf("%s: %w", path, err)
 		}
-		out = append(out, e)
+		out = append(out, v)
 	}
 	return out, sc.Err()
 }
@@ -280,10 +320,18 @@ func (p *proc) waitReady(url string, deadline time.Time) error {
 	}
 }
 
-// tail returns the last 60 lines of the process's log.
+// tail returns the last 60 lines of the process's log, or, when it
+// panicked or failed a check, what follows the first such line (up to 300
+// lines).
 func (p *proc) tail() string {
 	b, _ := os.ReadFile(p.log)
 	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	for i, l := range lines {
+		if bytes.HasPrefix(l, []byte("panic:")) || bytes.Contains(l, []byte("Check failed")) {
+			lines = lines[max(i-20, 0):min(i+300, len(lines))]
+			return string(bytes.Join(lines, []byte("\n")))
+		}
+	}
 	if len(lines) > 60 {
 		lines = lines[len(lines)-60:]
 	}

@@ -44,6 +44,8 @@ from . import registry
 from .tokenizer import StopStrHandler, Tokenizer
 
 BACKEND_ENV = "CADDY_MLC_STANDIN_BACKEND"
+EVENTS_ENV = "CADDY_MLC_STANDIN_EVENTS"
+PREEMPT_ENV = "CADDY_MLC_STANDIN_PREEMPT_REMOTE_SEND"
 
 _DUMMY_USAGE = '{ "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0 }'
 
@@ -53,6 +55,21 @@ def fatal(message):
     sys.stderr.write(f"[mlc stand-in] Check failed: {message}\n")
     sys.stderr.flush()
     os.abort()
+
+
+_events_lock = threading.Lock()
+
+
+def event(kind, message, harmful=False):
+    """Records something notable MLC's engine does silently: a line on
+    stderr, and one in the file $CADDY_MLC_STANDIN_EVENTS names. harmful
+    marks what corrupts other requests (a KV write into pages the decode
+    engine no longer reserves)."""
+    sys.stderr.write(f"[mlc stand-in] {'HAZARD ' if harmful else ''}{kind}: {message}\n")
+    path = os.environ.get(EVENTS_ENV)
+    if path:
+        with _events_lock, open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"kind": kind, "harmful": harmful, "message": message}) + "\n")
 
 
 def icheck(cond, message):
@@ -230,6 +247,12 @@ def _sse(resp):
         yield json.loads(data)
 
 
+class _Preempted:
+    """The backend's answer to a remote_send it preempted."""
+
+    status = 503
+
+
 class _State:
     """A request's entry in estate->request_states."""
 
@@ -253,6 +276,10 @@ class Engine:
         self.config = None
         self.tokenizer = None
         self.backend = os.environ.get(BACKEND_ENV)
+        # Every Nth remote_send is preempted, as KV pressure preempts one
+        # on a loaded prefill engine (0: only when the backend does).
+        self.preempt_every = int(os.environ.get(PREEMPT_ENV) or 0)
+        self.remote_sends = 0
         self.metrics = {
             "prompt_tokens_sum": 0,
             "completion_tokens_sum": 0,
@@ -483,20 +510,33 @@ class Engine:
             "recv_rank": cfg.dst_group_offset,
             "user": request.id,
         }
-        resp = call.post("/microserving/remote_send", body)
-        answer = _read_json(resp) if resp is not None else None
+        with self.lock:
+            self.remote_sends += 1
+            injected = self.preempt_every > 0 and self.remote_sends % self.preempt_every == 0
+        if injected:
+            resp, answer = _Preempted(), {"error": {"code": "preempt"}}
+        else:
+            resp = call.post("/microserving/remote_send", body)
+            answer = _read_json(resp) if resp is not None else None
         call.finish()
         with self.lock:
             if state.aborted or resp is None:
                 return
             self._erase(state)
-            if resp.status == 200:
+            if resp.status == 400 and _unreserved(answer):
+                # MLC's remote_send writes the KV with one-sided NVSHMEM
+                # puts to the addresses prep_recv gave, whether or not the
+                # decode engine still reserves them: it succeeds, and the
+                # pages, if handed to another request since, are corrupted.
+                event("kv_write_unreserved", f"remote_send of {request.id!r} wrote KV the decode engine no longer reserves: {answer}", harmful=True)
+            if resp.status == 200 or (resp.status == 400 and _unreserved(answer)):
                 self._count(len(request.prompt), 0)
                 usage = {"prompt_tokens": len(request.prompt), "completion_tokens": 0, "total_tokens": len(request.prompt)}
                 usage["extra"] = _request_metrics(len(request.prompt), 0)
                 outs = [self._usage_output(request.id, usage)]
             else:
                 icheck(resp.status == 503 and _error_code(answer) == "preempt", f"backend remote_send answered {resp.status}: {answer}")
+                event("remote_send_preempted", f"remote_send of {request.id!r} was preempted{' (every %dth)' % self.preempt_every if injected else ''}")
                 outs = None
         with state.lock:
             if outs is None:
@@ -541,6 +581,8 @@ class Engine:
                 return
             state.aborted = True
             calls = list(state.calls) if state.status != "prepared" else []
+            if state.status == "prepared":
+                event("abort_leaks_reservation", f"abort of {state.request.id!r} after prepare_receive: its KV stays reserved for good")
         for call in calls:
             call.close()
         with state.lock:
@@ -596,6 +638,7 @@ class Generation:
         self.tok = engine.tokenizer
         self.choices = [_Choice(i, self.cfg, self.tok.table, committed_before) for i in range(self.cfg.n)]
         self.live = self.cfg.n
+        self.garbage_user = None  # see _garbage_kv
         self.preempted = False
         self.done = False
 
@@ -654,6 +697,8 @@ class Generation:
                 raise
         finally:
             call.finish()
+            if index == 0 and self.garbage_user is not None:
+                self._release_garbage()
         with self.engine.lock:
             if call in self.state.calls:
                 self.state.calls.remove(call)
@@ -663,18 +708,16 @@ class Generation:
 
     def _garbage_kv(self, call, body):
         """start_generate on KV that no remote_send wrote (it was
-        preempted): MLC decodes on whatever its pages hold. The stand-in
-        gives the backend's reservation back and decodes after a prompt
-        whose window is BOS tokens, so the answer is wrong, not an error.
+        preempted, or is still on its way): MLC decodes on whatever its
+        pages hold. The stand-in decodes after one BOS token standing for
+        the window [0, begin), so the answer is wrong, not an error, and
+        takes few pages besides the reservation, which the request holds
+        in MLC and gives back when the generation ends (see _serve).
         Returns the new call and its response (None once aborted)."""
         user, begin = body.pop("user"), body.pop("begin")
-        rel = _Call(self.engine.backend)
-        resp = rel.post("/microserving/release", {"user": user})
-        if resp is not None:
-            resp.read()
-        rel.finish()
-        sys.stderr.write(f"[mlc stand-in] start_generation of {user!r}: the KV of [0, {begin}) was never received; decoding on garbage\n")
-        body["prompt"] = [0] * begin + list(body["prompt"][begin:])
+        self.garbage_user = user
+        event("decode_on_missing_kv", f"start_generation of {user!r}: the KV of [0, {begin}) was never received; decoding on garbage")
+        body["prompt"] = [0] + list(body["prompt"][begin:])
         new = _Call(self.engine.backend)
         with self.engine.lock:
             if call in self.state.calls:
@@ -683,6 +726,15 @@ class Generation:
                 return new, None
             self.state.calls.append(new)
         return new, new.post("/v1/completions", body)
+
+    def _release_garbage(self):
+        """Gives back the reservation a garbage decoding held (the stand-in's
+        own use of the backend's release extension)."""
+        rel = _Call(self.engine.backend)
+        resp = rel.post("/microserving/release", {"user": self.garbage_user})
+        if resp is not None:
+            resp.read()
+        rel.finish()
 
     def _chunk(self, index, chunk):
         """Commits a backend chunk's tokens; returns False once the choice
@@ -795,6 +847,12 @@ class Generation:
             for call in calls:
                 call.close()
             self.engine._stream_back_error(self.request, "preempt")
+
+
+def _unreserved(answer):
+    err = answer.get("error") if isinstance(answer, dict) else None
+    msg = err.get("message", "") if isinstance(err, dict) else ""
+    return "no prep_recv reservation for user" in msg or "is not reserved for user" in msg
 
 
 def _missing_kv(answer):
