@@ -145,36 +145,77 @@ func TestAPIPathsModelsAndLimits(t *testing.T) {
 	}
 }
 
-// A max_tokens beyond the context is OpenAI's 400, from the router before
-// any engine is asked (MLC's engines generate to the context's end
-// instead): not retried, not a 502, in either mode, on either API,
-// streamed or not.
+// The router knows its engines' context (context_window_size here) and
+// answers OpenAI's 400 for a max_tokens or a prompt beyond it before any
+// engine is asked (MLC's engines would generate to the context's end):
+// not retried, not a 502, in either mode, on either API, streamed or not.
+// A request without max_tokens runs, as MLC runs it, until prompt and
+// generation fill the context, and ends with "length".
 func TestMaxTokensBeyondTheContext(t *testing.T) {
-	want := apiError{400, protocol.ErrTypeInvalidRequest, protocol.CodeContextLengthExceeded, "max_tokens"}
+	// The engines' context; their KV cache holds n = 3 such sequences,
+	// so that none is preempted.
+	const context = 64
+	tooMany := apiError{400, protocol.ErrTypeInvalidRequest, protocol.CodeContextLengthExceeded, "max_tokens"}
+	tooLong := apiError{400, protocol.ErrTypeInvalidRequest, protocol.CodeContextLengthExceeded, "prompt"}
+	long := strings.Repeat(" the river", context)
 	for _, mode := range []string{ModeDisagg, ModeRoundRobin} {
 		t.Run(mode, func(t *testing.T) {
-			s := startSite(t, 2, "\t\t\tmode "+mode+"\n")
+			s := startSite(t, 2, fmt.Sprintf("\t\t\tmode %s\n\t\t\tengine_args --overrides max_total_seq_length=%d;context_window_size=%d\n", mode, 4*context, context))
 			m := sharedMetrics()
 			retries := func() float64 {
 				return testutil.ToFloat64(m.retries.WithLabelValues(causeFailure)) + testutil.ToFloat64(m.retries.WithLabelValues(causePreempt)) +
 					testutil.ToFloat64(m.retries.WithLabelValues(causeTimeout))
 			}
 			before := retries()
-			for _, c := range []struct{ path, body string }{
-				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000}`},
-				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000,"stream":true}`},
-				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000,"n":3}`},
-				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000000}`},
-				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000000,"stream":true}`},
+			for _, c := range []struct {
+				path, body string
+				want       apiError
+			}{
+				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000}`, tooMany},
+				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000,"stream":true}`, tooMany},
+				{"/v1/completions", `{"prompt":"the river","max_tokens":1000000000,"n":3}`, tooMany},
+				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000000}`, tooMany},
+				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1000000000,"stream":true}`, tooMany},
+				{"/v1/completions", `{"prompt":"` + long + `","max_tokens":1}`, tooLong},
+				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"` + long + `"}],"max_tokens":1,"stream":true}`, tooLong},
 			} {
 				status, raw := httpCall(t, "POST", s.base+c.path, c.body)
-				checkError(t, c.body, status, raw, want)
+				checkError(t, c.body, status, raw, c.want)
+			}
+			for _, c := range []struct {
+				path, body string
+				n          int
+			}{
+				{"/v1/completions", `{"prompt":"the river","temperature":0}`, 1},
+				{"/v1/completions", `{"prompt":"the river","stream":true,"stream_options":{"include_usage":true}}`, 1},
+				{"/v1/completions", `{"prompt":"the river","n":3}`, 3},
+				{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`, 1},
+			} {
+				status, raw := httpCall(t, "POST", s.base+c.path, c.body)
+				u := lastUsage(t, raw)
+				if status != 200 || strings.Count(string(raw), `"finish_reason":"length"`) != c.n || u.PromptTokens+u.CompletionTokens/c.n != context {
+					t.Errorf("%s: %d %s, want %d choices ending with length where the context is full", c.body, status, raw, c.n)
+				}
 			}
 			if d := retries() - before; d != 0 {
-				t.Fatalf("%v retries of a request no engine can serve", d)
+				t.Fatalf("%v retries of requests every engine answers alike", d)
 			}
 		})
 	}
+}
+
+// lastUsage returns the usage of a whole answer or of a stream's last
+// chunk that has one.
+func lastUsage(t *testing.T, raw []byte) protocol.Usage {
+	t.Helper()
+	var u protocol.Usage
+	for _, part := range strings.Split(string(raw), "data: ") {
+		var body struct{ Usage *protocol.Usage }
+		if json.Unmarshal([]byte(strings.TrimSpace(part)), &body) == nil && body.Usage != nil {
+			u = *body.Usage
+		}
+	}
+	return u
 }
 
 // A chat's top_logprobs above the completions bound is served by the

@@ -146,7 +146,9 @@ func (a *App) acquire(key string, spec engine.Spec) (*liveFleet, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := lf.start(); err != nil {
+		// On a reload (a config runs) a port still taken waits; at the
+		// first start it fails, as a port held by another program would.
+		if err := lf.start(current.Load() != nil); err != nil {
 			return nil, err
 		}
 		return lf, nil

@@ -47,6 +47,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    queue_size        <n>
 //	    max_attempts      <n>
 //	    max_body_size     <size>
+//	    body_timeout      <duration>
+//	    client_timeout    <duration>
 //	}
 func (r *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
@@ -97,6 +99,8 @@ var subdirectives = map[string]func(*Router, *caddyfile.Dispenser) error{
 	"queue_size":        intOption(func(r *Router) *int { return &r.QueueSize }),
 	"max_attempts":      intOption(func(r *Router) *int { return &r.MaxAttempts }),
 	"max_body_size":     parseMaxBodySize,
+	"body_timeout":      durationOption(func(r *Router) *caddy.Duration { return &r.BodyTimeout }),
+	"client_timeout":    durationOption(func(r *Router) *caddy.Duration { return &r.ClientTimeout }),
 }
 
 func oneArg(d *caddyfile.Dispenser, dst *string) error {

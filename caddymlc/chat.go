@@ -33,10 +33,11 @@ func (r *Router) serveChat(w http.ResponseWriter, hreq *http.Request) {
 // that answers it, with the rendered conversation's ids and the template's
 // stop strings.
 func (r *Router) prepareChat(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
-	creq, apiErr := r.decodeChat(hreq)
+	creq, release, apiErr := r.decodeChat(hreq)
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
+	defer release()
 	prompt, stops, apiErr := r.renderChat(creq)
 	if apiErr != nil {
 		return nil, nil, apiErr
@@ -56,25 +57,28 @@ func chatSink(w http.ResponseWriter, id, model string, req *protocol.CompletionR
 
 // decodeChat reads, decodes and validates a chat request; the model is
 // checked before the other fields, as prepareCompletion does.
-func (r *Router) decodeChat(hreq *http.Request) (*protocol.ChatCompletionRequest, *protocol.Error) {
-	b, e := protocol.ReadBody(hreq.Body, r.maxBody())
+// release gives back the large slot the request may hold (see readBody).
+func (r *Router) decodeChat(hreq *http.Request) (_ *protocol.ChatCompletionRequest, release func(), _ *protocol.Error) {
+	b, release, e := r.readBody(hreq)
 	if e != nil {
-		return nil, e
+		return nil, nil, e
 	}
 	var creq protocol.ChatCompletionRequest
-	if e := protocol.DecodeJSON(b, &creq); e != nil {
-		return nil, e
+	e = protocol.DecodeJSON(b, &creq)
+	if e == nil {
+		e = r.checkModel(creq.Model)
 	}
-	if e := r.checkModel(creq.Model); e != nil {
-		return nil, e
+	if e == nil {
+		e = creq.Validate()
 	}
-	if e := creq.Validate(); e != nil {
-		return nil, e
+	if e == nil {
+		e = r.checkTopLogprobs(creq.TopLogprobs)
 	}
-	if e := r.checkTopLogprobs(creq.TopLogprobs); e != nil {
-		return nil, e
+	if e != nil {
+		release()
+		return nil, nil, e
 	}
-	return &creq, nil
+	return &creq, release, nil
 }
 
 // checkTopLogprobs refuses a top_logprobs that the engines cannot serve.
@@ -123,7 +127,11 @@ func (r *Router) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []stri
 	if t, ok := r.chatTmpl.(chat.TokenIDTemplate); ok {
 		prompt = append(prompt, t.PrefixTokenIDs()...)
 	}
-	prompt = append(prompt, r.tok.Encode(text)...)
+	ids, apiErr := r.encode(text)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	prompt = append(prompt, ids...)
 	if len(prompt) == 0 {
 		return nil, nil, protocol.InvalidRequest("messages", "the conversation renders to no tokens")
 	}

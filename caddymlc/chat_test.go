@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,4 +90,91 @@ func post(t *testing.T, url string, body any, status int) []byte {
 		t.Fatalf("POST %s: %d %s, want %d", url, resp.StatusCode, raw, status)
 	}
 	return raw
+}
+
+// The router's chat answer is the built-in engine's own: the router
+// renders the conversation and sends the completion, the engine renders
+// it the same way (chat.Completion) behind its /v1/chat/completions.
+func TestChatIsTheEngineChat(t *testing.T) {
+	s := startSite(t, 1, "\t\t\tmode "+ModeRoundRobin+"\n")
+	msgs := []any{map[string]any{"role": "user", "content": "where does the river go"}}
+	base := map[string]any{"messages": msgs, "max_tokens": 12, "temperature": 0}
+	first := chatText(t, post(t, s.base+"/v1/chat/completions", base, 200))
+	stop := strings.Fields(first[0])[2][1:] // starts inside a word: the engines drop its token
+	for _, body := range []map[string]any{
+		base,
+		{"messages": msgs, "max_tokens": 12, "temperature": 0, "n": 2, "stop": stop},
+		{"messages": msgs, "max_tokens": 12, "temperature": 0, "stream": true, "stop": []string{"zz", stop}},
+	} {
+		router := chatText(t, post(t, s.base+"/v1/chat/completions", body, 200))
+		engine := chatText(t, post(t, s.engines[0]+"/v1/chat/completions", body, 200))
+		if strings.Join(router, "|") != strings.Join(engine, "|") {
+			t.Errorf("%v: router %q, engine %q", body, router, engine)
+		}
+	}
+}
+
+// The router turns a chat into the completion chat.Completion makes of
+// it, the conversion the built-in engine serves chats with.
+func TestPrepareChatIsChatCompletion(t *testing.T) {
+	tok, _ := tokenizer.ForModel("tiny")
+	r := &Router{Model: "tiny", tok: tok, chatTmpl: chat.Tiny()}
+	body := `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"stop":"x","max_tokens":3,"n":2,"logprobs":true,"top_logprobs":1}`
+	hreq, _ := http.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
+	got, prompt, perr := r.prepareChat(hreq)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	var creq protocol.ChatCompletionRequest
+	if err := json.Unmarshal([]byte(body), &creq); err != nil {
+		t.Fatal(err)
+	}
+	if perr := creq.Validate(); perr != nil {
+		t.Fatal(perr)
+	}
+	want, perr := chat.Completion(chat.Tiny(), tok, &creq)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if !bytes.Equal(g, w) || !slices.Equal(prompt, want.Prompt.IDs) {
+		t.Errorf("router %s\nchat.Completion %s", g, w)
+	}
+}
+
+// chatText returns the text of each choice of a chat answer, whole or
+// streamed.
+func chatText(t *testing.T, raw []byte) []string {
+	t.Helper()
+	var texts []string
+	add := func(i int, s string) {
+		for len(texts) <= i {
+			texts = append(texts, "")
+		}
+		texts[i] += s
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("data:")) {
+		var whole protocol.ChatCompletionResponse
+		if err := json.Unmarshal(raw, &whole); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range whole.Choices {
+			add(c.Index, c.Message.Content)
+		}
+		return texts
+	}
+	chunks, _ := events(t, raw)
+	for _, data := range chunks {
+		var c protocol.ChatCompletionChunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				add(ch.Index, *ch.Delta.Content)
+			}
+		}
+	}
+	return texts
 }

@@ -122,6 +122,19 @@ type Router struct {
 	// get a 503 at once. Default 1024.
 	QueueSize int `json:"queue_size,omitempty"`
 
+	// BodyTimeout bounds how long a request body may take to arrive;
+	// then the client gets a 408 and the connection closes. Caddy's own
+	// servers { timeouts { read_body } } bounds the whole request read
+	// and applies too, whichever ends first. Default 20s (see
+	// DefaultBodyTimeout).
+	BodyTimeout caddy.Duration `json:"body_timeout,omitempty"`
+
+	// ClientTimeout bounds how long a client may go without accepting a
+	// byte of its answer; then the router lets it go as if it had left:
+	// the engines stop generating for it and free its KV. Default 30s
+	// (see DefaultClientTimeout).
+	ClientTimeout caddy.Duration `json:"client_timeout,omitempty"`
+
 	// Set by Provision.
 	logger   *zap.Logger
 	tok      Tokenizer // nil when it could not be loaded (see tokErr)
@@ -204,6 +217,12 @@ func (r Router) withDefaults() Router {
 	if c.QueueSize == 0 {
 		c.QueueSize = DefaultQueueSize
 	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = caddy.Duration(DefaultBodyTimeout)
+	}
+	if c.ClientTimeout == 0 {
+		c.ClientTimeout = caddy.Duration(DefaultClientTimeout)
+	}
 	if c.MaxPrefillQueue == 0 {
 		c.MaxPrefillQueue = DefaultMaxPrefillQueue
 	}
@@ -255,8 +274,8 @@ func (c Router) validate() error {
 	if c.MaxPrefillQueue < -1 {
 		return fmt.Errorf("mlc_router: max_prefill_queue must be at least 1, or -1 (off), got %d", c.MaxPrefillQueue)
 	}
-	if c.EngineTimeout < 0 || c.QueueTimeout < 0 || c.QueueSize < 0 {
-		return fmt.Errorf("mlc_router: engine_timeout, queue_timeout and queue_size must not be negative")
+	if c.EngineTimeout < 0 || c.QueueTimeout < 0 || c.QueueSize < 0 || c.BodyTimeout < 0 || c.ClientTimeout < 0 {
+		return fmt.Errorf("mlc_router: engine_timeout, queue_timeout, queue_size, body_timeout and client_timeout must not be negative")
 	}
 	return nil
 }

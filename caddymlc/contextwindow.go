@@ -2,7 +2,6 @@ package caddymlc
 
 import (
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,25 +18,30 @@ import (
 // refuse a max_tokens beyond their context, they stop generating at its
 // end, and a request must get the same answer whichever engine serves it.
 //
-//   - builtin: its max_total_seq_length (engine_args' --overrides, else
-//     the engine's default), read by the engine's own flag parser.
+//   - builtin: the engine's own sequence limit for its command line
+//     (context_window_size within max_total_seq_length).
 //   - mlc: the model's mlc-chat-config.json context_window_size, or
-//     --overrides context_window_size; unknown for a model the router
-//     cannot read (an HF:// name) or a sliding-window model (-1).
+//     --overrides context_window_size, within --overrides
+//     max_total_seq_length; unknown for a model the router cannot read
+//     (an HF:// name) or a sliding-window model (-1).
 //   - command: unknown.
 func contextWindow(kind engine.Kind, model string, engineArgs []string) int {
 	switch kind {
 	case engine.KindBuiltin:
-		opts, err := builtin.ParseArgs(append([]string{model}, engineArgs...), io.Discard)
+		n, err := builtin.SequenceLimit(append([]string{model}, engineArgs...))
 		if err != nil {
 			return 0
 		}
-		return opts.Overrides.MaxTotalSeqLength
+		return n
 	case engine.KindMLC:
-		if n, ok := overrideInt(engineArgs, "context_window_size"); ok {
-			return max(n, 0)
+		n, ok := overrideInt(engineArgs, "context_window_size")
+		if !ok {
+			n = chatConfigContextWindow(model)
 		}
-		return chatConfigContextWindow(model)
+		if total, ok := overrideInt(engineArgs, "max_total_seq_length"); ok && n > 0 && total > 0 {
+			n = min(n, total)
+		}
+		return max(n, 0)
 	}
 	return 0
 }

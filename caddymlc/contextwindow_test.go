@@ -21,6 +21,8 @@ func TestContextWindow(t *testing.T) {
 	}{
 		{engine.KindBuiltin, "tiny", nil, 16384},
 		{engine.KindBuiltin, "tiny", []string{"--overrides", "max_num_sequence=8;max_total_seq_length=512"}, 512},
+		{engine.KindBuiltin, "tiny", []string{"--overrides", "context_window_size=100;max_total_seq_length=512"}, 100},
+		{engine.KindMLC, dir, []string{"--overrides", "max_total_seq_length=2048"}, 2048},
 		{engine.KindMLC, dir, nil, 8192},
 		{engine.KindMLC, dir, []string{"--overrides=context_window_size=4096"}, 4096},
 		{engine.KindMLC, "HF://org/model", nil, 0},

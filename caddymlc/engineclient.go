@@ -187,6 +187,8 @@ func (cl *call) failure(err error) error {
 		cl.l.answerFailed(cl.l.pid, "no answer, or no token, within the engine timeout")
 	case cause != nil:
 		ee.err = cause // the client left or the attempt was given up
+	case outOfDescriptors(err):
+		return noDescriptors(err) // the router's trouble, not the engine's
 	default:
 		ee.retry = true
 		cl.l.failed(cl.l.pid)

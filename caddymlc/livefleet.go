@@ -88,17 +88,22 @@ func (lf *liveFleet) held(delta int64) {
 // for those to stop first: that is a reload that changed the engines on
 // the same ports. It does not block then; routers queue requests until
 // the new engines are ready.
-func (lf *liveFleet) start() error {
+func (lf *liveFleet) start(reload bool) error {
 	old := runningOn(lf.spec)
 	register(lf)
-	if len(old) == 0 {
+	if len(old) == 0 && (!reload || lf.spec.CheckPorts() == nil) {
 		return lf.startNow()
 	}
-	lf.log().Info("the new engines wait for the old engines on their ports to drain and stop",
-		zap.Strings("ports", sharedAddrs(lf.spec, old)))
+	if len(old) > 0 {
+		lf.log().Info("the new engines wait for the old engines on their ports to drain and stop",
+			zap.Strings("ports", sharedAddrs(lf.spec, old)))
+	}
 	goroutine.Go(lf.log(), "deferred engine start", func() {
 		for _, o := range old {
 			<-o.done
+		}
+		if reload {
+			lf.waitPorts()
 		}
 		if lf.draining.Load() { // replaced before it could start
 			lf.abandon(errDraining)
@@ -109,6 +114,28 @@ func (lf *liveFleet) start() error {
 		}
 	}, func(p any) { lf.abandon(fmt.Errorf("panic starting engines: %v", p)) })
 	return nil
+}
+
+// waitPorts waits, up to the startup timeout, until the ports of the
+// fleet's engines are free. On a reload a port may still be taken for a
+// moment after the old engines stopped (a process that is still exiting,
+// or a connection of the machine's that the kernel gave that port): the
+// reload is not refused for it, its requests wait in the queue, and a port
+// still taken at the end fails the start with ErrPortInUse, logged.
+func (lf *liveFleet) waitPorts() {
+	deadline := time.Now().Add(lf.spec.StartupTimeout)
+	logged := false
+	for wait := 10 * time.Millisecond; !lf.draining.Load() && time.Now().Before(deadline); wait = min(2*wait, 500*time.Millisecond) {
+		err := lf.spec.CheckPorts()
+		if !errors.Is(err, engine.ErrPortInUse) {
+			return
+		}
+		if !logged {
+			lf.log().Info("the new engines wait for their ports to be free", zap.Error(err))
+			logged = true
+		}
+		time.Sleep(wait) // polling a port another process holds: nothing to wait on
+	}
 }
 
 // startNow starts the engines and waits until they are ready.

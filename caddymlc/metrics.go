@@ -36,6 +36,8 @@ type routerMetrics struct {
 	// localPrefills counts disaggregated requests the decode engine
 	// prefilled itself, by reason.
 	localPrefills *prometheus.CounterVec
+	// dropped counts clients the router let go, by reason.
+	dropped *prometheus.CounterVec
 }
 
 var (
@@ -79,6 +81,8 @@ func sharedMetrics() *routerMetrics {
 				Help: "prep_recv reservations given back before use, by how (release, start_generate, failed)."}, []string{"how"}),
 			localPrefills: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "local_prefills_total",
 				Help: "Disaggregated requests the decode engine prefilled itself, by reason (prefill_busy, no_prefill_engine, remote_send_failed, unknown_pe, empty_window)."}, []string{"reason"}),
+			dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "clients_dropped_total",
+				Help: "Clients the router let go, by reason (slow_body: the body did not arrive within body_timeout; stalled: the client accepted no byte for client_timeout; no_descriptors: no file descriptor left to reach an engine)."}, []string{"reason"}),
 		}
 	})
 	return metrics
@@ -90,7 +94,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight,
-		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests}, m.gpu.collectors()...) {
+		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped}, m.gpu.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -296,4 +297,39 @@ func engineLogged(t *testing.T, file, id string) bool {
 		}
 	}
 	return false
+}
+
+// A reload onto a port that something else still holds is accepted: the
+// new engines wait for the port (as for old engines that drain), the
+// requests meanwhile wait in the queue, and are served once it is free.
+func TestReloadWaitsForATakenPort(t *testing.T) {
+	ports := freePorts(t, 5)
+	reloadSite(t, ports[0], endpointLines(ports[1], ports[4]))
+	t.Cleanup(func() { stopCaddy(t) })
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
+	want := reference(s, s.base, greedy("the taken port", 8))
+	holder, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ports[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	reloadSite(t, ports[0], endpointLines(ports[2], ports[3])) // fails the test if refused
+	done := make(chan string, 1)
+	go func() {
+		got, status, raw := s.complete(s.base, greedy("the taken port", 8))
+		if status != 200 {
+			done <- fmt.Sprintf("%d %s", status, raw)
+			return
+		}
+		done <- got.Choices[0].Text
+	}()
+	holder.Close()
+	select {
+	case got := <-done:
+		if got != want {
+			t.Fatalf("after the port was freed: %q, want %q", got, want)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the request did not complete after the port was freed")
+	}
 }

@@ -23,10 +23,11 @@ func (r *Router) serveCompletion(w http.ResponseWriter, hreq *http.Request) {
 // ids, tokenizing a string prompt. The model is checked before the other
 // fields: a request for another model is judged by nothing of this one.
 func (r *Router) prepareCompletion(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
-	b, apiErr := protocol.ReadBody(hreq.Body, r.maxBody())
+	b, release, apiErr := r.readBody(hreq)
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
+	defer release()
 	var req protocol.CompletionRequest
 	if e := protocol.DecodeJSON(b, &req); e != nil {
 		return nil, nil, e
@@ -43,7 +44,10 @@ func (r *Router) prepareCompletion(hreq *http.Request) (*protocol.CompletionRequ
 	if !req.Prompt.IsText {
 		return &req, req.Prompt.IDs, nil
 	}
-	prompt := r.tok.Encode(req.Prompt.Text)
+	prompt, apiErr := r.encode(req.Prompt.Text)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
 	if len(prompt) == 0 {
 		return nil, nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
 	}

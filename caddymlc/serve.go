@@ -106,7 +106,11 @@ type prepareFunc func(*http.Request) (*protocol.CompletionRequest, []int, *proto
 // with the sink mk makes.
 func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix string, prepare prepareFunc, mk sinkMaker) {
 	begin := time.Now()
+	lift := r.readDeadline(w)
 	req, prompt, apiErr := prepare(hreq)
+	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
+		lift()
+	}
 	if apiErr == nil {
 		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.context)
 	}
@@ -114,13 +118,24 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix strin
 		outcome := outcomeOf(apiErr)
 		r.metrics.requests.WithLabelValues(r.Mode, outcome).Inc()
 		caddyhttp.SetVar(hreq.Context(), varOutcome, outcome)
+		if apiErr.Status == http.StatusRequestTimeout {
+			r.bodyTimedOut(w, apiErr)
+			return
+		}
 		apiErr.Write(w)
 		return
 	}
 	req.Model = r.Model // what the engines are told, and the answers say
 	c := r.newCompletion(idPrefix, req, prompt, begin)
-	rec := &outcomeSink{sink: mk(w, c.id, r.Model, req)}
+	limitUnsent(hreq)
+	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
+	defer sw.end()
+	rec := &outcomeSink{sink: mk(sw, c.id, r.Model, req)}
 	st := c.run(hreq.Context(), rec)
+	if sw.stalled {
+		r.metrics.dropped.WithLabelValues(dropStalled).Inc()
+		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
+	}
 	r.record(hreq, c, rec, st, begin)
 }
 

@@ -62,9 +62,10 @@
 // changes only roles, timeouts, health settings or router settings keeps
 // the running engines, and hands them the new settings and logger with
 // [Fleet.Reconfigure]. A reload that changes the key starts a new fleet
-// before the old config stops: on the same ports its start fails with
-// [ErrPortInUse] and Caddy keeps the old config. Change the ports along
-// with the engines, or restart caddy.
+// before the old config stops: [Spec.CheckPorts] tells it whether its
+// ports are free yet (the Caddy module then waits for the old engines to
+// stop), and an engine whose port is taken when it is spawned fails with
+// [ErrPortInUse] rather than answer another process's readiness checks.
 //
 // # Restarts and NVSHMEM
 //

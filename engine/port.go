@@ -24,3 +24,17 @@ func checkPortFree(ep Endpoint) error {
 	}
 	return ln.Close()
 }
+
+// CheckPorts fails with ErrPortInUse when a port of one of the spec's
+// spawned engines is taken.
+func (s Spec) CheckPorts() error {
+	for _, ep := range s.Endpoints {
+		if ep.External {
+			continue
+		}
+		if err := checkPortFree(ep); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,14 +1,25 @@
 package protocol
 
-// The context_length_exceeded answers, one definition for the built-in
-// engine and the router, which refuses what the engines' context cannot
-// hold before an engine is asked (MLC's engines would generate up to the
-// context's end instead of refusing a max_tokens that does not fit).
+// The router's context_length_exceeded answers (OpenAI's): the router
+// refuses what the engines' context cannot hold before an engine is asked,
+// where MLC's engines (and the built-in engine, which behaves as they do)
+// would generate up to the context's end instead of refusing a max_tokens
+// that does not fit.
 
 // PromptTooLong is the 400 for a prompt of n tokens where a sequence holds
 // at most limit tokens: the prompt alone leaves no room to generate.
 func PromptTooLong(n, limit int) *Error {
-	return InvalidRequest("prompt", "prompt has %d tokens; this engine holds at most %d (max_total_seq_length)", n, limit-1).
+	return promptTooLong("", n, limit)
+}
+
+// PromptTooLongAtLeast is PromptTooLong for a prompt known to have at
+// least n tokens: the router refuses a huge prompt from a prefix of it.
+func PromptTooLongAtLeast(n, limit int) *Error {
+	return promptTooLong("at least ", n, limit)
+}
+
+func promptTooLong(bound string, n, limit int) *Error {
+	return InvalidRequest("prompt", "prompt has %s%d tokens; this engine holds at most %d (max_total_seq_length)", bound, n, limit-1).
 		WithCode(CodeContextLengthExceeded)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"strings"
 )
@@ -28,6 +29,9 @@ func ReadBody(r io.Reader, limit int64) ([]byte, *Error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return nil, bodyTooLarge(tooLarge.Limit)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, Errorf(http.StatusRequestTimeout, ErrTypeInvalidRequest, "the request body did not arrive in time").WithCode(CodeRequestTimeout)
 	}
 	if err != nil {
 		return nil, InvalidRequest("", "reading the request body: %v", err)

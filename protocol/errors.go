@@ -32,6 +32,9 @@ const (
 	CodeDecimalBelowMin  = "decimal_below_min_value"
 	// CodeRequestTooLarge is the code of a body over the size limit (413).
 	CodeRequestTooLarge = "request_too_large"
+	// CodeRequestTimeout is the code of a request whose body did not
+	// arrive in time (408).
+	CodeRequestTimeout = "request_timeout"
 	// CodeModelNotFound is the code of a request for a model that is not
 	// served (404).
 	CodeModelNotFound = "model_not_found"

@@ -151,7 +151,7 @@ func BenchmarkDetokenize(b *testing.B) {
 			})
 			b.Run("stream-"+name, func(b *testing.B) {
 				benchPerToken(b, n, func() {
-					o := newOutput(tok, stops)
+					o := newOutput(tok, tableText(tok), stops)
 					for _, id := range ids[:n] {
 						o.push(id, nil)
 					}

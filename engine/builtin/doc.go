@@ -1,9 +1,9 @@
 // Package builtin is caddy-mlc's built-in CPU engine: a process that speaks
-// exactly the `mlc_llm serve` HTTP API and command line (OpenAI completions,
-// MLC's microserving endpoints for prefill/decode disaggregation, engine
-// metrics) on top of a small deterministic model (package model), a paged KV
-// cache with a radix prefix cache (package kvcache), and a
-// continuous-batching scheduler.
+// exactly the `mlc_llm serve` HTTP API and command line (OpenAI completions
+// and chat completions, MLC's microserving endpoints for prefill/decode
+// disaggregation, engine metrics) on top of a small deterministic model
+// (package model), a paged KV cache with a radix prefix cache (package
+// kvcache), and a continuous-batching scheduler.
 //
 // The engine is an exact oracle: the same prompt gives the same token ids
 // whether it is prefilled in one pass or in chunks, across two engine
@@ -19,11 +19,33 @@
 // max_num_sequence 4, 1 or 64), --prefix-cache-mode radix|disable,
 // --overrides "k=v;...", --host, --port. Overrides used:
 // max_total_seq_length (KV capacity in tokens, default 16384),
-// max_num_sequence, prefill_chunk_size (default 512) and
-// prep_recv_timeout_ms (default 60000); other keys are logged and ignored.
-// <model> is "tiny" (embedded word-level tokenizer, package tiny) or a
-// directory holding tokenizer.json; the weights are seeded by "tiny" or the
-// directory's base name.
+// context_window_size (see Context), max_num_sequence, prefill_chunk_size
+// (default 512) and prep_recv_timeout_ms (default 60000); other keys are
+// logged and ignored. <model> is "tiny" (embedded word-level tokenizer,
+// package tiny) or a directory holding tokenizer.json; the weights are
+// seeded by "tiny" or the directory's base name.
+//
+// # Chat completions
+//
+// POST /v1/chat/completions renders the conversation with the model's
+// chat template (package chat: the tiny one, or the model directory's
+// mlc-chat-config.json conv_template, else tokenizer_config.json's
+// chat_template) and generates it as a completion with the template's
+// stop strings (chat.Completion, the conversion the router makes before
+// it sends a completion, so the text is the same either way). It answers
+// as MLC's entrypoint does: chat.completion, or chat.completion.chunk
+// events whose every delta carries the assistant's role and its text
+// (empty with the finish reason), logprobs in the chat shape
+// (top_logprobs alternatives), n choices, usage always on a whole answer
+// and, streamed, with stream_options.include_usage; a
+// query_engine_metrics special request streams one usage chunk. A model
+// without a template answers 400 there; so does a conversation the
+// template cannot express (param messages) or a longer one than the
+// context (see Context). Differences, by choice: system_fingerprint is
+// "caddy-mlc" (MLC answers ""), as on the router's answers; tools reach
+// only templates that read them, and the answer is never parsed into
+// tool_calls; debug_config.disagg_config is refused (disaggregation runs
+// on completions).
 //
 // # Sampling
 //
@@ -31,16 +53,56 @@
 // means 1.0, as in MLC. With a seed, sampling is reproducible (choice i
 // uses stream i of the seed); without one it is random. top_p, logit_bias,
 // presence and frequency penalties (over generated tokens), stop strings
-// (the text ends before the earliest one; text that may still become one is
-// held back), EOS (unless debug_config.ignore_eos) and n are honoured.
-// A prompt plus max_tokens beyond max_total_seq_length is a 400
-// (context_length_exceeded); without max_tokens a generation stops at 256
-// tokens or at the end of the context. logprobs k (k up to 20, the bound
+// (see Stop strings), EOS (unless debug_config.ignore_eos) and n are
+// honoured. logprobs k (k up to 20, the bound
 // of a chat's top_logprobs, which the router forwards as logprobs) answers,
 // per token, its log probability and the k most likely tokens (see
 // logprobs.go for the distribution), in MLC's completion shape; in a stream each chunk carries
 // those of the tokens whose text it holds. echo, suffix, best_of and
 // response_format are accepted and ignored.
+//
+// # Stop strings
+//
+// Stop strings apply as MLC's engine applies them (its StopStrHandler,
+// ported as stopscan.Handler): to whole tokens, matched against each
+// token's entry in MLC's post-processed token table (the bytes it stands
+// for, tokenizer.HF.PostProcessedToken). A token that may still start a
+// stop string is held back; when one completes, the text ends before the
+// token in which it begins, which is dropped with every token after it:
+// stop "ar" after " send", " car" gives " send", not " send c". Held
+// tokens go out when the generation ends otherwise (length, EOS). The
+// stop strings are the request's and the chat template's (MLC adds its
+// conversation template's stop_str to completions and chats alike), and
+// the template's stop token ids end a generation as EOS does.
+// debug_config.ignore_eos turns stop strings off too, as in MLC.
+//
+// Where it differs, by choice: EOS ends the generation and releases the
+// held tokens at once, where MLC first matches the EOS token's own text
+// (the same unless that text continues a stop string); and a token's
+// logprobs entry goes out with its text, so the entries of held tokens
+// wait and those of dropped tokens are dropped, where MLC sends every
+// token's entry as it is generated (and no text_offset).
+//
+// # Context
+//
+// One sequence holds at most context_window_size tokens (the override,
+// else the model directory's mlc-chat-config.json, else no bound), and
+// never more than max_total_seq_length, as MLC's max_single_sequence_length
+// bounds it (see context.go). A longer prompt is a 400, in MLC's words
+// ("Request prompt has N tokens in total, larger than the model input
+// length limit L.", param prompt, or messages for a chat, code
+// context_length_exceeded), on every call that carries a prompt. A prompt
+// that fills the context leaves no room for a token: it is answered at
+// once with no text, finish_reason "length" and a usage of zeros, as MLC
+// answers it. max_tokens is never held against the context: a generation
+// ends with "length" when it reaches max_tokens or fills the context,
+// and runs to the context without max_tokens. A prep_recv or remote_send
+// of a prompt that fills the context is served (MLC's prep_recv fails on
+// the empty answer); its start_generate answers "length" and frees the
+// reservation.
+//
+// Errors are OpenAI's {"error": {message, type, param, code}} with MLC's
+// status, not MLC's {"object": "error", message, code} body.
 //
 // # Disaggregation
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/kvcache"
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/model"
+	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -27,6 +28,14 @@ type Engine struct {
 	eos     map[int]bool
 	disagg  bool // started in an NVSHMEM world: preempted requests end
 	logger  *log.Logger
+	maxSeq  int // tokens of one sequence at most (see context.go)
+
+	// The model's chat template (nil, with chatErr, when it has none)
+	// and the stop strings it adds to every request, as MLC adds its
+	// conversation template's stop_str to completions and chats alike.
+	chat      chat.Template
+	chatErr   error
+	tmplStops []string
 
 	cmds chan func()
 	done chan struct{}
@@ -64,10 +73,15 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	window, err := contextWindow(opts)
+	if err != nil {
+		return nil, err
+	}
 	c := m.Config()
 	pages := pagesFor(opts.Overrides.MaxTotalSeqLength)
 	e := &Engine{
 		opts: opts, model: m, tok: tok, disagg: disagg,
+		maxSeq:   sequenceLimit(opts, window),
 		logger:   log.New(logOut, "mlc-engine: ", log.LstdFlags|log.LUTC),
 		cmds:     make(chan func()),
 		done:     make(chan struct{}),
@@ -82,8 +96,29 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	for _, id := range tok.EOSTokenIDs() {
 		e.eos[id] = true
 	}
+	e.loadChat()
 	e.allowed = allowedIDs(tok, c.Vocab, e.eos)
 	return e, nil
+}
+
+// loadChat loads the model's chat template. Its stop strings end every
+// generation, and its stop token ids end one as EOS does, as in MLC. A
+// model without a template serves completions only.
+func (e *Engine) loadChat() {
+	e.chat, e.chatErr = chat.ForModel(e.opts.Model)
+	if e.chatErr != nil {
+		e.chat = nil
+		e.logf("no chat template: %s is off: %v", protocol.PathChatCompletions, e.chatErr)
+		return
+	}
+	e.tmplStops = e.chat.StopStrings()
+	if t, ok := e.chat.(chat.TokenIDTemplate); ok {
+		for _, id := range t.StopTokenIDs() {
+			if id >= 0 && id < e.model.Config().Vocab {
+				e.eos[id] = true
+			}
+		}
+	}
 }
 
 // loadModel loads the tokenizer of model and builds the model for its

@@ -150,17 +150,33 @@ func TestEOSEndsGeneration(t *testing.T) {
 	}
 }
 
+// TestStopStrings checks that a stop string ends the text as MLC's
+// engine ends it: before the token in which the stop string begins (a
+// token is never cut), streamed or not.
 func TestStopStrings(t *testing.T) {
 	te := newTestEngine(t, "", false)
-	base := complete(t, te.client, te.url, "/v1/completions", greedy("a story about the sea", 30)).texts[0]
-	// A stop string that spans two tokens, starting inside a word.
-	words := strings.Fields(base)
-	stop := words[5][1:] + " " + words[6][:1]
-	cut := strings.Index(base, stop)
-	for _, stream := range []bool{false, true} {
-		r := complete(t, te.client, te.url, "/v1/completions", with(greedy("a story about the sea", 30), "stop", []string{"zzz", stop}, "stream", stream))
-		if r.texts[0] != base[:cut] || r.finish[0] != "stop" {
-			t.Fatalf("stream %v: stop %q: got %q (%s), want %q", stream, stop, r.texts[0], r.finish[0], base[:cut])
+	req := greedy("a story about the sea", 30)
+	base := complete(t, te.client, te.url, "/v1/completions", req).texts[0]
+	inside := midStop(t, base) // spans two tokens, starts inside a word
+	at := strings.Index(base, inside)
+	boundary := base[len(beforeToken(t, base, at)):at] // the token it starts in, up to it
+	first := strings.Fields(base)[0][1:]               // inside the first token
+	for _, c := range []struct {
+		stops []string
+		want  string
+	}{
+		{[]string{"zzz", inside}, beforeToken(t, base, at)},
+		{[]string{boundary}, base[:strings.Index(base, boundary)]},
+		{[]string{first}, ""},
+	} {
+		if len(c.stops) == 2 && c.want == base[:at] {
+			t.Fatalf("stop %q starts a token: the case does not tell whole tokens from bytes", c.stops)
+		}
+		for _, stream := range []bool{false, true} {
+			r := complete(t, te.client, te.url, "/v1/completions", with(req, "stop", c.stops, "stream", stream))
+			if r.texts[0] != c.want || r.finish[0] != "stop" {
+				t.Fatalf("stream %v: stop %q: got %q (%s), want %q", stream, c.stops, r.texts[0], r.finish[0], c.want)
+			}
 		}
 	}
 }

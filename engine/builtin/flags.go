@@ -29,6 +29,7 @@ type Options struct {
 // Overrides are the --overrides settings the engine uses.
 type Overrides struct {
 	MaxTotalSeqLength int           // KV capacity in tokens
+	ContextWindowSize int           // tokens of one sequence at most; 0: the model's (see contextWindow)
 	MaxNumSequence    int           // running sequences at most (default by --mode)
 	PrefillChunkSize  int           // prompt tokens prefilled per step at most
 	PrepRecvTimeout   time.Duration // prep_recv pages are reclaimed after this
@@ -145,6 +146,8 @@ func (ov *Overrides) set(k, v string) error {
 	switch k {
 	case "max_total_seq_length":
 		dst = &ov.MaxTotalSeqLength
+	case "context_window_size":
+		dst = &ov.ContextWindowSize
 	case "max_num_sequence":
 		dst = &ov.MaxNumSequence
 	case "prefill_chunk_size":

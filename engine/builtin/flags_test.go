@@ -18,12 +18,12 @@ func TestParseArgs(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 	var log strings.Builder
-	o, err = ParseArgs([]string{"tiny", "--overrides", "max_total_seq_length=4096; max_num_sequence=8;prefill_chunk_size=64;prep_recv_timeout_ms=250;gpu_memory_utilization=0.8"}, &log)
+	o, err = ParseArgs([]string{"tiny", "--overrides", "max_total_seq_length=4096; max_num_sequence=8;prefill_chunk_size=64;prep_recv_timeout_ms=250;context_window_size=1024;gpu_memory_utilization=0.8"}, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ov := o.Overrides
-	if ov.MaxTotalSeqLength != 4096 || ov.MaxNumSequence != 8 || ov.PrefillChunkSize != 64 || ov.PrepRecvTimeout != 250*time.Millisecond {
+	if ov.MaxTotalSeqLength != 4096 || ov.MaxNumSequence != 8 || ov.PrefillChunkSize != 64 || ov.PrepRecvTimeout != 250*time.Millisecond || ov.ContextWindowSize != 1024 {
 		t.Fatalf("%+v", ov)
 	}
 	if !strings.Contains(log.String(), "gpu_memory_utilization") {

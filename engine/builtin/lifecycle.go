@@ -13,13 +13,22 @@ const (
 	finishAbort   = "abort" // internal: the request was cancelled
 )
 
-// submit queues a request's sequences (scheduler goroutine).
+// submit queues a request's sequences (scheduler goroutine). A request
+// whose prompt leaves no room for a token ends at once, with no text,
+// finish reason "length" and a usage of zeros, as MLC's AddRequest
+// answers it; a prep_recv reservation it was given is freed with it.
 func (e *Engine) submit(r *request) {
 	e.active[r] = true
 	r.live = len(r.seqs)
 	for _, s := range r.seqs {
 		s.state = seqWaiting
 		e.waiting = append(e.waiting, s)
+	}
+	if !r.computeOnly && e.noRoom(len(r.prompt)) {
+		r.noRoom = true
+		for _, s := range r.seqs {
+			e.finish(s, protocol.FinishLength)
+		}
 	}
 }
 
@@ -43,7 +52,7 @@ func (e *Engine) sample(s *sequence) {
 	switch {
 	case stopped:
 		e.finish(s, protocol.FinishStop)
-	case s.generated >= s.req.params.maxTokens || len(s.tokens) >= e.opts.Overrides.MaxTotalSeqLength:
+	case s.req.params.maxTokens >= 0 && s.generated >= s.req.params.maxTokens, len(s.tokens) >= e.maxSeq:
 		e.finish(s, protocol.FinishLength)
 	}
 }
@@ -97,6 +106,9 @@ func (e *Engine) usage(r *request) *protocol.Usage {
 		PromptTokens:     len(r.prompt),
 		CompletionTokens: r.completionTokens,
 		TotalTokens:      len(r.prompt) + r.completionTokens,
+	}
+	if r.noRoom {
+		u = &protocol.Usage{} // MLC's StreamBackError counts nothing
 	}
 	u.Extra = e.snapshot().loadExtra()
 	u.Extra["prefix_matched_length"] = jsonInt(r.prefixMatched)

@@ -174,27 +174,23 @@ func TestLogprobs(t *testing.T) {
 	}
 }
 
-// TestLogprobsWithStopString checks that a stop string cuts the logprobs
-// with the text: the tokens whose text starts before the cut, in the
-// stream as in the whole answer.
+// TestLogprobsWithStopString checks that a stop string ends the logprobs
+// with the text: the entries of the tokens before the one in which it
+// begins, in the stream as in the whole answer; the dropped tokens' go
+// with them.
 func TestLogprobsWithStopString(t *testing.T) {
 	te := newTestEngine(t, "", false)
 	base := complete(t, te.client, te.url, protocol.PathCompletions, greedy("a story about the sea", 30)).texts[0]
-	words := strings.Fields(base)
-	stop := words[5][1:] + " " + words[6][:1] // spans two tokens, starts inside a word
-	cut := strings.Index(base, stop)
+	stop := midStop(t, base) // spans two tokens, starts inside a word
+	want := beforeToken(t, base, strings.Index(base, stop))
 	req := with(greedy("a story about the sea", 30), "stop", []string{stop}, "logprobs", 1)
 	whole := completeLogprobs(t, te, req)[0]
-	if whole.Text != base[:cut] || whole.Logprobs == nil {
-		t.Fatalf("text %q, want %q", whole.Text, base[:cut])
+	if whole.Text != want || whole.Logprobs == nil {
+		t.Fatalf("text %q, want %q", whole.Text, want)
 	}
 	lp := whole.Logprobs
-	last := len(lp.Tokens) - 1
-	if !strings.HasPrefix(base[lp.TextOffset[last]:], lp.Tokens[last]) || lp.TextOffset[last] >= cut || lp.TextOffset[last]+len(lp.Tokens[last]) <= cut {
-		t.Fatalf("the last token %q at %d does not straddle the cut at %d", lp.Tokens[last], lp.TextOffset[last], cut)
-	}
-	if strings.Join(lp.Tokens[:last], "") != base[:lp.TextOffset[last]] {
-		t.Fatalf("tokens %q before the cut", lp.Tokens)
+	if strings.Join(lp.Tokens, "") != want || lp.TextOffset[len(lp.TextOffset)-1]+len(lp.Tokens[len(lp.Tokens)-1]) != len(want) {
+		t.Fatalf("tokens %q at %v, want those of %q", lp.Tokens, lp.TextOffset, want)
 	}
 	text, st := joinLogprobs(t, completeLogprobs(t, te, with(req, "stream", true)), 0)
 	if text != whole.Text || !reflect.DeepEqual(st, *lp) {

@@ -71,20 +71,31 @@ func (m Metrics) loadExtra() map[string]json.RawMessage {
 // "query_engine_metrics": a completion with no choices whose usage.extra
 // holds the metrics.
 func (s *server) metricsCompletion(w http.ResponseWriter, req *protocol.CompletionRequest) {
-	m, err := s.e.Metrics()
-	if err != nil {
-		unavailable(err).Write(w)
+	usage, perr := s.metricsUsage()
+	if perr != nil {
+		perr.Write(w)
 		return
 	}
 	resp := s.response(req, &request{id: protocol.NewID("")})
-	resp.Usage = &protocol.Usage{Extra: m.extra()}
+	resp.Usage = usage
+	protocol.WriteJSON(w, http.StatusOK, resp)
+}
+
+// metricsUsage is the answer to a query_engine_metrics special request:
+// the engine's metrics in usage.extra.
+func (s *server) metricsUsage() (*protocol.Usage, *protocol.Error) {
+	m, err := s.e.Metrics()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	usage := &protocol.Usage{Extra: m.extra()}
 	if s.world != nil {
 		// caddy-mlc's extension: the engine's place in its NVSHMEM world,
 		// how a router that found it by DNS learns its recv_rank.
-		resp.Usage.Extra["pe_start"] = jsonInt(s.world.PEStart)
-		resp.Usage.Extra["npes"] = jsonInt(s.world.NPEs)
+		usage.Extra["pe_start"] = jsonInt(s.world.PEStart)
+		usage.Extra["npes"] = jsonInt(s.world.NPEs)
 	}
-	protocol.WriteJSON(w, http.StatusOK, resp)
+	return usage, nil
 }
 
 // metricsHandler serves GET /metrics in the Prometheus formats, from a

@@ -127,9 +127,6 @@ func (s *server) prepRecv(ctx context.Context, req *protocol.CompletionRequest) 
 	if perr != nil {
 		return res, 0, perr
 	}
-	if _, perr := s.maxTokens(req, len(tokens)); perr != nil {
-		return res, 0, perr
-	}
 	end, perr := window("end", req.DebugConfig.DisaggConfig.KVWindowEnd, -1, len(tokens))
 	if perr != nil {
 		return res, 0, perr
@@ -206,7 +203,7 @@ func (s *server) startGeneration(w http.ResponseWriter, r *http.Request, req *pr
 		perr.Write(w)
 		return
 	}
-	s.generate(w, r, req, user, begin)
+	s.generate(w, r, req, user, begin, s.completionAnswer(req))
 }
 
 // remoteSend computes the KV of the window [begin, end) and writes it into
@@ -219,7 +216,7 @@ func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest
 		return 0, perr
 	}
 	cr := &request{id: t.user, prompt: tokens, computeOnly: true, sendBegin: t.begin, events: newEventQueue()}
-	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: newOutput(s.e.tok, nil)}}
+	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: s.e.newOutput(nil)}}
 	if err := s.e.do(func() { s.e.submit(cr) }); err != nil {
 		return 0, unavailable(err)
 	}
@@ -244,9 +241,6 @@ func (s *server) planSend(req *protocol.CompletionRequest) (*transfer, string, [
 	}
 	tokens, perr := s.tokenize(req.Prompt)
 	if perr != nil {
-		return nil, "", nil, perr
-	}
-	if _, perr := s.maxTokens(req, len(tokens)); perr != nil {
 		return nil, "", nil, perr
 	}
 	dc := req.DebugConfig.DisaggConfig

@@ -13,7 +13,7 @@ import (
 // the given stop strings, then flushes it unless a stop string ended it.
 // It returns the pieces handed out.
 func outputRun(stop []string, ids []int) (pieces []piece, stopped bool) {
-	o := newOutput(tiny.New(), stop)
+	o := newOutput(tiny.New(), tiny.New().Token, stop)
 	for i, id := range ids {
 		p, hit := o.push(id, &tokenLogprob{token: tiny.New().Token(id), logprob: -float64(i)})
 		pieces = append(pieces, p)
@@ -42,7 +42,7 @@ func tokensOf(pieces []piece) (text string, tokens []string, offsets []int) {
 // out with it when the output is flushed (a preemption, the end).
 func TestOutputHeldTextKeepsItsLogprobs(t *testing.T) {
 	ids := tiny.New().Encode(" the end of the")
-	o := newOutput(tiny.New(), []string{" of the night"})
+	o := newOutput(tiny.New(), tiny.New().Token, []string{" of the night"})
 	var got []piece
 	for _, id := range ids {
 		p, hit := o.push(id, &tokenLogprob{token: tiny.New().Token(id)})
@@ -64,13 +64,19 @@ func TestOutputHeldTextKeepsItsLogprobs(t *testing.T) {
 	}
 }
 
-// TestOutputStopCutsLogprobs checks that a stop string keeps the entries
-// of the tokens whose text starts before it, the last possibly cut.
-func TestOutputStopCutsLogprobs(t *testing.T) {
+// TestOutputStopDropsItsToken checks that a stop string ends the text
+// before the token it begins in, as MLC's engine does, and that the
+// entries go with the text: the dropped tokens' with it.
+func TestOutputStopDropsItsToken(t *testing.T) {
 	pieces, stopped := outputRun([]string{"end o"}, tiny.New().Encode(" the end of it all"))
 	text, tokens, offsets := tokensOf(pieces)
-	if !stopped || text != " the " || !slices.Equal(tokens, []string{" the", " end"}) || !slices.Equal(offsets, []int{0, 4}) {
+	if !stopped || text != " the" || !slices.Equal(tokens, []string{" the"}) || !slices.Equal(offsets, []int{0}) {
 		t.Fatalf("stopped %v, %q, tokens %q at %v", stopped, text, tokens, offsets)
+	}
+	pieces, stopped = outputRun([]string{" of"}, tiny.New().Encode(" the end of it all"))
+	text, tokens, _ = tokensOf(pieces)
+	if !stopped || text != " the end" || !slices.Equal(tokens, []string{" the", " end"}) {
+		t.Fatalf("a stop that is a whole token: stopped %v, %q, tokens %q", stopped, text, tokens)
 	}
 }
 

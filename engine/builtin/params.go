@@ -1,22 +1,16 @@
 package builtin
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// defaultMaxTokens bounds a generation that sets no max_tokens.
-const defaultMaxTokens = 256
-
-// codeContextLength is the error code of a request that does not fit the
-// engine's context, as OpenAI names it.
-const codeContextLength = protocol.CodeContextLengthExceeded
-
 // genParams are a request's generation settings, resolved.
 type genParams struct {
 	n           int
-	maxTokens   int
+	maxTokens   int // -1: none, the context bounds the generation (as MLC's generation config)
 	stop        []string
 	ignoreEOS   bool
 	temperature float64
@@ -29,14 +23,9 @@ type genParams struct {
 	topLogprobs int  // with logprobs: the alternatives of every token
 }
 
-// params resolves the generation settings of req, whose prompt has
-// promptLen tokens.
-func (s *server) params(req *protocol.CompletionRequest, promptLen int) (genParams, *protocol.Error) {
-	p := genParams{n: req.NOr(), stop: req.Stop, temperature: 1, topP: 1, seed: req.Seed}
-	var perr *protocol.Error
-	if p.maxTokens, perr = s.maxTokens(req, promptLen); perr != nil {
-		return p, perr
-	}
+// params resolves the generation settings of req.
+func (s *server) params(req *protocol.CompletionRequest) (genParams, *protocol.Error) {
+	p := genParams{n: req.NOr(), maxTokens: req.MaxTokensOr(-1), temperature: 1, topP: 1, seed: req.Seed}
 	if req.Temperature != nil {
 		p.temperature = *req.Temperature
 	}
@@ -55,6 +44,7 @@ func (s *server) params(req *protocol.CompletionRequest, promptLen int) (genPara
 	if req.DebugConfig != nil {
 		p.ignoreEOS = req.DebugConfig.IgnoreEOS
 	}
+	p.stop = s.stops(req.Stop, p.ignoreEOS)
 	if len(req.LogitBias) > 0 {
 		p.logitBias = map[int]float32{}
 	}
@@ -68,20 +58,20 @@ func (s *server) params(req *protocol.CompletionRequest, promptLen int) (genPara
 	return p, nil
 }
 
-// maxTokens returns how many tokens req may generate after a prompt of
-// promptLen tokens: its max_tokens, or defaultMaxTokens bounded by what
-// the context (max_total_seq_length) leaves. A max_tokens that the context
-// cannot hold is a 400, as OpenAI and MLC answer it, rather than a
-// generation silently cut short. Every call that carries a request checks
-// it (prep_recv too), so a disaggregated request fails before anything is
-// reserved.
-func (s *server) maxTokens(req *protocol.CompletionRequest, promptLen int) (int, *protocol.Error) {
-	limit := s.e.opts.Overrides.MaxTotalSeqLength
-	if req.MaxTokens == nil {
-		return min(defaultMaxTokens, limit-promptLen), nil
+// stops returns the stop strings of a request: its own, then the chat
+// template's it lacks (a chat's completion, the router's too, carries
+// them already), as MLC adds its conversation template's stop_str to
+// every request. With debug_config.ignore_eos there are none: MLC's
+// engine leaves stop strings out then, as it does EOS (request_state.cc).
+func (s *server) stops(req []string, ignoreEOS bool) []string {
+	if ignoreEOS {
+		return nil
 	}
-	if m := *req.MaxTokens; m > limit-promptLen { // not promptLen+m: it may overflow
-		return 0, protocol.MaxTokensTooLong(promptLen, m, limit)
+	out := append([]string(nil), req...)
+	for _, st := range s.e.tmplStops {
+		if !slices.Contains(req, st) {
+			out = append(out, st)
+		}
 	}
-	return *req.MaxTokens, nil
+	return out
 }

@@ -16,7 +16,8 @@ type request struct {
 	seqs   []*sequence
 	events *eventQueue
 
-	live             int // sequences not finished
+	live             int  // sequences not finished
+	noRoom           bool // the prompt left no room for a token: ended at once
 	completionTokens int
 	prefixMatched    int
 

@@ -3,58 +3,63 @@ package builtin
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// Answering a completion from the events of its request: whole, once it
-// is done, or as server-sent events while it runs.
+// Answering a request from the events of its generation: whole, once it
+// is done, or as server-sent events while it runs, in the shape of the
+// API it came by (an answer: completion.go's or chatanswer.go's).
 
-// collect answers a whole completion once it is done.
-func (s *server) collect(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
-	resp := s.response(req, cr)
-	logprobs := make([][]tokenLogprob, len(cr.seqs))
-	for i := range cr.seqs {
-		resp.Choices = append(resp.Choices, protocol.CompletionChoice{Index: i})
-	}
+// answer shapes a request's answer.
+type answer interface {
+	// whole is the answer once every choice is done.
+	whole(choices []choiceText, usage *protocol.Usage) any
+	// chunk is the stream event that carries ev.
+	chunk(ev event) any
+	// usageChunk is the stream's last event, with usage and no choices.
+	usageChunk(usage *protocol.Usage) any
+}
+
+// choiceText is one choice of a whole answer.
+type choiceText struct {
+	text     string
+	finish   *string
+	logprobs []tokenLogprob
+}
+
+// collect answers a whole request once it is done.
+func (s *server) collect(w http.ResponseWriter, ctx context.Context, cr *request, a answer) {
+	choices := make([]choiceText, len(cr.seqs))
 	s.follow(ctx, cr, func(ev event) bool {
 		if ev.done {
 			if ev.aborted {
 				unavailable(errStopped).Write(w)
 				return true
 			}
-			resp.Usage = ev.usage
-			for i := range resp.Choices {
-				resp.Choices[i].Logprobs = choiceLogprobs(cr, logprobs[i])
-			}
-			protocol.WriteJSON(w, http.StatusOK, resp)
+			protocol.WriteJSON(w, http.StatusOK, a.whole(choices, ev.usage))
 			return true
 		}
-		resp.Choices[ev.choice].Text += ev.text
-		logprobs[ev.choice] = append(logprobs[ev.choice], ev.logprobs...)
+		c := &choices[ev.choice]
+		c.text += ev.text
+		c.logprobs = append(c.logprobs, ev.logprobs...)
 		if ev.finish != "" {
-			resp.Choices[ev.choice].FinishReason = new(ev.finish)
+			c.finish = new(ev.finish)
 		}
 		return false
 	})
 }
 
-// stream answers a completion as server-sent events.
-func (s *server) stream(w http.ResponseWriter, ctx context.Context, req *protocol.CompletionRequest, cr *request) {
+// stream answers a request as server-sent events; includeUsage asks for
+// a last chunk with usage.
+func (s *server) stream(w http.ResponseWriter, ctx context.Context, cr *request, a answer, includeUsage bool) {
 	sse := protocol.NewSSEWriter(w)
 	s.follow(ctx, cr, func(ev event) bool {
 		if ev.done {
-			s.endStream(sse, req, cr, ev)
+			s.endStream(sse, cr, ev, a, includeUsage)
 			return true
 		}
-		chunk := s.response(req, cr)
-		choice := protocol.CompletionChoice{Index: ev.choice, Text: ev.text, Logprobs: choiceLogprobs(cr, ev.logprobs)}
-		if ev.finish != "" {
-			choice.FinishReason = new(ev.finish)
-		}
-		chunk.Choices = []protocol.CompletionChoice{choice}
-		if sse.WriteJSON(chunk) != nil {
+		if sse.WriteJSON(a.chunk(ev)) != nil {
 			s.abort(cr)
 			return true
 		}
@@ -81,33 +86,20 @@ func (s *server) follow(ctx context.Context, cr *request, handle func(event) (an
 }
 
 // endStream writes the usage chunk, when asked for, and the end marker.
-func (s *server) endStream(sse *protocol.SSEWriter, req *protocol.CompletionRequest, cr *request, ev event) {
+func (s *server) endStream(sse *protocol.SSEWriter, cr *request, ev event, a answer, includeUsage bool) {
 	if ev.aborted {
 		s.e.logf("request %s: stream ended by shutdown", cr.id)
-	} else if req.IncludeUsage() {
-		chunk := s.response(req, cr)
-		chunk.Choices = []protocol.CompletionChoice{}
-		chunk.Usage = ev.usage
-		_ = sse.WriteJSON(chunk)
+	} else if includeUsage {
+		_ = sse.WriteJSON(a.usageChunk(ev.usage))
 	}
 	_ = sse.WriteDone()
 }
 
-// response returns an empty completion response for cr.
-func (s *server) response(req *protocol.CompletionRequest, cr *request) protocol.CompletionResponse {
-	m := req.Model
-	if m == "" {
-		m = s.e.opts.Model
+// modelName is the model an answer names: the request's, else the
+// engine's.
+func (s *server) modelName(requested string) string {
+	if requested == "" {
+		return s.e.opts.Model
 	}
-	return protocol.CompletionResponse{ID: "cmpl-" + cr.id, Object: protocol.ObjectTextCompletion, Created: time.Now().Unix(), Model: m, Choices: []protocol.CompletionChoice{}}
-}
-
-// choiceLogprobs is the logprobs of a choice (or of a chunk of it): the
-// entries in the completion shape when the request asks for logprobs,
-// else nil (null on the wire).
-func choiceLogprobs(cr *request, entries []tokenLogprob) *protocol.CompletionLogprobs {
-	if !cr.params.logprobs {
-		return nil
-	}
-	return completionLogprobs(entries)
+	return requested
 }

@@ -31,14 +31,15 @@ type route struct {
 // handler returns the engine's HTTP handler.
 func (s *server) handler() http.Handler {
 	routes := map[string]route{
-		protocol.PathModels:        {http.MethodGet, s.models},
-		protocol.PathCompletions:   {http.MethodPost, s.completions},
-		protocol.PathPrepRecv:      {http.MethodPost, s.prepRecvEndpoint},
-		protocol.PathRemoteSend:    {http.MethodPost, s.remoteSendEndpoint},
-		protocol.PathStartGenerate: {http.MethodPost, s.startGenerateEndpoint},
-		protocol.PathRelease:       {http.MethodPost, s.releaseEndpoint},
-		PathKVTransfer:             {http.MethodPost, s.kvTransfer},
-		"/metrics":                 {http.MethodGet, metricsHandler(s.e).ServeHTTP},
+		protocol.PathModels:          {http.MethodGet, s.models},
+		protocol.PathCompletions:     {http.MethodPost, s.completions},
+		protocol.PathChatCompletions: {http.MethodPost, s.chatCompletions},
+		protocol.PathPrepRecv:        {http.MethodPost, s.prepRecvEndpoint},
+		protocol.PathRemoteSend:      {http.MethodPost, s.remoteSendEndpoint},
+		protocol.PathStartGenerate:   {http.MethodPost, s.startGenerateEndpoint},
+		protocol.PathRelease:         {http.MethodPost, s.releaseEndpoint},
+		PathKVTransfer:               {http.MethodPost, s.kvTransfer},
+		"/metrics":                   {http.MethodGet, metricsHandler(s.e).ServeHTTP},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := routes[r.URL.Path]
@@ -80,7 +81,7 @@ func (s *server) dispatch(w http.ResponseWriter, r *http.Request, req *protocol.
 		return
 	}
 	if dc == nil || dc.DisaggConfig == nil || dc.DisaggConfig.Kind == "" {
-		s.generate(w, r, req, "", 0)
+		s.generate(w, r, req, "", 0, s.completionAnswer(req))
 		return
 	}
 	switch dc.DisaggConfig.Kind {
@@ -95,9 +96,17 @@ func (s *server) dispatch(w http.ResponseWriter, r *http.Request, req *protocol.
 	}
 }
 
-// generate runs a completion; with a user, generation starts at begin on
-// that user's prep_recv reservation.
-func (s *server) generate(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest, user string, begin int) {
+// answerFunc shapes the answer of a request once it is made.
+type answerFunc func(*request) answer
+
+// completionAnswer answers req as a completion.
+func (s *server) completionAnswer(req *protocol.CompletionRequest) answerFunc {
+	return func(cr *request) answer { return completionAnswer{s, req, cr} }
+}
+
+// generate runs a completion and answers it as shape says; with a user,
+// generation starts at begin on that user's prep_recv reservation.
+func (s *server) generate(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest, user string, begin int, shape answerFunc) {
 	cr, perr := s.newRequest(req, user)
 	if perr != nil {
 		perr.Write(w)
@@ -119,9 +128,9 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, req *protocol.
 		return
 	}
 	if req.Stream {
-		s.stream(w, r.Context(), req, cr)
+		s.stream(w, r.Context(), cr, shape(cr), req.IncludeUsage())
 	} else {
-		s.collect(w, r.Context(), req, cr)
+		s.collect(w, r.Context(), cr, shape(cr))
 	}
 }
 
@@ -134,7 +143,7 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 	if perr != nil {
 		return nil, perr
 	}
-	p, perr := s.params(req, len(tokens))
+	p, perr := s.params(req)
 	if perr != nil {
 		return nil, perr
 	}
@@ -147,7 +156,7 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 		cr.seqs = append(cr.seqs, &sequence{
 			req: cr, index: i, tokens: append([]int(nil), tokens...),
 			sampler: newSampler(&cr.params, s.e.allowed, i),
-			out:     newOutput(s.e.tok, p.stop),
+			out:     s.e.newOutput(p.stop),
 		})
 	}
 	return cr, nil
@@ -168,8 +177,8 @@ func (s *server) tokenize(p protocol.Prompt) ([]int, *protocol.Error) {
 	if len(ids) == 0 {
 		return nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
 	}
-	if limit := s.e.opts.Overrides.MaxTotalSeqLength; len(ids) >= limit {
-		return nil, protocol.PromptTooLong(len(ids), limit)
+	if perr := s.e.checkPromptLength(len(ids), "prompt"); perr != nil {
+		return nil, perr
 	}
 	return ids, nil
 }

@@ -26,3 +26,23 @@ func modelName(model string) string {
 	}
 	return filepath.Base(filepath.Clean(model))
 }
+
+// tokenTable is implemented by tokenizers that know MLC's post-processed
+// token table (the tokenizer.json ones).
+type tokenTable interface {
+	PostProcessedToken(id int) string
+}
+
+// tableText returns what gives a token's text as MLC's engine matches
+// stop strings against it: its post-processed token table entry, the
+// bytes the token stands for. The tiny tokenizer's token strings are
+// those bytes.
+func tableText(tok Tokenizer) func(id int) string {
+	switch t := tok.(type) {
+	case tokenTable:
+		return t.PostProcessedToken
+	case tokenStringer:
+		return t.Token
+	}
+	return func(id int) string { return tok.Decode([]int{id}) }
+}

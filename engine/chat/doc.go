@@ -17,9 +17,15 @@
 // not know) fail with an error that wraps [ErrUnsupported], which a server
 // should report as a client error (HTTP 400).
 //
-// It sits with the engines, not the router, its only user today: a chat
-// template is the model's, the format `mlc_llm serve` itself applies to
-// /v1/chat/completions. The router applies it only because it drives the
-// engines through completions (the microserving calls take prompts), and
-// an engine that served chat itself would use the same package.
+// [Completion] turns a chat request into the completion request that
+// answers it: the conversation rendered and tokenized, with the template's
+// stop strings. The built-in engine serves /v1/chat/completions with it,
+// and the router, which drives engines through completions (the
+// microserving calls take prompts), renders chats the same way, so that a
+// chat answer is the same text from either. [ForModel] finds a model's
+// template for both.
+//
+// It sits with the engines, not the router: a chat template is the
+// model's, the format `mlc_llm serve` itself applies to
+// /v1/chat/completions.
 package chat

@@ -69,6 +69,8 @@ type HF struct {
 
 	bos int // -1 if unknown
 	eos []int
+
+	table tokenTable
 }
 
 var _ Tokenizer = (*HF)(nil)

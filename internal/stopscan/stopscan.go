@@ -3,6 +3,14 @@
 // the router), holding back text that may still turn out to start a stop
 // string.
 //
+// [Handler] is MLC-LLM's own stop-string handling, a port of its
+// StopStrHandler: token-granular, it releases or drops whole pieces (the
+// piece in which a stop string begins goes, with everything after it).
+// The built-in engine uses it, so that its text is MLC's.
+//
+// [Scanner] is byte-granular: the text ends right before the earliest
+// stop string, within a piece. The router uses it today.
+//
 // A Scanner keeps only what a match could still need: the held-back text
 // (shorter than the longest stop string) and the last bytes of the text
 // already handed out (a stop string may begin in text handed out and end
