@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/internal/mlcstack"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -23,29 +24,37 @@ import (
 // the MLC sources over a stand-in for MLC's C++ core that asks a built-in
 // engine for the tokens; see internal/mlcstack), in one NVSHMEM world
 // (PE i on server i, as `gpus 1` in order gives the router), driven in
-// both modes: server 0 prefills and 1 and 2 decode in disagg; all three
-// serve whole requests in round_robin.
+// both modes, each with servers of its own: server 0 prefills and 1 and 2
+// decode in disagg; all three serve whole requests in round_robin. The
+// servers preempt every fifth remote_send, as KV pressure does (MLC's
+// entrypoint answers 200 {} to it), and their KV holds 32 pages: the
+// storm preempts generations everywhere.
 //
 // The oracle: every request the router sends is accepted by MLC's
 // entrypoints (no 4xx or 5xx in their exchanges, but the 404 of caddy-mlc's
 // release extension, which MLC has not, and answers to clients that had
 // gone); every answer's text is the text one MLC server gives for the same
-// request, asked directly (greedy); the backends hold no request nor
-// reservation once the clients are done; no server died (a failed check
-// of MLC's C++ kills it). MLC's entrypoints set
+// request, asked directly (greedy), logprobs included; the backends hold
+// no request nor reservation once the clients are done; no remote_send
+// wrote KV into pages the decode engine no longer reserved; no server
+// died (a failed check of MLC's C++ kills it). MLC's entrypoints set
 // request.debug_config.disagg_config on every microserving call, so a
 // router that sends no debug_config gets a 500 for each and fails this
 // test.
 func TestMLCServingLayer(t *testing.T) {
 	st := mlcstack.Setup(t)
-	servers := st.Start(t, mlcstack.Options{Servers: 3, MaxTotalSeqLength: mlcKV, Disaggregation: true, PreemptRemoteSends: 5})
-	m := &mlcRun{servers: servers, client: &http.Client{Timeout: 3 * time.Minute}}
 	for _, mode := range []string{ModeDisagg, ModeRoundRobin} {
 		t.Run(mode, func(t *testing.T) {
+			// Servers of their own: what one mode leaves behind is its own.
+			servers := st.Start(t, mlcstack.Options{Servers: 3, MaxTotalSeqLength: mlcKV, Disaggregation: true, PreemptRemoteSends: 5})
+			m := &mlcRun{servers: servers, client: &http.Client{Timeout: 3 * time.Minute}}
 			marks, events := m.marks(t)
 			m.startRouter(t, mode)
 			t.Run("requests", m.requests)
 			t.Run("disconnects", m.disconnects)
+			if mode == ModeDisagg {
+				t.Run("disconnect_during_prep_recv", m.disconnectDuringPrepRecv)
+			}
 			t.Run("preemption_storm", m.storm)
 			m.checkReleased(t)
 			m.checkAccepted(t, marks)
@@ -380,6 +389,66 @@ func (m *mlcRun) disconnects(t *testing.T) {
 		cancel()
 		<-done
 	}
+	m.checkReleased(t)
+}
+
+// disconnectDuringPrepRecv has a client leave while its prep_recv waits
+// for KV on a decode engine: the decode engines' pages are held by
+// reservations made on their backends directly, the request's prep_recv
+// waits, its client leaves, and the reservations go. MLC answers that
+// prep_recv once served (its client gone, it aborts the request, which
+// frees nothing of a prepared one); the router must neither leave the
+// reservation behind nor release it in a way that kills the engine.
+func (m *mlcRun) disconnectDuringPrepRecv(t *testing.T) {
+	tok := tiny.New()
+	var block []int
+	for len(block) < mlcKV-112 { // all but 7 of the 32 pages
+		block = append(block, tok.Encode(" the cat sat on a mat")...)
+	}
+	block = block[:mlcKV-112]
+	decoders := m.servers[1:]
+	for i, s := range decoders {
+		b, _ := json.Marshal(map[string]any{"prompt": block, "end": -1, "user": fmt.Sprintf("blocker-%d", i)})
+		resp, err := http.Post(s.Backend+protocol.PathPrepRecv, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("blocker on backend %s: %d", s.Backend, resp.StatusCode)
+		}
+	}
+	unblock := func() {
+		for i, s := range decoders {
+			b, _ := json.Marshal(map[string]any{"user": fmt.Sprintf("blocker-%d", i)})
+			if resp, err := http.Post(s.Backend+protocol.PathRelease, "application/json", bytes.NewReader(b)); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}
+	defer unblock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p := strings.Repeat(" a big red house near the river", 20) // 140 tokens: 9 pages
+		_, _ = m.ask(ctx, m.router, false, mlcGreedy(p, 16), nil)
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
+		for _, s := range decoders {
+			if l, err := s.BackendLoad(); err == nil && l.Waiting > 0 {
+				waiting = true
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("no prep_recv waited for KV within a minute")
+		}
+	}
+	cancel()
+	<-done
+	unblock()
 	m.checkReleased(t)
 }
 
