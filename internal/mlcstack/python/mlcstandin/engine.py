@@ -17,15 +17,23 @@ URL is in $CADDY_MLC_STANDIN_BACKEND:
 - prepare_receive, remote_send and start_generation are the backend's
   /microserving/prep_recv, /remote_send and /start_generate for the same
   request id (MLC's entrypoints use the request's user as its id), so the
-  prefill backend writes the KV straight into the decode backend;
-- an abort closes the backend calls, which frees their KV there.
+  prefill backend writes the KV straight into the decode backend; a
+  start_generation reuses the prompt and generation config recorded at
+  its prepare_receive, as MLC's does;
+- an abort closes the backend calls, which frees their KV there; an abort
+  after prepare_receive frees nothing, as in MLC.
 
-What it does not emulate: MLC's scheduling (batching, its 400-page
-watermark for prep_recv, prefix-cache policy) is the backend's; logprobs
-are the backend's distribution (MLC's at temperature 0 is one-hot) and
-the stop token's own logprobs entry is missing; response_format, images
-and speculative decoding are not served. A failed C++ check
-(TVM_FFI_ICHECK) aborts the process, as it does MLC's.
+What MLC does silently is recorded as events (see event()). What it does
+not emulate: MLC's scheduling (batching, its 400-page watermark for
+prep_recv, prefix-cache policy) is the backend's; logprobs are the
+backend's distribution (MLC's at temperature 0 is one-hot), and the stop
+token's own logprobs entry is missing; the backend ends a generation with
+"stop" at EOS and at its template's stop string "\nuser:" (the model's
+conv_template stop_str, which MLC applies too), both taken as EOS here;
+response_format, images and speculative decoding are not served. A failed
+check of MLC's C++ (TVM_FFI_ICHECK) kills the stand-in's process, where it
+kills MLC's engine thread and leaves the server up but hanging every
+request.
 """
 
 import http.client
@@ -36,7 +44,6 @@ import socket
 import struct
 import sys
 import threading
-import time
 import traceback
 import urllib.parse
 
@@ -51,7 +58,7 @@ _DUMMY_USAGE = '{ "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0 
 
 
 def fatal(message):
-    """A failed check in MLC's C++: the process dies (std::terminate)."""
+    """A failed check in MLC's C++ (see the module's doc): the process dies."""
     sys.stderr.write(f"[mlc stand-in] Check failed: {message}\n")
     sys.stderr.flush()
     os.abort()
@@ -261,7 +268,6 @@ class _State:
         self.status = "waiting"  # waiting | prepared | running
         self.calls = []
         self.aborted = False
-        self.prefix_matched = 0
         self.lock = threading.Lock()  # orders this request's callbacks
 
 
@@ -481,7 +487,6 @@ class Engine:
             state.calls.remove(call)
             icheck(resp.status == 200, f"backend prep_recv answered {resp.status}: {body}")
             state.status = "prepared"
-            state.prefix_matched = body["prefix_matched_length"]
         usage = {
             "prompt_tokens": 0,
             "completion_tokens": 0,
@@ -589,7 +594,9 @@ class Engine:
             self._stream_back_error(state.request, "abort")
 
     def _erase(self, state):
-        """estate->request_states.erase(id) (with self.lock held)."""
+        """estate->request_states.erase(id) (with self.lock held): by id,
+        so a request that shares its id with another (MLC's ids are the
+        requests' users) erases whichever entry the map holds."""
         if self.states.get(state.request.id) is state:
             del self.states[state.request.id]
         else:
