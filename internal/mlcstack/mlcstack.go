@@ -313,7 +313,7 @@ func fetch(dir string, pkgs []string) error {
 	}
 	const keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
 	if _, err := os.Stat(keyring); err != nil {
-		return fmt.Errorf("Debian's archive keyring: %w", err)
+		return fmt.Errorf("the Debian archive keyring: %w", err)
 	}
 	apt := filepath.Join(dir, "apt")
 	debs := filepath.Join(apt, "debs")
