@@ -322,7 +322,8 @@ func stopInside(t *testing.T, text string) string {
 }
 
 // requests sends each case to the router, whole and streamed, one at a
-// time, and compares the answers with one MLC server's.
+// time, and compares the answers with one MLC server's: greedy, and
+// sampled with a seed.
 func (m *mlcRun) requests(t *testing.T) {
 	stopPrompt := "a little dog ran down the road to find his old friend the"
 	plain := m.oracle(t, false, mlcGreedy(stopPrompt, 32))
@@ -334,6 +335,10 @@ func (m *mlcRun) requests(t *testing.T) {
 			"max_tokens": 20, "temperature": 0}},
 		{"stop", false, mlcGreedy(stopPrompt, 32, "stop", []string{stopInside(t, plain.texts[0])})},
 		{"n2", false, mlcGreedy("one day the king came to the small town by the sea", 16, "n", 2)},
+		// Sampling with a seed is reproducible: MLC's choice i of n > 1
+		// samples with seed+i+1 (its n = 1 with the seed itself).
+		{"seeded", false, mlcGreedy("the old man and the sea", 16, "temperature", 0.9, "seed", 7)},
+		{"n2_seeded", false, mlcGreedy("the old man and the sea", 16, "temperature", 0.9, "seed", 7, "n", 2)},
 		{"logprobs", false, mlcGreedy("my mother has a garden with many", 12, "logprobs", 2)},
 		{"echo", false, mlcGreedy("the sun is hot and the", 12, "echo", true)},
 		{"suffix", false, mlcGreedy("we went to the river to", 12, "suffix", " the end.")},

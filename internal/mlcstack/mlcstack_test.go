@@ -3,6 +3,7 @@ package mlcstack
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -323,5 +324,54 @@ func TestMLCServer(t *testing.T) {
 				t.Fatalf("backend %s: %+v %v", s.Backend, l, err)
 			}
 		}
+	}
+}
+
+// A preempted remote_send: MLC's /microserving/remote_send answers 200 {}
+// (its entrypoint drops the finish reason), while the same call as a
+// completion with debug_config.disagg_config answers finish_reason
+// "preempt"; the decode engine's start_generate then decodes on KV no one
+// wrote, and says nothing.
+func TestPreemptedRemoteSend(t *testing.T) {
+	st := Setup(t)
+	ss := st.Start(t, Options{Servers: 2, Disaggregation: true, PreemptRemoteSends: 1})
+	prompt := "the cat sat on the mat and then it went to the big red house near the"
+	n := len(tiny.New().Encode(prompt))
+	want := complete(t, ss[0].Backend, map[string]any{"prompt": prompt, "max_tokens": 16, "temperature": 0}).Choices[0]
+	for i, viaCompletions := range []bool{false, true} {
+		user := fmt.Sprintf("u%d", i)
+		body := func(kv ...any) map[string]any {
+			b := map[string]any{"prompt": prompt, "max_tokens": 16, "temperature": 0, "user": user, "debug_config": map[string]any{}}
+			for k := 0; k < len(kv); k += 2 {
+				b[kv[k].(string)] = kv[k+1]
+			}
+			return b
+		}
+		code, out := post(t, ss[1].URL+"/microserving/prep_recv", body("end", -1))
+		var prep struct {
+			KV string `json:"kv_append_metadata"`
+		}
+		if code != http.StatusOK || json.Unmarshal(out, &prep) != nil {
+			t.Fatalf("prep_recv: %d %s", code, out)
+		}
+		if viaCompletions {
+			b := body()
+			b["debug_config"] = map[string]any{"disagg_config": map[string]any{
+				"kind": "remote_send", "kv_window_begin": 0, "kv_window_end": n - 1, "kv_append_metadata": prep.KV, "dst_group_offset": 1}}
+			if c := complete(t, ss[0].URL, b).Choices[0]; c.FinishReason != "preempt" {
+				t.Fatalf("remote_send as a completion: %+v, want finish_reason preempt", c)
+			}
+		} else if code, out := post(t, ss[0].URL+"/microserving/remote_send", body("begin", 0, "end", n-1, "kv_addr_info", prep.KV, "recv_rank", 1)); code != http.StatusOK || string(out) != "{}" {
+			t.Fatalf("remote_send: %d %s, want 200 {}", code, out)
+		}
+		code, out = post(t, ss[1].URL+"/microserving/start_generate", body("begin", n-1))
+		var gen completion
+		if code != http.StatusOK || json.Unmarshal(out, &gen) != nil || len(gen.Choices) != 1 || gen.Choices[0].Text == want.Text {
+			t.Fatalf("start_generate after a preempted remote_send: %d %s; the text with the KV is %q", code, out, want.Text)
+		}
+	}
+	ev, err := ss[1].Events()
+	if err != nil || len(ev) != 2 || ev[0].Kind != "decode_on_missing_kv" {
+		t.Fatalf("events %+v %v, want two decode_on_missing_kv", ev, err)
 	}
 }
