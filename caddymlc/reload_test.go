@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // loadGen keeps n clients streaming greedy completions through a router
@@ -314,14 +316,22 @@ func TestReloadWaitsForATakenPort(t *testing.T) {
 	}
 	defer holder.Close()
 	reloadSite(t, ports[0], endpointLines(ports[2], ports[3])) // fails the test if refused
+	// A new connection: the old server closed the kept-alive ones.
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	done := make(chan string, 1)
 	go func() {
-		got, status, raw := s.complete(s.base, greedy("the taken port", 8))
-		if status != 200 {
-			done <- fmt.Sprintf("%d %s", status, raw)
+		resp, err := client.Post(s.base+"/v1/completions", "application/json", strings.NewReader(mustJSON(greedy("the taken port", 8))))
+		if err != nil {
+			done <- err.Error()
 			return
 		}
-		done <- got.Choices[0].Text
+		defer resp.Body.Close()
+		var out protocol.CompletionResponse
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || len(out.Choices) == 0 {
+			done <- fmt.Sprintf("status %d: %v", resp.StatusCode, err)
+			return
+		}
+		done <- out.Choices[0].Text
 	}()
 	holder.Close()
 	select {

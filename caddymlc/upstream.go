@@ -131,7 +131,7 @@ func (u *upstream) hold() (release, started func()) {
 // robin's, while the calls still even out as they decode: side by side
 // in one bench run, time to first token p50 fell 1.3-3 ms (10-20%) at 16
 // and 64 concurrent against 1, with the same throughput and p99; 8 was
-// no better than 4 and its p99 worse (examples/bench/README.md).
+// no better than 4 and its p99 worse (tools/bench/README.md).
 const prefillWeight = 4
 
 // score is the engine's load for balancing: its calls (see calls), a

@@ -5,8 +5,8 @@
 // every prefix. It prints, per policy, the time to first token (p50,
 // p99), the throughput and the engines' prefix-cache hit rate.
 //
-//	go run ./examples/prefixbench            # about 3 minutes
-//	go run ./examples/prefixbench -quick     # about 1 minute
+//	go run ./tools/prefixbench            # about 3 minutes
+//	go run ./tools/prefixbench -quick     # about 1 minute
 //
 // Every process it starts (the engines, Caddy) is its own and is stopped
 // when it ends, Ctrl-C included.

@@ -7,8 +7,8 @@
 // streams open through mlc_router to weigh each, and on request profiles
 // the router's CPU. Tables go to stdout (markdown), progress to stderr.
 //
-//	go run ./examples/bench -quick          # about a minute
-//	go run ./examples/bench -profile /tmp/prof
+//	go run ./tools/bench -quick          # about a minute
+//	go run ./tools/bench -profile /tmp/prof
 //
 // See README.md beside this file for the figures and what they mean.
 package main
@@ -148,7 +148,7 @@ func run(args []string, stdout io.Writer) (err error) {
 
 // writeHeader says what ran where: the command, the machine, its load.
 func writeHeader(w io.Writer, args []string, load *loadWatch, took time.Duration) {
-	cmd := "go run ./examples/bench"
+	cmd := "go run ./tools/bench"
 	for _, a := range args {
 		cmd += " " + shellQuote(a)
 	}
