@@ -51,11 +51,13 @@ func TestMLCServingLayer(t *testing.T) {
 			marks, events := m.marks(t)
 			m.startRouter(t, mode)
 			t.Run("requests", m.requests)
+			// The storm before the disconnects: a reservation they leave
+			// would shrink the KV the storm has.
+			t.Run("preemption_storm", m.storm)
 			t.Run("disconnects", m.disconnects)
 			if mode == ModeDisagg {
 				t.Run("disconnect_during_prep_recv", m.disconnectDuringPrepRecv)
 			}
-			t.Run("preemption_storm", m.storm)
 			m.checkReleased(t)
 			m.checkAccepted(t, marks)
 			m.checkEvents(t, events)
