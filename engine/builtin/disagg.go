@@ -67,7 +67,11 @@ func (e *Engine) tryPrepRecv(w *prepWait) bool {
 	s.setPages(pages)
 	s.matched, s.kvLen = matched, matched
 	for len(s.slots) < w.end {
-		page, _ := e.pool.Alloc()
+		page, ok := e.pool.Alloc()
+		if !ok { // fits promised more than Alloc gives: try again later
+			e.pool.ReleaseAll(s.pages)
+			return false
+		}
 		s.addPage(page)
 	}
 	s.present = make([]bool, w.end)

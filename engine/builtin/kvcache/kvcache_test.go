@@ -110,3 +110,29 @@ func TestEvictionLRU(t *testing.T) {
 	}
 	p.ReleaseAll(got)
 }
+
+// A cached page above a page that is in use cannot be evicted (eviction
+// takes leaves), so Available does not count it: two sequences computed
+// the same first page, the tree kept the first one's, and the second's
+// next page sits under it while that sequence runs.
+func TestAvailableCountsOnlyEvictablePages(t *testing.T) {
+	p := NewPool(4, 1, 2, true)
+	tokens := seqTokens(0, 32)
+	first := allocN(t, p, 1)
+	p.Insert(tokens[:PageSize], first)
+	p.ReleaseAll(first) // cached, unreferenced
+	second := allocN(t, p, 2)
+	p.Insert(tokens, second) // its second page goes under the first's
+	if got := p.Available(); got != 1 {
+		t.Fatalf("Available = %d with one free page and a cached page above a used one; want 1", got)
+	}
+	one := allocN(t, p, 1)
+	if _, ok := p.Alloc(); ok {
+		t.Fatal("Alloc evicted a page with a used page under it")
+	}
+	p.ReleaseAll(second)
+	if got := p.Available(); got != 3 {
+		t.Fatalf("Available = %d once the second sequence ended; want 3", got)
+	}
+	p.ReleaseAll(one)
+}

@@ -74,15 +74,29 @@ func (r *radix) insert(tokens []int, pages []int) {
 	}
 }
 
-// idle counts cached pages nobody references.
+// idle counts the cached pages that eviction can free: those nobody
+// references and under which no page is referenced. evict takes leaves
+// only, so an unreferenced page above a referenced one (two sequences
+// computed the same first pages, and the tree kept the other's) stays
+// until that one goes.
 func (r *radix) idle(refs []int32) int {
-	n := 0
-	for page := range r.byPage {
-		if refs[page] == 0 {
-			n++
+	n, _ := idleUnder(r.root, refs)
+	return n
+}
+
+// idleUnder returns the evictable pages below n and whether a page below n
+// is referenced.
+func idleUnder(n *node, refs []int32) (count int, held bool) {
+	for _, c := range n.children {
+		k, h := idleUnder(c, refs)
+		count += k
+		if h || refs[c.page] != 0 {
+			held = true
+		} else {
+			count++
 		}
 	}
-	return n
+	return count, held
 }
 
 // evict removes the least recently used unreferenced leaf and returns its
