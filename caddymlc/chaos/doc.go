@@ -2,7 +2,10 @@
 // built-in engine processes through Caddy (in process) and break them
 // while they serve: a storm of streams on a tiny KV cache, engines killed,
 // frozen with SIGSTOP, clients that disconnect at random points, an engine
-// whose health probes are slow. Every scenario ends by checking that each
+// whose health probes are slow; and the public API's worst minute: engines
+// that answer 200 and then chatter, garble, truncate or send HTML, huge
+// prompts, clients that stop reading, bodies that never end, reloads a
+// second apart that move the engines between port sets. Every scenario ends by checking that each
 // request completed with the text of an undisturbed run (or ended with a
 // clear error where completion was impossible), that the router's counts
 // and every engine's KV pages and reservations are back to zero, that the

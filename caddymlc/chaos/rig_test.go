@@ -37,6 +37,9 @@ type rig struct {
 
 	goroutines int          // goroutines once serving, before the faults
 	children   map[int]bool // this process's children before Caddy started
+	// config makes the Caddyfile with the endpoint lines of the router
+	// under test (reload loads another).
+	config func(endpoints string) string
 }
 
 // rigConfig is the router under test: the options of its spawned
@@ -69,7 +72,8 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	for _, ep := range cfg.external {
 		fmt.Fprintf(&eps, "\t\tendpoint %s\n", ep)
 	}
-	cf := fmt.Sprintf(`{
+	r.config = func(endpoints string) string {
+		return fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	auto_https off
 	log {
@@ -88,13 +92,10 @@ http://127.0.0.1:%d {
 		endpoint 127.0.0.1:%d
 	}
 }
-`, ports[2], logLevel(), ports[0], eps.String(), cfg.routerOpts, ports[1], ports[3])
-	adapted, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
-	if err != nil {
-		t.Fatalf("adapt: %v\n%s", err, cf)
+`, ports[2], logLevel(), ports[0], endpoints, cfg.routerOpts, ports[1], ports[3])
 	}
-	if err := caddy.Load(adapted, true); err != nil {
-		t.Fatalf("load: %v", err)
+	if err := r.load(eps.String()); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(r.stop)
 	// Warm up (connections, the engines' first requests) before the
@@ -107,6 +108,20 @@ http://127.0.0.1:%d {
 	r.client.CloseIdleConnections()
 	r.goroutines = countGoroutines()
 	return r
+}
+
+// load loads the rig's config with these endpoint lines for the router
+// under test: the first load, or a reload.
+func (r *rig) load(endpoints string) error {
+	cf := r.config(endpoints)
+	adapted, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+	if err != nil {
+		return fmt.Errorf("adapt: %w\n%s", err, cf)
+	}
+	if err := caddy.Load(adapted, true); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	return nil
 }
 
 // logLevel is Caddy's log level in the suite: ERROR, or what
