@@ -32,8 +32,10 @@ type Observer interface {
 	// chosen and then not used (a prefill engine passed over for being
 	// busy) is never routed.
 	Routed(r *Route)
-	// FirstToken is called at the engine's first token for the attempt:
-	// its prefill is done. Never for a prefill engine.
+	// FirstToken is called at the engine's first token for the attempt,
+	// in a streamed generation: its prefill is done. Never for a prefill
+	// engine, nor for a whole (non-streamed) answer, whose tokens all
+	// come with Finished.
 	FirstToken(r *Route)
 	// Finished is called when the engine's part ended well: a
 	// remote_send acknowledged, a generation that ended with its finish

@@ -202,11 +202,14 @@ func (r *Router) setPolicy(p Policy) {
 
 // modulePolicy returns raw in the module form: a bare policy name, as
 // configs wrote it before policies were modules, becomes the module of
-// that name.
+// that name, and an empty one (or null) the default.
 func modulePolicy(raw json.RawMessage) json.RawMessage {
 	var name string
-	if json.Unmarshal(raw, &name) != nil {
+	switch {
+	case json.Unmarshal(raw, &name) != nil:
 		return raw
+	case name == "":
+		return nil
 	}
 	return caddyconfig.JSONModuleObject(struct{}{}, "policy", name, nil)
 }

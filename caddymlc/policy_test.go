@@ -11,7 +11,8 @@ import (
 
 // The JSON form of a policy is its module, name inline, as reverse_proxy's
 // selection_policy; a bare name, the form of configs written before
-// policies were modules, still loads that module.
+// policies were modules, still loads that module, and an empty one the
+// default.
 func TestPolicyJSON(t *testing.T) {
 	for _, tc := range []struct {
 		name, replace string
@@ -21,6 +22,7 @@ func TestPolicyJSON(t *testing.T) {
 		{"module", "", "*caddymlc.PrefixAware", true},
 		{"bare name", `"prefix_aware"`, "*caddymlc.PrefixAware", true},
 		{"default", "", "*caddymlc.LeastLoaded", false},
+		{"empty name", `""`, "*caddymlc.LeastLoaded", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			policy := "\t\t\tpolicy prefix_aware\n"
