@@ -46,4 +46,22 @@ func TestChoicesEchoAndSeeds(t *testing.T) {
 	if a != b || strings.TrimSpace(a) == "" {
 		t.Fatalf("seeded sampling differs: %q vs %q", a, b)
 	}
+
+	// Seeded choices are sampled as one engine samples n of them (MLC's
+	// seed+i+1 per branch): the router's choices, each sent alone, are
+	// the engine's own.
+	multi := map[string]any{"prompt": "the long road home", "max_tokens": 12, "temperature": 1, "seed": 42, "n": 3}
+	one, status, raw := s.complete(s.engines[1], multi)
+	if status != 200 {
+		t.Fatalf("engine: %d %s", status, raw)
+	}
+	routed, status, raw := s.complete(s.base, multi)
+	if status != 200 || len(routed.Choices) != 3 {
+		t.Fatalf("router: %d %s", status, raw)
+	}
+	for i := range routed.Choices {
+		if routed.Choices[i].Text != one.Choices[i].Text {
+			t.Errorf("seeded choice %d: router %q, engine %q", i, routed.Choices[i].Text, one.Choices[i].Text)
+		}
+	}
 }

@@ -166,11 +166,9 @@ func (c *completion) choice(i int) *choiceJob {
 	if c.req.Suffix != nil {
 		j.suffix = *c.req.Suffix
 	}
-	if c.req.Seed != nil && i > 0 {
-		seed := *c.req.Seed + int64(i)
+	if c.req.Seed != nil {
+		seed := protocol.ChoiceSeed(*c.req.Seed, c.req.NOr(), i)
 		j.seed = &seed
-	} else {
-		j.seed = c.req.Seed
 	}
 	return j
 }

@@ -125,4 +125,3 @@ func TestSlowBodies(t *testing.T) {
 	}
 	r.finish(&ta, "slow-bodies-normal-clients", time.Second)
 }
-

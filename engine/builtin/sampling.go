@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // sampler picks the next token of one sequence from the model's logits.
@@ -21,9 +23,9 @@ func newSampler(p *genParams, allowed []bool, choice int) *sampler {
 	if p.temperature > 0 {
 		seed := rand.Uint64()
 		if p.seed != nil {
-			seed = uint64(*p.seed)
+			seed = uint64(protocol.ChoiceSeed(*p.seed, p.n, choice))
 		}
-		s.rng = rand.New(rand.NewPCG(seed, uint64(choice)))
+		s.rng = rand.New(rand.NewPCG(seed, 0))
 	}
 	return s
 }
