@@ -9,7 +9,8 @@ block=$(readme_block xcaddy)
 echo "$block"
 out=$(eval "$block")
 echo "$out"
-for module in admin.api.mlc http.handlers.mlc_router mlc; do
+for module in admin.api.mlc http.handlers.mlc_router mlc \
+  http.handlers.mlc_router.selection_policies.{least_loaded,prefix_aware,round_robin}; do
   grep -qx "$module" <<<"$out" || { echo "FAIL: $module is not in the xcaddy build"; exit 1; }
 done
 ./caddy help mlc-engine >/dev/null || { echo "FAIL: no mlc-engine subcommand"; exit 1; }

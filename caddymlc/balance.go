@@ -8,13 +8,14 @@ import (
 
 // lease is an engine chosen for a call: the engine, the process it was
 // chosen as (health reports name the process, so a restarted engine does
-// not inherit the old one's failures), and the hold that counts the call
-// in the engine's load until release.
+// not inherit the old one's failures), the hold that counts the call in
+// the engine's load until release, and the route the observers hear of.
 type lease struct {
 	*upstream
 	pid     int
-	release func()
+	unhold  func() // counts the call back
 	started func() // at the call's first token; nil when nothing counts it
+	routeState
 }
 
 // firstToken reports the call's first token: its prefill is done.
@@ -22,22 +23,27 @@ func (l *lease) firstToken() {
 	if l.started != nil {
 		l.started()
 	}
+	l.firstTokenHooks()
 }
 
-// Choice tiers, best first. The selection policy chooses within the best
-// tier that has an engine.
-const (
-	tierGood      = iota // ready, breaker closed, room for the request
-	tierSaturated        // would queue behind held KV pages
-	tierAvoided          // failed this request before
-	tierBroken           // breaker open: only when nothing else is ready
-	tierNone
-)
+// release counts the call back. A route that has not ended by then was
+// dropped. Callers defer it, so the count comes back on success, error,
+// retry, disconnect and panic alike; it is idempotent.
+func (l *lease) release() {
+	l.fail(ErrRouteDropped)
+	l.unhold()
+}
+
+// drop ends the route with err and releases the engine.
+func (l *lease) drop(err error) {
+	l.fail(err)
+	l.release()
+}
 
 // pickOptions say what a call needs.
 type pickOptions struct {
 	avoid     map[string]bool // engines that failed this request
-	prompt    []int           // the prompt's token ids, for prefix_aware
+	req       *Request        // the attempt, for the policy and the observers
 	needPages int             // KV pages the call will hold, 0 if unknown
 	exclude   *upstream       // not this engine (the decode engine, when choosing a prefill engine)
 	noBroken  bool            // never an engine whose breaker is open (there is a fallback)
@@ -73,7 +79,7 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 		if !ready {
 			continue
 		}
-		tier := tierGood
+		tier := TierGood
 		switch {
 		case u.breaker.state(pid) == breakerOpen:
 			if o.noBroken {
@@ -81,9 +87,9 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 			}
 			tier = tierBroken
 		case o.avoid[u.addr]:
-			tier = tierAvoided
+			tier = TierAvoided
 		case u.saturated(now, o.needPages):
-			tier = tierSaturated
+			tier = TierSaturated
 		}
 		tiers[tier] = append(tiers[tier], candidate{u, pid})
 	}
@@ -92,17 +98,48 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 			continue
 		}
 		var best candidate
-		if tier == tierBroken {
+		if Tier(tier) == tierBroken {
 			best = leastBroken(cs)
 		} else {
-			best = r.policy.choose(cs, o, now, int(r.rotation.Add(1)%uint64(len(cs))))
+			best = r.choose(role, Tier(tier), cs, o.req, now)
 		}
 		best.breaker.admit(best.pid)
 		l := &lease{upstream: best.upstream, pid: best.pid}
-		l.release, l.started = best.hold()
+		l.unhold, l.started = best.hold()
+		if len(r.observers) > 0 {
+			l.hooks = r.observers
+			l.route = Route{Engine: best.upstream, Request: o.req, Role: roleName(role)}
+		}
 		return l
 	}
 	return nil
+}
+
+// choose has the router's policy choose among cs, engines of one tier.
+// The policy sees them from a rotating offset, so that ties go round.
+func (r *Router) choose(role string, tier Tier, cs []candidate, req *Request, now time.Time) candidate {
+	if req == nil {
+		req = &Request{}
+	}
+	first := int(r.rotation.Add(1) % uint64(len(cs)))
+	name := roleName(role)
+	var chain []uint64
+	if r.readsPrefixes && role != engine.RolePrefill {
+		chain = req.prefixChain()
+	}
+	views := make([]Candidate, len(cs))
+	for k := range cs {
+		c := cs[(first+k)%len(cs)]
+		views[k] = c.view(now, name, tier)
+		if chain != nil {
+			views[k].PrefixHit = c.prefixes.match(chain)
+		}
+	}
+	i := r.policy.Choose(req, views)
+	if i < 0 || i >= len(cs) {
+		i = 0
+	}
+	return cs[(first+i)%len(cs)]
 }
 
 // candidates returns the engines of role the router may use: its fleet's

@@ -58,14 +58,10 @@ func externalFleet(t *testing.T, n int) *liveFleet {
 
 // testRouter is a router over lf's engines (all of them, any role) with
 // the given selection policy.
-func testRouter(t *testing.T, lf *liveFleet, policy string) *Router {
+func testRouter(t *testing.T, lf *liveFleet, policy Policy) *Router {
 	t.Helper()
-	p, err := newPolicy(policy)
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := queueRouter(time.Minute, 8)
-	r.policy = p
+	r.setPolicy(policy)
 	r.handle.lf.Store(lf)
 	r.roles = roleIndexes(ModeRoundRobin, lf.spec.Endpoints)
 	return r
@@ -73,7 +69,7 @@ func testRouter(t *testing.T, lf *liveFleet, policy string) *Router {
 
 func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 	lf := externalFleet(t, 3)
-	r := testRouter(t, lf, PolicyLeastLoaded)
+	r := testRouter(t, lf, LeastLoaded{})
 	// Equal load: consecutive picks go round the engines.
 	seen := map[int]bool{}
 	for range 3 {
@@ -88,7 +84,7 @@ func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 	var held []*lease
 	for _, i := range []int{0, 0, 1, 1, 2} {
 		release, _ := lf.upstreams[i].hold()
-		held = append(held, &lease{upstream: lf.upstreams[i], release: release})
+		held = append(held, &lease{upstream: lf.upstreams[i], unhold: release})
 	}
 	if l := r.pick("", pickOptions{}); l.index != 2 {
 		t.Fatalf("picked %d, want the least loaded (2)", l.index)
@@ -110,11 +106,11 @@ func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 // to queue there behind each other's prefills.
 func TestPickWeighsCallsStillPrefilling(t *testing.T) {
 	lf := externalFleet(t, 2)
-	r := testRouter(t, lf, PolicyLeastLoaded)
+	r := testRouter(t, lf, LeastLoaded{})
 	var held []*lease
 	for _, i := range []int{0, 0, 1, 1, 1, 1, 1} { // decoding: engine 0 two calls, engine 1 five
 		l := &lease{upstream: lf.upstreams[i]}
-		l.release, l.started = lf.upstreams[i].hold()
+		l.unhold, l.started = lf.upstreams[i].hold()
 		l.firstToken()
 		held = append(held, l)
 	}
@@ -151,7 +147,7 @@ func TestPickWeighsCallsStillPrefilling(t *testing.T) {
 
 func TestPickTiers(t *testing.T) {
 	lf := externalFleet(t, 2)
-	r := testRouter(t, lf, PolicyLeastLoaded)
+	r := testRouter(t, lf, LeastLoaded{})
 	u0, u1 := lf.upstreams[0], lf.upstreams[1]
 	pick := func(o pickOptions) int {
 		l := r.pick("", o)

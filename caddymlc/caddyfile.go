@@ -40,7 +40,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    dynamic           [prefill|decode|any] <source> [<args...>] {
 //	        <source options>
 //	    }
-//	    policy            least_loaded|prefix_aware|round_robin
+//	    policy            <name> [<args...>]   (least_loaded, prefix_aware, round_robin, ...)
 //	    startup_timeout   <duration>
 //	    engine_timeout    <duration>
 //	    queue_timeout     <duration>
@@ -288,13 +288,31 @@ func parseDynamic(r *Router, d *caddyfile.Dispenser) error {
 	return nil
 }
 
+// parsePolicy reads `policy <name> [args...]`: the selection policy
+// module of that name, with its own Caddyfile arguments if it reads any
+// (as reverse_proxy's lb_policy).
 func parsePolicy(r *Router, d *caddyfile.Dispenser) error {
-	if err := oneArg(d, &r.Policy); err != nil {
-		return err
+	if !d.NextArg() {
+		return d.ArgErr()
 	}
-	if _, err := newPolicy(r.Policy); err != nil {
-		return d.Err(err.Error())
+	name := d.Val()
+	modID := policyNamespace + "." + name
+	info, err := caddy.GetModule(modID)
+	if err != nil {
+		return d.Errf("policy %q: no selection policy of that name (module %s)", name, modID)
 	}
+	var mod any = info.New()
+	if _, ok := mod.(caddyfile.Unmarshaler); ok {
+		if mod, err = caddyfile.UnmarshalModule(d, modID); err != nil {
+			return err
+		}
+	} else if len(d.NextSegment()) > 1 {
+		return d.Errf("policy %s takes no arguments", name)
+	}
+	if _, ok := mod.(Policy); !ok {
+		return d.Errf("module %s (%T) is not a selection policy", modID, mod)
+	}
+	r.PolicyRaw = caddyconfig.JSONModuleObject(mod, "policy", name, nil)
 	return nil
 }
 

@@ -249,8 +249,8 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 		j.blame(err)
 		return false, err
 	}
-	defer stream.close()
-	defer out.flush() // whatever ends the attempt, the client gets what it was given
+	defer func() { stream.close(err) }() // the route ends as the attempt does
+	defer out.flush()                    // whatever ends the attempt, the client gets what it was given
 	j.st.servedBy(stream.lease().addr)
 	reason := ""
 	var usage *protocol.Usage

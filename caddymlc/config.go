@@ -1,6 +1,7 @@
 package caddymlc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -92,9 +93,15 @@ type Router struct {
 	// role. With dynamic engines, Endpoints may be empty.
 	Dynamic *DynamicEngines `json:"dynamic,omitempty"`
 
-	// Policy chooses among healthy engines: least_loaded (the default),
-	// prefix_aware or round_robin (see PolicyLeastLoaded...).
-	Policy string `json:"policy,omitempty"`
+	// PolicyRaw is the selection policy, how the router chooses among
+	// healthy engines: a module of the namespace
+	// http.handlers.mlc_router.selection_policies, its name under
+	// "policy" ({"policy": "prefix_aware"}): least_loaded (the default,
+	// LeastLoaded), prefix_aware (PrefixAware), round_robin (RoundRobin),
+	// or one built in from elsewhere (see Policy). A bare name
+	// ("policy": "prefix_aware", the form before policies were modules)
+	// is read as that module.
+	PolicyRaw json.RawMessage `json:"policy,omitempty" caddy:"namespace=http.handlers.mlc_router.selection_policies inline_key=policy"`
 
 	// StartupTimeout bounds how long the engines may take to become ready.
 	// Default 120s.
@@ -144,9 +151,14 @@ type Router struct {
 	context  int // tokens one sequence may hold; 0: unknown (see contextWindow)
 	handle   *fleetHandle
 	roles    map[string][]int // endpoint indexes by the role a call needs
-	policy   selectionPolicy
-	itl      prometheus.Observer // this mode's inter-token latency
-	dynamic  *dynamicSet
+	policy   Policy
+	// observers are the hooks of the policy and of the router's own
+	// bookkeeping (see Observer); readsPrefixes says the policy reads
+	// Candidate.PrefixHit.
+	observers     observers
+	readsPrefixes bool
+	itl           prometheus.Observer // this mode's inter-token latency
+	dynamic       *dynamicSet
 	*routerState
 	client   *engineClient
 	strategy strategy
@@ -190,9 +202,7 @@ func (r Router) withDefaults() Router {
 	if len(c.Endpoints) == 0 && c.Dynamic == nil {
 		c.Endpoints = []engine.Endpoint{{Host: DefaultHost, Port: DefaultPort, GPUs: 1}}
 	}
-	if c.Policy == "" {
-		c.Policy = PolicyLeastLoaded
-	}
+	c.PolicyRaw = modulePolicy(c.PolicyRaw)
 	c.Endpoints = append([]engine.Endpoint(nil), c.Endpoints...)
 	for i := range c.Endpoints {
 		if c.Endpoints[i].GPUs == 0 {
@@ -257,9 +267,6 @@ func (c Router) validate() error {
 		}
 	}
 	if err := c.checkRoles(); err != nil {
-		return fmt.Errorf("mlc_router: %w", err)
-	}
-	if _, err := newPolicy(c.Policy); err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
 	if c.StartupTimeout < 0 {

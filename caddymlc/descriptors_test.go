@@ -20,7 +20,7 @@ import (
 func TestOutOfDescriptorsIsAFast503(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
 		u := &upstream{fleet: &liveFleet{}, addr: "127.0.0.1:1"}
-		l := &lease{upstream: u, pid: 7, release: func() {}}
+		l := &lease{upstream: u, pid: 7, unhold: func() {}}
 		cl := &call{l: l, op: "v1/completions"}
 		cl.ctx, cl.cancel = context.WithCancelCause(context.Background())
 		before := testutil.ToFloat64(sharedMetrics().dropped.WithLabelValues(dropNoDescriptors))

@@ -54,28 +54,28 @@ func (d *disagg) windowEnd(promptLen int) int {
 
 func (d *disagg) open(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
 	req := microservingRequest(whole)
-	prompt := req.Prompt.IDs
-	n := len(prompt)
-	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, prompt: prompt, needPages: pagesFor(n)})
+	q := d.r.newRequest(req)
+	n := len(q.Prompt)
+	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, req: q, needPages: pagesFor(n)})
 	if err != nil {
 		return nil, err
 	}
-	chain := d.r.prefixChain(prompt)
+	dec.routed() // every way on calls it: prep_recv, or a completion
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
 	end := protocol.ResolveIndex(prep.End, n)
 	if end <= 0 {
-		return d.r.prefillLocally(ctx, dec, whole, chain, "empty_window")
+		return d.r.prefillLocally(ctx, dec, whole, "empty_window")
 	}
 	if dec.pe.Load() < 0 {
-		return d.r.prefillLocally(ctx, dec, whole, chain, "unknown_pe")
+		return d.r.prefillLocally(ctx, dec, whole, "unknown_pe")
 	}
-	pre := d.r.pick(engine.RolePrefill, pickOptions{avoid: avoid, exclude: dec.upstream, noBroken: true})
+	pre := d.r.pick(engine.RolePrefill, pickOptions{avoid: avoid, req: q, exclude: dec.upstream, noBroken: true})
 	if pre == nil {
-		return d.r.prefillLocally(ctx, dec, whole, chain, "no_prefill_engine")
+		return d.r.prefillLocally(ctx, dec, whole, "no_prefill_engine")
 	}
 	if d.prefillBusy(pre, dec, n) {
 		pre.release()
-		return d.r.prefillLocally(ctx, dec, whole, chain, "prefill_busy")
+		return d.r.prefillLocally(ctx, dec, whole, "prefill_busy")
 	}
 	prep.Stream, prep.StreamOptions = false, nil
 	var recv protocol.PrepRecvResponse
@@ -87,49 +87,49 @@ func (d *disagg) open(ctx context.Context, whole *protocol.CompletionRequest, av
 	if err := d.r.client.post(context.WithoutCancel(ctx), dec, protocol.PathPrepRecv, prep, &recv); err != nil {
 		pre.release()
 		d.r.releaseUnknown(dec, req)
-		dec.release()
+		dec.drop(err)
 		return nil, err
 	}
 	if ctx.Err() != nil {
 		pre.release()
 		d.r.releaseReservation(dec, req, end)
-		dec.release()
+		dec.drop(context.Cause(ctx))
 		return nil, context.Cause(ctx)
 	}
 	if recv.PrefixMatchedLength > end || recv.PrefixMatchedLength < 0 {
 		pre.release()
 		d.r.releaseReservation(dec, req, end)
-		dec.release()
-		return nil, &engineError{op: "prep_recv", addr: dec.addr, retry: true,
+		err := &engineError{op: "prep_recv", addr: dec.addr, retry: true,
 			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
+		dec.drop(err)
+		return nil, err
 	}
 	d.r.metrics.steps.WithLabelValues("prep_recv").Observe(time.Since(t0).Seconds())
-	if chain != nil {
-		dec.prefixes.learn(chain, recv.PrefixMatchedLength, dec.prefixCapacity())
-	}
+	dec.matched(recv.PrefixMatchedLength)
 	if recv.PrefixMatchedLength < end {
+		pre.routed()
 		err := d.remoteSend(ctx, pre, dec, req, recv, end)
-		pre.release()
 		if err != nil {
+			pre.drop(err)
 			d.r.releaseReservation(dec, req, end)
 			if ctx.Err() != nil {
-				dec.release()
+				dec.drop(context.Cause(ctx))
 				return nil, context.Cause(ctx)
 			}
 			if err := d.decodeAtFault(pre, dec, err); err != nil {
-				dec.release()
+				dec.drop(err)
 				return nil, err
 			}
 			d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
 				zap.String("user", userOf(req)), addrField(pre.upstream), zap.Error(err))
-			return d.r.prefillLocally(ctx, dec, whole, nil, "remote_send_failed")
+			return d.r.prefillLocally(ctx, dec, whole, "remote_send_failed")
 		}
-	} else {
-		pre.release()
+		pre.finish(nil)
 	}
+	pre.release()
 	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
 	t0 = time.Now()
-	s, err := d.r.client.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream, nil)
+	s, err := d.r.client.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream)
 	if err != nil {
 		// The engine may have started the generation, which holds the
 		// reservation now: only the release extension is safe.
@@ -256,14 +256,13 @@ func (d *disagg) decodeAtFault(pre, dec *lease, err error) error {
 
 // prefillLocally serves the whole request on the decode engine l, which
 // then prefills it itself: MLC's plain /v1/completions, which every engine
-// serves. chain, when not nil, is the prompt's prefix chain, recorded as
-// what the engine will hold.
-func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, chain []uint64, reason string) (*chunkStream, error) {
+// serves.
+func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, reason string) (*chunkStream, error) {
 	r.metrics.localPrefills.WithLabelValues(reason).Inc()
 	// A user of its own: the attempt's may still name a reservation on
 	// this engine (a remote_send that failed), and MLC takes the user as
 	// the request's id, which must be unique.
 	local := *req
 	local.User = new(userOf(req) + "-local")
-	return r.client.generate(ctx, l, protocol.PathCompletions, &local, req.Stream, chain)
+	return r.client.generate(ctx, l, protocol.PathCompletions, &local, req.Stream)
 }

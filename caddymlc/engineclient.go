@@ -244,32 +244,26 @@ const maxEngineAnswer = 64 << 20
 // a stream, or, for a request that does not stream, its one answer (MLC's
 // router makes one call for a client that does not stream: no chunk to
 // rebuild the answer from). The returned stream owns the lease: closing
-// it releases the engine; on error the lease is released at once.
-//
-// chain, when not nil, is the prompt's prefix chain: the engine will hold
-// it, and its final usage says how much of it it already held, which
-// corrects the engine's prefix index (see prefixIndex.correct).
-func (c *engineClient) generate(ctx context.Context, l *lease, path string, body any, stream bool, chain []uint64) (*chunkStream, error) {
-	var note *prefixNote
-	if chain != nil {
-		note = &prefixNote{predicted: l.prefixes.matchHeld(chain), chain: chain}
-		l.prefixes.learn(chain, -1, l.prefixCapacity())
+// it releases the engine; on error the route fails and the lease is
+// released at once.
+func (c *engineClient) generate(ctx context.Context, l *lease, path string, body any, stream bool) (*chunkStream, error) {
+	open := c.whole
+	if stream {
+		open = c.stream
 	}
-	s, err := c.open(ctx, l, path, body, stream)
-	if s != nil {
-		s.prefix = note
+	s, err := open(ctx, l, path, body)
+	if err != nil {
+		l.drop(err)
+		return nil, err
 	}
-	return s, err
+	return s, nil
 }
 
-// open makes the call of generate.
-func (c *engineClient) open(ctx context.Context, l *lease, path string, body any, stream bool) (*chunkStream, error) {
-	if stream {
-		return c.stream(ctx, l, path, body)
-	}
+// whole makes a completion call answered at its end, and returns the
+// answer as a stream of one chunk.
+func (c *engineClient) whole(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
 	cl, err := c.startCall(ctx, l, path, body, true)
 	if err != nil {
-		l.release()
 		return nil, err
 	}
 	var answer protocol.CompletionResponse
@@ -284,7 +278,6 @@ func (c *engineClient) open(ctx context.Context, l *lease, path string, body any
 			err = &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
 		}
 		cl.end()
-		l.release()
 		return nil, err
 	}
 	cl.l.served(cl.l.pid)
@@ -311,12 +304,10 @@ func decodeAnswer(body io.Reader, answer *protocol.CompletionResponse) error {
 func (c *engineClient) stream(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
 	cl, err := c.start(ctx, l, path, body)
 	if err != nil {
-		l.release()
 		return nil, err
 	}
 	if ct := cl.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		cl.end()
-		l.release()
 		l.answerFailed(l.pid, "a stream answered with another content type")
 		return nil, &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("answer is %q, not an event stream", ct)}
 	}
@@ -332,37 +323,21 @@ type chunkStream struct {
 	// of choices the next chunk reuses (see protocol.ScanCompletionChunk).
 	last     protocol.CompletionResponse
 	answer   *protocol.CompletionResponse // a whole generation's, until handed out
-	prefix   *prefixNote                  // what the engine's prefix index expected
+	final    *protocol.Usage              // the engine's final usage, once it came
 	ended    bool                         // the stream's [DONE] came
 	finished bool                         // a chunk carried a finish reason
 }
 
-// prefixNote is what an engine's prefix index expected it to hold of a
-// prompt (chain), to be corrected by what the engine reports it matched.
-type prefixNote struct {
-	predicted int
-	chain     []uint64
-}
-
-// usage reads what the engine's final usage tells the router: that it
-// prefilled the prompt, and how much of it its prefix cache held (the
-// built-in engine reports it).
+// usage reads the engine's final usage: the built-in engine reports its
+// load in it, and the observers get it when the route finishes.
 func (s *chunkStream) usage(u *protocol.Usage) {
 	if u == nil {
 		return
 	}
+	s.final = u
 	// The built-in engine reports its load as the request ends, which it
 	// no longer counts; our own count still holds it until close.
 	s.cl.l.report(u.Extra, s.cl.l.inflight.Load()-1)
-	if s.prefix == nil {
-		return
-	}
-	if matched, ok := intExtra(u.Extra, "prefix_matched_length"); ok {
-		l := s.cl.l
-		l.prefixes.correct(s.prefix.predicted, matched, l.prefixCapacity())
-	}
-	s.cl.l.prefixes.hold(s.prefix.chain) // it prefilled the prompt: it holds it now
-	s.prefix = nil
 }
 
 // lease returns the engine the stream comes from.
@@ -480,8 +455,16 @@ type engineChunk struct {
 func (s *chunkStream) pending() bool { return s.sse != nil && s.sse.Buffered() }
 
 // close ends the stream, which cancels the engine's request if it still
-// runs, and releases the engine.
-func (s *chunkStream) close() {
+// runs, and releases the engine. err is why the attempt ended: nil when
+// the engine's part ended well (its finish reason, a preemption, or a
+// choice complete before the stream's end), which finishes the route;
+// otherwise the route fails with it.
+func (s *chunkStream) close(err error) {
+	if err == nil {
+		s.cl.l.finish(s.final)
+	} else {
+		s.cl.l.fail(err)
+	}
 	if s.ended {
 		s.drain()
 	}

@@ -46,7 +46,7 @@ func TestStreamsKeepTheirConnection(t *testing.T) {
 	t.Cleanup(c.close)
 	const calls = 5
 	for i := range calls {
-		l := &lease{upstream: u, release: func() {}}
+		l := &lease{upstream: u, unhold: func() {}}
 		s, err := c.stream(context.Background(), l, "/v1/completions", map[string]any{"prompt": []int{1}, "stream": true})
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
@@ -61,7 +61,7 @@ func TestStreamsKeepTheirConnection(t *testing.T) {
 			}
 		}
 		sawDone <- struct{}{}
-		s.close()
+		s.close(nil)
 	}
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("%d calls in turn opened %d connections, want 1", calls, n)

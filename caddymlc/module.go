@@ -15,10 +15,14 @@ import (
 )
 
 // init registers everything the module adds to Caddy: the handler and its
-// Caddyfile directive, the mlc app that runs the engines, the admin route
-// /mlc/engines, and the mlc-engine command that runs a built-in engine.
+// Caddyfile directive, its selection policies, the mlc app that runs the
+// engines, the admin route /mlc/engines, and the mlc-engine command that
+// runs a built-in engine.
 func init() {
 	caddy.RegisterModule(Router{})
+	caddy.RegisterModule(LeastLoaded{})
+	caddy.RegisterModule(PrefixAware{})
+	caddy.RegisterModule(RoundRobin{})
 	caddy.RegisterModule(new(App))
 	caddy.RegisterModule(adminAPI{})
 	httpcaddyfile.RegisterHandlerDirective("mlc_router", parseCaddyfile)

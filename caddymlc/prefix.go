@@ -4,15 +4,18 @@ import (
 	"cmp"
 	"container/list"
 	"sync"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
 )
 
-// The prefix index: what the prefix_aware policy expects each engine to
-// hold in its prefix cache. Like SGLang's cache-aware router it keeps an
-// approximate tree of the prompts recently routed to each engine, here as
-// the chained hashes of their KV pages: the hash of page k covers the
-// whole prefix up to the end of page k, so a set of hashes is a radix
-// tree whose nodes are pages, and a lookup walks a prompt's chain until
-// the first page the engine does not hold. It forgets the least recently
+// The prefix index: what a router whose policy reads Candidate.PrefixHit
+// (prefix_aware) expects each engine to hold in its prefix cache. Like
+// SGLang's cache-aware router it keeps an approximate tree of the prompts
+// recently routed to each engine, here as the chained hashes of their KV
+// pages: the hash of page k covers the whole prefix up to the end of page
+// k, so a set of hashes is a radix tree whose nodes are pages, and a
+// lookup walks a prompt's chain until the first page the engine does not
+// hold. It forgets the least recently
 // used pages beyond the engine's own KV capacity (which it reports), as
 // the engine's radix cache does, and what the engine says it matched
 // (prep_recv's answer, a whole request's final usage) corrects it.
@@ -24,22 +27,17 @@ import (
 // pages, so that requests sharing a prefix keep going to the engine that
 // will hold it; only a held page that the engine did not match means the
 // engine evicted it.
+//
+// The index lives with the engine (upstream.prefixes), so that it
+// outlives reloads that keep the engine, and is kept only by routers
+// whose policy reads it: a router whose policy does not (hashing every
+// prompt, a map and a list of pages per engine: a few percent of a
+// least_loaded router's CPU, for nothing) keeps none, and does not see
+// the prefixes of another router's requests on the same engines.
+// prefixTracker writes it, through the Observer hooks.
 
 // defaultPrefixPages bounds an index whose engine reports no capacity.
 const defaultPrefixPages = 1 << 14
-
-// prefixChain returns the prompt's prefix chain for the engines' prefix
-// indexes, or nil when the router's policy does not read them: keeping
-// them (hashing every prompt, a map and a list of pages per engine) was
-// a few percent of a least_loaded router's CPU, for nothing. A router
-// whose policy reads them sees the prefixes of its own requests, not of
-// another router's on the same engines whose policy does not.
-func (r *Router) prefixChain(prompt []int) []uint64 {
-	if r.Policy != PolicyPrefixAware {
-		return nil
-	}
-	return prefixChain(prompt)
-}
 
 // prefixChain returns the hashes of the prompt's full KV pages: chain[k]
 // identifies tokens [0, (k+1)*kvPageTokens).
@@ -61,6 +59,82 @@ func prefixChain(prompt []int) []uint64 {
 	}
 	return chain
 }
+
+// prefixTracker keeps the engines' prefix indexes for a router whose
+// policy reads Candidate.PrefixHit. It follows the engines that generate,
+// not prefill engines (a remote_send computes a window of the prompt for
+// another engine).
+type prefixTracker struct{}
+
+// Interface guards.
+var (
+	_ Observer      = prefixTracker{}
+	_ MatchObserver = prefixTracker{}
+)
+
+// prefixNote is a route's bookkeeping for the prefix index.
+type prefixNote struct {
+	// predicted is what the index expected the engine to have computed of
+	// the prompt when it was routed (matchHeld): what the engine's final
+	// usage corrects.
+	predicted int
+	// corrected says the engine already said what it matched
+	// (prep_recv): the index took it then.
+	corrected bool
+}
+
+// indexOf returns the engine's index and the prompt's chain when the
+// route's engine is one the index follows.
+func indexOf(r *Route) (*prefixIndex, []uint64, int, bool) {
+	if r.Role == engine.RolePrefill || r.Request == nil {
+		return nil, nil, 0, false
+	}
+	u := r.Engine.internal()
+	return &u.prefixes, r.Request.prefixChain(), u.prefixCapacity(), true
+}
+
+// Routed records that the engine will hold the prompt once it has
+// prefilled it: its pages count for routing from now on.
+func (prefixTracker) Routed(r *Route) {
+	p, chain, capacity, ok := indexOf(r)
+	if !ok {
+		return
+	}
+	r.prefix.predicted = p.matchHeld(chain)
+	p.learn(chain, -1, capacity)
+}
+
+// Matched corrects the index with what the engine says it held
+// (prep_recv's prefix_matched_length).
+func (prefixTracker) Matched(r *Route, tokens int) {
+	p, chain, capacity, ok := indexOf(r)
+	if !ok {
+		return
+	}
+	p.learn(chain, tokens, capacity)
+	r.prefix.corrected = true
+}
+
+// FirstToken does nothing: the engine's usage says more, at the end.
+func (prefixTracker) FirstToken(*Route) {}
+
+// Finished reads the engine's final usage: it prefilled the prompt, so
+// it holds it now, and how much of it its cache held (the built-in
+// engine reports it) corrects the index, unless prep_recv already did.
+func (prefixTracker) Finished(r *Route, u *Usage) {
+	p, chain, capacity, ok := indexOf(r)
+	if !ok || u == nil {
+		return
+	}
+	if u.CachedTokens >= 0 && !r.prefix.corrected {
+		p.correct(r.prefix.predicted, u.CachedTokens, capacity)
+	}
+	p.hold(chain)
+}
+
+// Failed does nothing: pages routed to the engine stay pending, and the
+// least recently used are forgotten first.
+func (prefixTracker) Failed(*Route, error) {}
 
 // prefixIndex is one engine's expected prefix cache.
 type prefixIndex struct {

@@ -61,11 +61,11 @@ func TestPrefixIndexMatchesLearnsAndForgetsLeavesFirst(t *testing.T) {
 
 func TestPrefixAwarePrefersTheWarmEngineUnlessBusy(t *testing.T) {
 	lf := externalFleet(t, 2)
-	r := testRouter(t, lf, PolicyPrefixAware)
+	r := testRouter(t, lf, PrefixAware{})
 	prompt := seq(0, 1024)
 	lf.upstreams[1].prefixes.learn(prefixChain(prompt), -1, 0)
 	for range 4 {
-		l := r.pick("", pickOptions{prompt: prompt})
+		l := r.pick("", pickOptions{req: &Request{Prompt: prompt}})
 		if l.index != 1 {
 			t.Fatalf("prefix_aware chose engine %d, not the one holding the prompt", l.index)
 		}
@@ -78,7 +78,7 @@ func TestPrefixAwarePrefersTheWarmEngineUnlessBusy(t *testing.T) {
 		release, _ := lf.upstreams[1].hold()
 		held = append(held, release)
 	}
-	l := r.pick("", pickOptions{prompt: prompt})
+	l := r.pick("", pickOptions{req: &Request{Prompt: prompt}})
 	if l.index != 0 {
 		t.Fatalf("prefix_aware chose the busy engine %d", l.index)
 	}
@@ -168,7 +168,7 @@ func TestOnlyPrefixAwareKeepsTheIndex(t *testing.T) {
 	for _, tc := range []struct {
 		policy string
 		pages  int
-	}{{PolicyPrefixAware, 3}, {PolicyLeastLoaded, 0}} {
+	}{{"prefix_aware", 3}, {"least_loaded", 0}} {
 		t.Run(tc.policy, func(t *testing.T) {
 			s := startSite(t, 1, "\t\t\tmode round_robin\n\t\t\tpolicy "+tc.policy+"\n")
 			if _, status, raw := s.complete(s.base, greedy(prompt, 4)); status != 200 {

@@ -57,8 +57,8 @@ func (r *Router) Provision(ctx caddy.Context) error {
 	}
 	app.adoptRouter(r)
 	r.roles = roleIndexes(r.Mode, r.Endpoints)
-	if r.policy, err = newPolicy(r.Policy); err != nil {
-		return fmt.Errorf("mlc_router: %w", err)
+	if err := r.provisionPolicy(ctx); err != nil {
+		return err
 	}
 	r.client = newEngineClient(time.Duration(r.EngineTimeout))
 	r.metrics = sharedMetrics()

@@ -16,7 +16,7 @@ import (
 // http app before the mlc app.
 func queueRouter(timeout time.Duration, size int) *Router {
 	return &Router{routerState: new(routerState), handle: &fleetHandle{}, metrics: sharedMetrics(),
-		policy: leastLoaded{}, roles: map[string][]int{}, QueueTimeout: caddy.Duration(timeout), QueueSize: size}
+		policy: LeastLoaded{}, roles: map[string][]int{}, QueueTimeout: caddy.Duration(timeout), QueueSize: size}
 }
 
 // A request that arrives before the engines run waits, and is served as

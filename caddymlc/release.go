@@ -105,7 +105,7 @@ func (rel *release) run() {
 func (rel *release) once() (how string, reached bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	l := &lease{upstream: rel.u, pid: rel.pid, release: func() {}}
+	l := &lease{upstream: rel.u, pid: rel.pid} // for its calls only: never held, never released
 	user := userOf(rel.req)
 	if !rel.u.noRelease.Load() {
 		var ack protocol.ReleaseResponse

@@ -26,10 +26,11 @@ var (
 type wholeRequest struct{ r *Router }
 
 func (s *wholeRequest) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
-	prompt := req.Prompt.IDs
-	l, err := s.r.acquire(ctx, "", pickOptions{avoid: avoid, prompt: prompt, needPages: pagesFor(len(prompt))})
+	q := s.r.newRequest(req)
+	l, err := s.r.acquire(ctx, "", pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))})
 	if err != nil {
 		return nil, err
 	}
-	return s.r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream, s.r.prefixChain(prompt))
+	l.routed()
+	return s.r.client.generate(ctx, l, protocol.PathCompletions, req, req.Stream)
 }

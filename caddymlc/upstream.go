@@ -92,9 +92,8 @@ func (u *upstream) status() (ready bool, pid int) {
 }
 
 // hold counts one more call on the engine and returns the functions that
-// count it back: release, which callers defer, so the count comes back on
-// success, error, retry, disconnect and panic alike; and started, called
-// at the call's first token, which ends its prefill (see score).
+// count it back: release, at the call's end, and started, called at the
+// call's first token, which ends its prefill (Candidate.Prefilling).
 func (u *upstream) hold() (release, started func()) {
 	m := sharedMetrics()
 	gauge := m.inflight.WithLabelValues(u.addr)
@@ -119,56 +118,47 @@ func (u *upstream) hold() (release, started func()) {
 	return release, started
 }
 
-// prefillWeight is what a call that has not had its first token yet
-// weighs in score on top of its one call. Its prefill is work the engine
-// has still to do, and a request sent after it waits for it: without the
-// extra weight, requests that arrive together (a burst, or clients whose
-// streams ended in the same step) all go to the engine that has just
-// freed the most room, and queue there behind each other's prefills while
-// the other engines only decode. With 1 (a prefilling call counting
-// twice) an engine three calls lighter still took two prefills of a burst
-// in one step; with 4 a burst's prefills spread almost as evenly as round
-// robin's, while the calls still even out as they decode: side by side
-// in one bench run, time to first token p50 fell 1.3-3 ms (10-20%) at 16
-// and 64 concurrent against 1, with the same throughput and p99; 8 was
-// no better than 4 and its p99 worse (tools/bench/README.md).
-const prefillWeight = 4
-
-// score is the engine's load for balancing: its calls (see calls), a
-// call that has not had its first token yet weighing prefillWeight more.
-func (u *upstream) score(now time.Time) float64 {
-	return u.calls(now) + prefillWeight*float64(u.prefilling.Load())
-}
-
-// prefixLoad is the engine's load for prefix_aware: its calls, a call
-// that has not had its first token yet counting twice. Less than score's
-// weight: this cost is in prompt tokens, which already count the prefill
-// of the request to place, and spreading a burst's prefills sends
-// requests away from their prefixes. With score's weight, prefixbench's
-// hit rate fell from 77% to 57% and its throughput by 40%.
-func (u *upstream) prefixLoad(now time.Time) float64 {
-	return u.calls(now) + float64(u.prefilling.Load())
-}
-
 // calls is the engine's work in calls: our own calls in flight plus the
-// work the engine last reported that is not ours (other replicas,
-// reservations not yet released). Our own count is exact and current; a
-// report is a sample, so what it adds fades as it ages: work that was
-// there a second ago has likely ended, and a stale report must not keep
-// traffic off an engine that is idle now.
+// work the engine last reported that is not ours (see engineLoad.others).
 func (u *upstream) calls(now time.Time) float64 {
-	own := float64(u.inflight.Load())
-	l := u.load.Load()
+	return float64(u.inflight.Load()) + u.load.Load().others(now)
+}
+
+// others is the work the report counts that is not ours (other replicas,
+// reservations not yet released); 0 for no report. Our own count is
+// exact and current; a report is a sample, so what it adds fades as it
+// ages: work that was there a second ago has likely ended, and a stale
+// report must not keep traffic off an engine that is idle now.
+func (l *engineLoad) others(now time.Time) float64 {
 	if l == nil {
-		return own
+		return 0
 	}
 	age := now.Sub(l.at)
 	if age >= loadStale {
-		return own
+		return 0
 	}
 	theirs := float64(int64(l.running+l.waiting+l.prepared) - l.ownAtPoll)
-	return own + max(theirs, 0)*(1-float64(age)/float64(loadStale))
+	return max(theirs, 0) * (1 - float64(age)/float64(loadStale))
 }
+
+// view is the engine as a policy sees it, chosen for role in tier.
+func (u *upstream) view(now time.Time, role string, tier Tier) Candidate {
+	c := Candidate{Engine: u, Addr: u.addr, Role: role, Tier: tier,
+		InFlight: int(u.inflight.Load()), Prefilling: int(u.prefilling.Load()), PrefixHit: -1}
+	if l := u.load.Load(); l != nil && now.Sub(l.at) < loadStale {
+		c.Others = l.others(now)
+		c.Load = EngineLoad{At: l.at, Running: l.running, Waiting: l.waiting, Blocked: l.blocked, Prepared: l.prepared,
+			PagesUsed: max(l.pagesTotal-l.pagesFree-l.pagesCached, 0), PagesFree: l.pagesFree,
+			PagesCached: l.pagesCached, PagesTotal: l.pagesTotal}
+	}
+	return c
+}
+
+// Addr is the engine's host:port (Engine).
+func (u *upstream) Addr() string { return u.addr }
+
+// internal is the engine itself (Engine).
+func (u *upstream) internal() *upstream { return u }
 
 // saturated reports that the engine said it cannot take needPages more KV
 // pages now, or already has work it could not start for want of pages:

@@ -1,0 +1,55 @@
+package caddymlc
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+)
+
+// The JSON form of a policy is its module, name inline, as reverse_proxy's
+// selection_policy; a bare name, the form of configs written before
+// policies were modules, still loads that module, and an empty one the
+// default.
+func TestPolicyJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name, replace string
+		want          string
+		prefixes      bool
+	}{
+		{"module", "", "*caddymlc.PrefixAware", true},
+		{"bare name", `"prefix_aware"`, "*caddymlc.PrefixAware", true},
+		{"default", "", "*caddymlc.LeastLoaded", false},
+		{"empty name", `""`, "*caddymlc.LeastLoaded", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			policy := "\t\t\tpolicy prefix_aware\n"
+			if tc.name == "default" {
+				policy = ""
+			}
+			ports := freePorts(t, 2)
+			cf := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode round_robin\n\t\tendpoint 127.0.0.1:%d\n%s\t}\n}\n", ports[0], ports[1], policy)
+			cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			module := []byte(`"policy":{"policy":"prefix_aware"}`)
+			if policy != "" && !bytes.Contains(cfg, module) {
+				t.Fatalf("adapted JSON lacks %s:\n%s", module, cfg)
+			}
+			if tc.replace != "" {
+				cfg = bytes.Replace(cfg, module, []byte(`"policy":`+tc.replace), 1)
+			}
+			if err := caddy.Load(cfg, true); err != nil {
+				t.Fatalf("load: %v\n%s", err, cfg)
+			}
+			t.Cleanup(func() { stopCaddy(t) })
+			r, _ := liveRouter(t)
+			if got := fmt.Sprintf("%T", r.policy); got != tc.want || r.readsPrefixes != tc.prefixes || (len(r.observers) == 1) != tc.prefixes {
+				t.Fatalf("policy %s (reads prefixes %v, %d observers), want %s", got, r.readsPrefixes, len(r.observers), tc.want)
+			}
+		})
+	}
+}
