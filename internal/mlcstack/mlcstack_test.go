@@ -301,12 +301,27 @@ func TestMLCServer(t *testing.T) {
 		t.Fatalf("start_generate: %d %s, want %+v", code, out, backend)
 	}
 
-	code, out = post(t, ss[1].URL+"/microserving/prep_recv", map[string]any{"prompt": prompt, "end": -1, "user": "u2"})
-	ex, err := ss[1].Exchanges()
+	before, err := ss[1].Exchanges()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := ex[len(ex)-1]; code != http.StatusInternalServerError || last.Status != 500 || !strings.Contains(last.Exception, "disagg_config") {
+	code, out = post(t, ss[1].URL+"/microserving/prep_recv", map[string]any{"prompt": prompt, "end": -1, "user": "u2"})
+	// The server records an exchange once its answer is sent: wait for it.
+	var last Exchange
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		ex, err := ss[1].Exchanges()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ex) > len(before) {
+			last = ex[len(ex)-1]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the prep_recv without a debug_config was never recorded")
+		}
+	}
+	if code != http.StatusInternalServerError || last.Status != 500 || !strings.Contains(last.Exception, "disagg_config") {
 		t.Fatalf("prep_recv without a debug_config: %d %s, recorded %+v", code, out, last)
 	}
 	for _, s := range ss {
