@@ -8,11 +8,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
 )
 
 // A body that never ends, chunked or shorter than its Content-Length, is
@@ -71,27 +72,10 @@ func TestStalledClientsAreLetGo(t *testing.T) {
 	s := startSite(t, 2, "\t\t\tmode disagg\n\t\t\tclient_timeout 1s\n")
 	addr := strings.TrimPrefix(s.base, "http://")
 	before := testutil.ToFloat64(sharedMetrics().dropped.WithLabelValues(dropStalled))
-	// Small receive buffers, so that the client's window closes after a
-	// few kilobytes of events it does not read.
-	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
 	const clients = 6
 	body := mustJSON(map[string]any{"prompt": "a long long story about the sea", "max_tokens": 4000, "temperature": 0, "stream": true})
-	var conns []net.Conn
 	for range clients {
-		conn, err := dialer.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
-		conns = append(conns, conn)
+		testnet.StalledClient(t, addr, fmt.Sprintf("POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body))
 	}
 	waitFor(t, "the decode engine to run the stalled streams", func() bool {
 		return engineMetrics(t, s.engines[1])["running"] > 0
@@ -117,5 +101,4 @@ func TestStalledClientsAreLetGo(t *testing.T) {
 			t.Errorf("router in-flight count of engine %d is %d", i, n)
 		}
 	}
-	_ = conns
 }

@@ -7,22 +7,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// stalledDialer opens connections whose receive buffer is small, so that
-// a client that reads nothing closes its window after a few kilobytes.
-var stalledDialer = net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-	var serr error
-	if err := c.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-	}); err != nil {
-		return err
-	}
-	return serr
-}}
+	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+)
 
 // Stalled readers: clients open long streams and read nothing. With
 // client_timeout 3s they are let go: their engines stop and free their
@@ -40,12 +29,7 @@ func TestStalledReaders(t *testing.T) {
 	wait := r.loop(2, jobs, refs, &ta, stop)
 	n := pick(10, 50)
 	for range n {
-		conn, err := stalledDialer.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+		testnet.StalledClient(t, addr, fmt.Sprintf("POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body))
 	}
 	// The stalled streams are let go after client_timeout; until then
 	// normal clients run beside them.

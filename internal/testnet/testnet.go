@@ -3,7 +3,9 @@
 package testnet
 
 import (
+	"io"
 	"net"
+	"syscall"
 	"testing"
 )
 
@@ -28,4 +30,30 @@ func FreePorts(tb testing.TB, n int) []int {
 func FreePort(tb testing.TB) int {
 	tb.Helper()
 	return FreePorts(tb, 1)[0]
+}
+
+// StalledClient opens a connection to addr with a small receive buffer
+// and sends it raw, an HTTP request it then never reads the answer of: a
+// client that stopped reading, whose window closes after a few kilobytes.
+// The connection is closed when the test ends.
+func StalledClient(tb testing.TB, addr, request string) net.Conn {
+	tb.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	if _, err := io.WriteString(conn, request); err != nil {
+		tb.Fatal(err)
+	}
+	return conn
 }
