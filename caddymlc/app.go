@@ -41,6 +41,8 @@ type App struct {
 	handles map[string]*fleetHandle // by spec key
 	routers []*Router               // in provisioning order
 	held    []string                // keys whose fleets this config holds
+	// watching: this config holds the process's descriptor watch.
+	watching bool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -114,6 +116,8 @@ func (a *App) Start() error {
 		h.lf.Store(lf)
 	}
 	engineChanges.notify()
+	holdDescriptorWatch(a.logger)
+	a.watching = true
 	current.Store(a)
 	for _, r := range a.routers {
 		if r.dynamic != nil {
@@ -192,6 +196,10 @@ func (a *App) Stop() error {
 		}
 	}
 	a.releaseAll()
+	if a.watching {
+		releaseDescriptorWatch()
+		a.watching = false
+	}
 	return nil
 }
 

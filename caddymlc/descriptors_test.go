@@ -42,3 +42,36 @@ func TestOutOfDescriptorsIsAFast503(t *testing.T) {
 		cl.cancel(nil)
 	}
 }
+
+// The descriptor alarm warns once when the count crosses 90% of the
+// limit, and again only after it fell below 80%.
+func TestDescriptorAlarm(t *testing.T) {
+	var a descriptorAlarmState
+	for i, c := range []struct {
+		open, limit int
+		warn        bool
+	}{
+		{500, 1024, false}, {922, 1024, true}, {1024, 1024, false}, {850, 1024, false},
+		{930, 1024, false}, {800, 1024, false}, {1000, 1024, true}, {10, 0, false},
+	} {
+		if got := a.observe(c.open, c.limit); got != c.warn {
+			t.Errorf("step %d (%d of %d): warn %v, want %v", i, c.open, c.limit, got, c.warn)
+		}
+	}
+}
+
+// A running config publishes the process's open descriptors and limit.
+func TestDescriptorWatchPublishes(t *testing.T) {
+	open, limit, err := openDescriptors()
+	if err != nil {
+		t.Skipf("no descriptor count here: %v", err)
+	}
+	startSite(t, 2, "\t\t\tmode round_robin\n")
+	m := sharedMetrics()
+	waitFor(t, "the descriptor watch to publish", func() bool {
+		return testutil.ToFloat64(m.openFilesLimit) == float64(limit) && testutil.ToFloat64(m.openFiles) > 0
+	})
+	if got := testutil.ToFloat64(m.openFiles); got < float64(open)/2 {
+		t.Errorf("open_files %v, this process has %d open", got, open)
+	}
+}

@@ -30,6 +30,9 @@ const DefaultEngineTimeout = 15 * time.Second
 // slice for all (the transport only reads it), rather than one per call.
 var jsonContentType = []string{"application/json"}
 
+// engineIdleTimeout is how long an idle connection to an engine is kept.
+const engineIdleTimeout = 4 * time.Second
+
 // maxEngineErrorBody bounds how much of an engine's error answer is read.
 const maxEngineErrorBody = 64 << 10
 
@@ -46,8 +49,11 @@ func newEngineClient(timeout time.Duration) *engineClient {
 		Proxy:               nil, // engines are reached directly, never through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+		// Below uvicorn's keep-alive timeout (5 s), which serves MLC's
+		// engines: a POST on a connection the server has just closed
+		// fails, and Go does not retry a POST.
+		IdleConnTimeout:    engineIdleTimeout,
+		DisableCompression: true,
 	}
 	return &engineClient{http: &http.Client{Transport: tr}, timeout: timeout}
 }

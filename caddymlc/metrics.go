@@ -38,6 +38,9 @@ type routerMetrics struct {
 	localPrefills *prometheus.CounterVec
 	// dropped counts clients the router let go, by reason.
 	dropped *prometheus.CounterVec
+	// openFiles and openFilesLimit are the process's open descriptors
+	// and its soft limit (the descriptor watch).
+	openFiles, openFilesLimit prometheus.Gauge
 }
 
 var (
@@ -83,6 +86,10 @@ func sharedMetrics() *routerMetrics {
 				Help: "Disaggregated requests the decode engine prefilled itself, by reason (prefill_busy, no_prefill_engine, remote_send_failed, unknown_pe, empty_window)."}, []string{"reason"}),
 			dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "clients_dropped_total",
 				Help: "Clients the router let go, by reason (slow_body: the body did not arrive within body_timeout; stalled: the client accepted no byte for client_timeout; no_descriptors: no file descriptor left to reach an engine)."}, []string{"reason"}),
+			openFiles: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "open_files",
+				Help: "File descriptors the process has open (sampled every 2 s)."}),
+			openFilesLimit: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "open_files_limit",
+				Help: "The process's soft limit of open file descriptors (RLIMIT_NOFILE)."}),
 		}
 	})
 	return metrics
@@ -94,7 +101,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight,
-		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped}, m.gpu.collectors()...) {
+		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped, m.openFiles, m.openFilesLimit}, m.gpu.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {
