@@ -114,28 +114,28 @@ func (s *stallWriter) end() { _ = s.rc.SetWriteDeadline(time.Time{}) }
 // to catch: the engines would generate every token for nobody.
 const unsentLimit = 16 << 10
 
-// connKey is the request context key of the client's connection.
-type connKey struct{}
-
-// registerConn makes the server of the router's routes put each client
-// connection in its requests' contexts, so that the router can bound what
-// the kernel buffers for it (limitUnsent); Caddy gives handlers no other
-// way to the connection.
-func registerConn(ctx caddy.Context) {
+// limitUnsentOnAccept makes the server of the router's routes bound what
+// the kernel buffers unsent for each connection it accepts (once per
+// connection, not per request). Caddy gives handlers no other way to the
+// connection. Each router of a server registers (setting the option twice
+// is harmless, and a map of servers would outlive the configs). The bound
+// applies to the server's other routes too: it costs a bulk transfer
+// nothing (the kernel refills the queue as it drains) and keeps their
+// slow readers from holding megabytes.
+func limitUnsentOnAccept(ctx caddy.Context) {
 	srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if !ok || srv == nil {
 		return
 	}
 	srv.RegisterConnContext(func(ctx context.Context, c net.Conn) context.Context {
-		return context.WithValue(ctx, connKey{}, c)
+		limitUnsent(c)
+		return ctx
 	})
 }
 
-// limitUnsent sets TCP_NOTSENT_LOWAT on the connection of hreq, when it
-// is a TCP connection the router can reach (through TLS and other
-// wrappers that expose the connection under them).
-func limitUnsent(hreq *http.Request) {
-	c, _ := hreq.Context().Value(connKey{}).(net.Conn)
+// limitUnsent sets TCP_NOTSENT_LOWAT on c, when it is a TCP connection
+// (through TLS and other wrappers that expose the connection under them).
+func limitUnsent(c net.Conn) {
 	for c != nil {
 		if tc, ok := c.(*net.TCPConn); ok {
 			setNotSentLowat(tc, unsentLimit)

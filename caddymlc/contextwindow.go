@@ -1,9 +1,6 @@
 package caddymlc
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -36,7 +33,7 @@ func contextWindow(kind engine.Kind, model string, engineArgs []string) int {
 	case engine.KindMLC:
 		n, ok := overrideInt(engineArgs, "context_window_size")
 		if !ok {
-			n = chatConfigContextWindow(model)
+			n, _ = builtin.ChatConfigContextWindow(model) // unreadable: unknown
 		}
 		if total, ok := overrideInt(engineArgs, "max_total_seq_length"); ok && n > 0 && total > 0 {
 			n = min(n, total)
@@ -44,22 +41,6 @@ func contextWindow(kind engine.Kind, model string, engineArgs []string) int {
 		return max(n, 0)
 	}
 	return 0
-}
-
-// chatConfigContextWindow reads context_window_size from the model
-// directory's mlc-chat-config.json; 0 when there is none.
-func chatConfigContextWindow(model string) int {
-	b, err := os.ReadFile(filepath.Join(model, "mlc-chat-config.json"))
-	if err != nil {
-		return 0
-	}
-	var cfg struct {
-		ContextWindowSize int `json:"context_window_size"`
-	}
-	if json.Unmarshal(b, &cfg) != nil {
-		return 0
-	}
-	return max(cfg.ContextWindowSize, 0)
 }
 
 // overrideInt finds key in the "k=v;k=v" value of an --overrides flag of

@@ -152,4 +152,3 @@ func (a *descriptorAlarmState) observe(open, limit int) (warn bool) {
 	}
 	return false
 }
-

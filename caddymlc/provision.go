@@ -29,7 +29,7 @@ func (r *Router) Provision(ctx caddy.Context) error {
 	}
 	r.routerState = new(routerState)
 	r.logger = ctx.Logger()
-	registerConn(ctx)
+	limitUnsentOnAccept(ctx)
 	if err := r.loadTokenizer(); err != nil {
 		return err
 	}

@@ -127,7 +127,6 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix strin
 	}
 	req.Model = r.Model // what the engines are told, and the answers say
 	c := r.newCompletion(idPrefix, req, prompt, begin)
-	limitUnsent(hreq)
 	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
 	defer sw.end()
 	rec := &outcomeSink{sink: mk(sw, c.id, r.Model, req)}

@@ -45,7 +45,14 @@ func contextWindow(opts *Options) (int, error) {
 	if opts.Model == TinyModel {
 		return 0, nil
 	}
-	b, err := os.ReadFile(filepath.Join(opts.Model, "mlc-chat-config.json"))
+	return ChatConfigContextWindow(opts.Model)
+}
+
+// ChatConfigContextWindow reads context_window_size from the model
+// directory's mlc-chat-config.json, as MLC's engines take it; 0 when there
+// is none (no file or field, or -1, a sliding-window model).
+func ChatConfigContextWindow(model string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(model, "mlc-chat-config.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

