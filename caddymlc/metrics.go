@@ -85,7 +85,7 @@ func sharedMetrics() *routerMetrics {
 			localPrefills: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "local_prefills_total",
 				Help: "Disaggregated requests the decode engine prefilled itself, by reason (prefill_busy, no_prefill_engine, remote_send_failed, unknown_pe, empty_window)."}, []string{"reason"}),
 			dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "clients_dropped_total",
-				Help: "Clients the router let go, by reason (slow_body: the body did not arrive within body_timeout; stalled: the client accepted no byte for client_timeout; no_descriptors: no file descriptor left to reach an engine)."}, []string{"reason"}),
+				Help: "Clients the router let go, by reason (slow_body: the body did not arrive within body_timeout; stalled: the client accepted no byte for client_timeout; no_descriptors: no file descriptor left to reach an engine; not_accepted: none left to accept the client, answered 503 by mlc_descriptor_reserve)."}, []string{"reason"}),
 			openFiles: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "open_files",
 				Help: "File descriptors the process has open (sampled every 2 s)."}),
 			openFilesLimit: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "open_files_limit",

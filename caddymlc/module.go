@@ -16,7 +16,8 @@ import (
 
 // init registers everything the module adds to Caddy: the handler and its
 // Caddyfile directive, its selection policies, the mlc app that runs the
-// engines, the admin route /mlc/engines, and the mlc-engine command that
+// engines, the admin route /mlc/engines, the listener wrapper that answers
+// clients Caddy has no descriptor for, and the mlc-engine command that
 // runs a built-in engine.
 func init() {
 	caddy.RegisterModule(Router{})
@@ -25,6 +26,7 @@ func init() {
 	caddy.RegisterModule(RoundRobin{})
 	caddy.RegisterModule(new(App))
 	caddy.RegisterModule(adminAPI{})
+	caddy.RegisterModule(DescriptorReserve{})
 	httpcaddyfile.RegisterHandlerDirective("mlc_router", parseCaddyfile)
 	httpcaddyfile.RegisterDirectiveOrder("mlc_router", httpcaddyfile.Before, "reverse_proxy")
 	caddycmd.RegisterCommand(engineCommand)
