@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,11 +192,26 @@ type result struct {
 	status int           // HTTP status
 	stall  time.Duration // the longest wait for the next piece of text, first included
 	took   time.Duration
+	// ttft is the wait for the first piece of text; gap the longest
+	// wait between two pieces, and gapAt when it began.
+	ttft, gap time.Duration
+	begin     time.Time
+	gapAt     time.Time
 }
 
-// do sends j to base and reads the answer to its end.
+// do sends j to base, reads the answer to its end and times it.
 func (r *rig) do(ctx context.Context, j job, base string) result {
 	begin := time.Now()
+	res := r.send(ctx, j, base, begin)
+	res.begin = begin
+	if res.ttft == 0 {
+		res.ttft = res.took // no text: the whole wait counts as the first one
+	}
+	return res
+}
+
+// send sends j to base and reads the answer to its end.
+func (r *rig) send(ctx context.Context, j job, base string, begin time.Time) result {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+j.path(), bytes.NewReader(j.body()))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := r.client.Do(req)
@@ -246,8 +262,15 @@ func (r *rig) do(ctx context.Context, j job, base string) result {
 			break
 		}
 		if piece != "" {
-			res.stall = max(res.stall, time.Since(last))
-			last = time.Now()
+			now := time.Now()
+			wait := now.Sub(last)
+			res.stall = max(res.stall, wait)
+			if res.text == "" && res.ttft == 0 {
+				res.ttft = wait
+			} else if wait > res.gap {
+				res.gap, res.gapAt = wait, last
+			}
+			last = now
 			res.text += piece
 		}
 	}
@@ -318,8 +341,23 @@ type tally struct {
 	requests  int
 	completed int
 	errors    []string
-	worst     time.Duration
+	worst     time.Duration // the longest wait of any request, first text included
+	// worstTTFT and worstGap split it: the longest wait for a first
+	// text, and between two texts of a stream.
+	worstTTFT, worstGap time.Duration
+	long                []longWait // waits over longWaitReported
 }
+
+// longWait is one wait over longWaitReported, for the report: when it
+// began and how long it was.
+type longWait struct {
+	at    time.Time
+	wait  time.Duration
+	first bool // a first text's wait (TTFT), else a gap in a stream
+}
+
+// longWaitReported is the wait a scenario's report lists one by one.
+const longWaitReported = time.Second
 
 // add records res of a request whose undisturbed text is want.
 func (ta *tally) add(res result, want string) {
@@ -327,6 +365,14 @@ func (ta *tally) add(res result, want string) {
 	defer ta.mu.Unlock()
 	ta.requests++
 	ta.worst = max(ta.worst, res.stall)
+	ta.worstTTFT = max(ta.worstTTFT, res.ttft)
+	ta.worstGap = max(ta.worstGap, res.gap)
+	if res.ttft > longWaitReported {
+		ta.long = append(ta.long, longWait{at: res.begin, wait: res.ttft, first: true})
+	}
+	if res.gap > longWaitReported {
+		ta.long = append(ta.long, longWait{at: res.gapAt, wait: res.gap})
+	}
 	switch {
 	case res.err != "":
 		ta.errors = append(ta.errors, res.err)
@@ -340,8 +386,19 @@ func (ta *tally) add(res result, want string) {
 // report prints the scenario's summary line and fails on any error.
 func (ta *tally) report(t *testing.T, name string) {
 	t.Helper()
-	fmt.Printf("chaos %s: requests=%d completed=%d errors=%d worst_stall=%v\n",
-		name, ta.requests, ta.completed, len(ta.errors), ta.worst.Round(time.Millisecond))
+	fmt.Printf("chaos %s: requests=%d completed=%d errors=%d worst_stall=%v (ttft %v, gap %v) waits_over_%v=%d\n",
+		name, ta.requests, ta.completed, len(ta.errors), ta.worst.Round(time.Millisecond),
+		ta.worstTTFT.Round(time.Millisecond), ta.worstGap.Round(time.Millisecond), longWaitReported, len(ta.long))
+	if testing.Verbose() {
+		slices.SortFunc(ta.long, func(a, b longWait) int { return a.at.Compare(b.at) })
+		for _, w := range ta.long {
+			what := "gap"
+			if w.first {
+				what = "ttft"
+			}
+			t.Logf("%s %v from %s", what, w.wait.Round(time.Millisecond), w.at.Format("15:04:05.000"))
+		}
+	}
 	if len(ta.errors) > 0 {
 		t.Fatalf("%d of %d requests failed; first: %s", len(ta.errors), ta.requests, ta.errors[0])
 	}
