@@ -1,6 +1,7 @@
 package caddymlc
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
@@ -42,7 +43,7 @@ func (l *lease) drop(err error) {
 
 // pickOptions say what a call needs.
 type pickOptions struct {
-	avoid     map[string]bool // engines that failed this request
+	avoid     map[string]bool // engine processes that failed this request (avoidKey)
 	req       *Request        // the attempt, for the policy and the observers
 	needPages int             // KV pages the call will hold, 0 if unknown
 	exclude   *upstream       // not this engine (the decode engine, when choosing a prefill engine)
@@ -86,7 +87,7 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 				continue
 			}
 			tier = tierBroken
-		case o.avoid[u.addr]:
+		case len(o.avoid) > 0 && o.avoid[avoidKey(u.addr, pid)]:
 			tier = TierAvoided
 		case u.saturated(now, o.needPages):
 			tier = TierSaturated
@@ -170,6 +171,11 @@ func leastBroken(cs []candidate) candidate {
 	}
 	return best
 }
+
+// avoidKey names an engine process in pickOptions.avoid: an engine
+// restarted is another process, and is not avoided for its predecessor's
+// failures (as its breaker does not inherit them).
+func avoidKey(addr string, pid int) string { return addr + "#" + strconv.Itoa(pid) }
 
 // roleIndexes returns, for every role a call can need, the endpoints of
 // the mode that serve it: "" (any engine, round_robin mode), prefill and

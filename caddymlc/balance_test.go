@@ -157,13 +157,25 @@ func TestPickTiers(t *testing.T) {
 		l.release()
 		return l.index
 	}
-	// An engine that failed this request is chosen only if nothing else is.
+	// An engine that failed this request is chosen only if nothing else
+	// is; its restart (another process) is an engine like any other.
+	_, pid0 := u0.status()
+	_, pid1 := u1.status()
 	for range 4 {
-		if got := pick(pickOptions{avoid: map[string]bool{u0.addr: true}}); got != 1 {
+		if got := pick(pickOptions{avoid: map[string]bool{avoidKey(u0.addr, pid0): true}}); got != 1 {
 			t.Fatalf("avoided engine chosen: %d", got)
 		}
 	}
-	if got := pick(pickOptions{avoid: map[string]bool{u0.addr: true, u1.addr: true}}); got < 0 {
+	restarted := 0
+	for range 4 {
+		if pick(pickOptions{avoid: map[string]bool{avoidKey(u0.addr, pid0+1): true}}) == 0 {
+			restarted++
+		}
+	}
+	if restarted == 0 {
+		t.Fatal("an engine avoided for a failure of the process before it is never chosen")
+	}
+	if got := pick(pickOptions{avoid: map[string]bool{avoidKey(u0.addr, pid0): true, avoidKey(u1.addr, pid1): true}}); got < 0 {
 		t.Fatal("nothing chosen when every engine failed the request before")
 	}
 	// An engine with work its last step could not start (short of KV
@@ -207,7 +219,6 @@ func TestPickTiers(t *testing.T) {
 	u0.load.Store(nil)
 	u1.load.Store(nil)
 	// A broken engine (breaker open) is a last resort; never with noBroken.
-	_, pid0 := u0.status()
 	for range breakerThreshold {
 		u0.breaker.failure(pid0)
 	}

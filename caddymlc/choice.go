@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -33,7 +34,8 @@ type choiceJob struct {
 	stop      *stopscan.Scanner
 	logprobs  *choiceLogprobs
 	delivered strings.Builder // text the client has of this choice
-	avoid     map[string]bool // engines that failed this choice
+	avoid     map[string]bool // engine processes that failed this choice (see avoidKey)
+	preempted string          // the engine process that preempted the last attempt (see avoidNext)
 	st        stats
 	started   time.Time
 	lastText  time.Time           // when the client got text last
@@ -80,16 +82,25 @@ func (j *choiceJob) generate(ctx context.Context, out sink) error {
 			return err
 		}
 	}
+	// fruitless counts the attempts in a row that delivered no text: the
+	// backoff grows with them, not with the attempts a long stream made
+	// over its life (each engine lost costs it one).
+	fruitless := 0
 	for attempt := 1; ; attempt++ {
 		j.st.attempts = attempt
 		req, remaining := j.attemptRequest(attempt)
 		if remaining == 0 {
 			return j.finish(protocol.FinishLength, nil, out)
 		}
+		delivered := j.delivered.Len()
 		finished, err := j.attempt(ctx, req, out)
 		if finished {
 			return err
 		}
+		if j.delivered.Len() > delivered {
+			fruitless = 0
+		}
+		fruitless++
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
@@ -116,7 +127,7 @@ func (j *choiceJob) generate(ctx context.Context, out sink) error {
 		}
 		j.metrics.retry(cause)
 		j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", attempt), zap.String("cause", cause), zap.Error(err))
-		if err := waitBackoff(ctx, attempt, cause == causePreempt); err != nil {
+		if err := waitBackoff(ctx, fruitless, cause == causePreempt); err != nil {
 			return context.Cause(ctx)
 		}
 	}
@@ -177,8 +188,8 @@ func (j *choiceJob) exhausted(last error) *protocol.Error {
 	return e
 }
 
-// waitBackoff waits before attempt+1: briefly after a preemption, longer
-// and growing after a failure.
+// waitBackoff waits before the next attempt, after attempt failures in a
+// row: briefly after a preemption, longer and growing after a failure.
 func waitBackoff(ctx context.Context, attempt int, preempted bool) error {
 	d := time.Duration(1<<min(attempt-1, 6)) * 10 * time.Millisecond // 10ms .. 640ms
 	if preempted {
@@ -244,7 +255,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 	j.stop.Drop()
 	j.logprobs.resume(j.delivered.Len())
 	j.base, j.received, j.chunks = j.delivered.Len(), j.delivered.Len(), 0
-	stream, err := j.open(ctx, req, j.avoid)
+	stream, err := j.open(ctx, req, j.avoidNext())
 	if err != nil {
 		j.blame(err)
 		return false, err
@@ -280,6 +291,8 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 				}
 				j.st.preemptions++
 				j.metrics.preempted()
+				l := stream.lease()
+				j.preempted = avoidKey(l.addr, l.pid)
 				return false, nil // the text so far stays delivered; resume from it
 			default:
 				hit, err := j.deliver(ch.Text, ch.Logprobs, out)
@@ -301,7 +314,7 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 	if reason == "" {
 		l := stream.lease()
 		l.answerFailed(l.pid, "an answer without a finish reason")
-		return false, &engineError{op: "stream", addr: l.addr, retry: true, err: errors.New("stream ended without a finish reason")}
+		return false, &engineError{op: "stream", addr: l.addr, pid: l.pid, retry: true, err: errors.New("stream ended without a finish reason")}
 	}
 	if err := j.send(j.stop.Flush(), j.logprobs.take(j.received), out); err != nil {
 		return false, err
@@ -309,16 +322,36 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 	return true, j.finish(reason, usage, out)
 }
 
-// blame remembers the engine that failed an attempt, so the next attempt
-// prefers another. A preemption blames nobody.
+// blame remembers the engine process that failed an attempt, so the next
+// attempts prefer another. A preemption blames nobody. The engine
+// restarted is another process, which nothing here avoids: the streams it
+// lost are the ones to take its room.
 func (j *choiceJob) blame(err error) {
 	var ee *engineError
 	if errors.As(err, &ee) && ee.blames() && ee.addr != "" {
 		if j.avoid == nil {
 			j.avoid = map[string]bool{}
 		}
-		j.avoid[ee.addr] = true
+		j.avoid[avoidKey(ee.addr, ee.pid)] = true
 	}
+}
+
+// avoidNext returns the engine processes the next attempt avoids: those
+// that failed the choice, and the one that preempted the last attempt,
+// which is short of KV memory now (a preemption blames nobody: only the
+// next attempt avoids it).
+func (j *choiceJob) avoidNext() map[string]bool {
+	key := j.preempted
+	j.preempted = ""
+	if key == "" || j.avoid[key] {
+		return j.avoid
+	}
+	avoid := maps.Clone(j.avoid)
+	if avoid == nil {
+		avoid = map[string]bool{}
+	}
+	avoid[key] = true
+	return avoid
 }
 
 // deliver passes an engine's text through the stop scanner to the client,

@@ -99,7 +99,7 @@ func (d *disagg) open(ctx context.Context, whole *protocol.CompletionRequest, av
 	if recv.PrefixMatchedLength > end || recv.PrefixMatchedLength < 0 {
 		pre.release()
 		d.r.releaseReservation(dec, req, end)
-		err := &engineError{op: "prep_recv", addr: dec.addr, retry: true,
+		err := &engineError{op: "prep_recv", addr: dec.addr, pid: dec.pid, retry: true,
 			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
 		dec.drop(err)
 		return nil, err
@@ -190,7 +190,7 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 		t0 := time.Now()
 		err := d.r.client.post(ctx, pre, protocol.PathCompletions, send, &ack)
 		if err == nil && preempted(&ack) {
-			err = &engineError{op: "remote_send", addr: pre.addr, retry: true, preempted: true,
+			err = &engineError{op: "remote_send", addr: pre.addr, pid: pre.pid, retry: true, preempted: true,
 				err: errors.New("the prefill engine preempted the send (finish_reason preempt)")}
 		}
 		if err == nil {
@@ -250,7 +250,7 @@ func (d *disagg) decodeAtFault(pre, dec *lease, err error) error {
 	}
 	pre.breaker.forgive(pre.pid)
 	dec.failed(dec.pid)
-	return &engineError{op: "remote_send", addr: dec.addr, retry: true, timeout: true,
+	return &engineError{op: "remote_send", addr: dec.addr, pid: dec.pid, retry: true, timeout: true,
 		err: fmt.Errorf("the KV transfer to %s got no answer, nor did the engine: %w", dec.addr, err)}
 }
 

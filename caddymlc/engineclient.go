@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -69,6 +70,7 @@ func (c *engineClient) close() { c.http.CloseIdleConnections() }
 type engineError struct {
 	op        string
 	addr      string
+	pid       int // the engine's process: its restart is another engine
 	retry     bool
 	preempted bool
 	timeout   bool
@@ -96,7 +98,10 @@ var errEngineSilent = errors.New("engine timeout: no answer")
 // timeout, before its first byte or between two reads of the body. A
 // whole (non-streamed) generation is silent until it is done, however
 // long it takes: its watchdog instead checks, every timeout, that the
-// engine still answers its health probes (same process, ready).
+// engine still answers its health probes (same process, ready). A
+// streamed generation still waiting for its first token is queued behind
+// the engine's other work, not lost, while the engine gives other calls
+// tokens (see bark).
 type call struct {
 	l      *lease
 	op     string
@@ -104,24 +109,38 @@ type call struct {
 	cancel context.CancelCauseFunc
 	dog    *time.Timer
 	quiet  time.Duration // the engine timeout
-	whole  bool          // a generation answered at its end
+	kind   callKind
+	moved  atomic.Bool // a token came
 	resp   *http.Response
 	began  time.Time
 	wait   *engineWait // the choice's clock of time spent waiting on engines
 }
 
+// callKind is what a call waits for.
+type callKind int
+
+const (
+	callAnswer callKind = iota // a JSON answer: prep_recv, remote_send, a release
+	callStream                 // a streamed generation
+	callWhole                  // a generation answered at its end
+)
+
+// maxQueuedTimeouts bounds, in engine timeouts, the wait of a streamed
+// generation for its first token on an engine busy with others.
+const maxQueuedTimeouts = 4
+
 // start posts body as JSON to path on the engine of l.
 func (c *engineClient) start(ctx context.Context, l *lease, path string, body any) (*call, error) {
-	return c.startCall(ctx, l, path, body, false)
+	return c.startCall(ctx, l, path, body, callAnswer)
 }
 
-func (c *engineClient) startCall(ctx context.Context, l *lease, path string, body any, whole bool) (*call, error) {
+func (c *engineClient) startCall(ctx context.Context, l *lease, path string, body any, kind callKind) (*call, error) {
 	op := strings.TrimPrefix(path, "/")
 	b, err := protocol.AppendJSON(nil, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", op, err)
 	}
-	cl := &call{l: l, op: op, began: time.Now(), quiet: c.timeout, whole: whole, wait: engineWaitOf(ctx)}
+	cl := &call{l: l, op: op, began: time.Now(), quiet: c.timeout, kind: kind, wait: engineWaitOf(ctx)}
 	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
 	cl.dog = time.AfterFunc(c.timeout, cl.bark)
 	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, l.url+path, bytes.NewReader(b))
@@ -152,7 +171,7 @@ func (c *engineClient) startCall(ctx context.Context, l *lease, path string, bod
 	if apiErr == nil {
 		apiErr = protocol.Errorf(resp.StatusCode, protocol.ErrTypeServer, "engine answered %s: %s", resp.Status, bytes.TrimSpace(raw))
 	}
-	ee := &engineError{op: op, addr: l.addr, apiErr: apiErr, err: apiErr}
+	ee := &engineError{op: op, addr: l.addr, pid: l.pid, apiErr: apiErr, err: apiErr}
 	switch {
 	case apiErr.Code != nil && *apiErr.Code == protocol.FinishPreempt:
 		ee.retry, ee.preempted = true, true
@@ -173,9 +192,23 @@ func (cl *call) progress() { cl.dog.Reset(cl.quiet) }
 
 // bark is the watchdog's: the engine was silent for the timeout.
 func (cl *call) bark() {
-	if cl.whole {
+	switch {
+	case cl.kind == callWhole:
 		if ready, pid := cl.l.status(); ready && pid == cl.l.pid {
 			cl.dog.Reset(cl.quiet) // still generating, by its health
+			return
+		}
+	case cl.kind == callStream && !cl.moved.Load():
+		// The first token waits behind the engine's other work (the
+		// prefills of the streams a lost engine left, say): busy, not
+		// silent, while the engine gives other calls tokens. Giving up
+		// would throw the call's place away, and move those streams on
+		// together to wait the same elsewhere. It is given up once the
+		// engine has been silent for the timeout, or after
+		// maxQueuedTimeouts of them.
+		busy := cl.quiet - time.Since(cl.l.lastToken())
+		if busy > 0 && time.Since(cl.began) < maxQueuedTimeouts*cl.quiet {
+			cl.dog.Reset(busy)
 			return
 		}
 	}
@@ -185,7 +218,7 @@ func (cl *call) bark() {
 // failure turns a transport error into an engineError, telling a silent
 // engine (its fault) from a caller that went away (nobody's).
 func (cl *call) failure(err error) error {
-	ee := &engineError{op: cl.op, addr: cl.l.addr, err: err}
+	ee := &engineError{op: cl.op, addr: cl.l.addr, pid: cl.l.pid, err: err}
 	switch cause := context.Cause(cl.ctx); {
 	case errors.Is(cause, errEngineSilent):
 		ee.retry, ee.timeout = true, true
@@ -226,7 +259,7 @@ func (c *engineClient) post(ctx context.Context, l *lease, path string, body, ou
 			return cl.failure(err)
 		}
 		l.answerFailed(l.pid, "malformed JSON answer")
-		return &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
+		return &engineError{op: cl.op, addr: l.addr, pid: l.pid, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
 	}
 	l.served(l.pid)
 	return nil
@@ -268,7 +301,7 @@ func (c *engineClient) generate(ctx context.Context, l *lease, path string, body
 // whole makes a completion call answered at its end, and returns the
 // answer as a stream of one chunk.
 func (c *engineClient) whole(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
-	cl, err := c.startCall(ctx, l, path, body, true)
+	cl, err := c.startCall(ctx, l, path, body, callWhole)
 	if err != nil {
 		return nil, err
 	}
@@ -281,12 +314,13 @@ func (c *engineClient) whole(ctx context.Context, l *lease, path string, body an
 			err = cl.failure(err)
 		} else {
 			l.answerFailed(l.pid, "malformed JSON answer")
-			err = &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
+			err = &engineError{op: cl.op, addr: l.addr, pid: l.pid, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
 		}
 		cl.end()
 		return nil, err
 	}
 	cl.l.served(cl.l.pid)
+	cl.l.tokenCame()
 	return &chunkStream{cl: cl, answer: &answer}, nil
 }
 
@@ -308,14 +342,14 @@ func decodeAnswer(body io.Reader, answer *protocol.CompletionResponse) error {
 
 // stream makes a streamed completion call and returns its chunks.
 func (c *engineClient) stream(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
-	cl, err := c.start(ctx, l, path, body)
+	cl, err := c.startCall(ctx, l, path, body, callStream)
 	if err != nil {
 		return nil, err
 	}
 	if ct := cl.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		cl.end()
 		l.answerFailed(l.pid, "a stream answered with another content type")
-		return nil, &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("answer is %q, not an event stream", ct)}
+		return nil, &engineError{op: cl.op, addr: l.addr, pid: l.pid, retry: true, err: fmt.Errorf("answer is %q, not an event stream", ct)}
 	}
 	return &chunkStream{cl: cl, sse: protocol.NewSSEReader(cl.resp.Body, 0)}, nil
 }
@@ -372,13 +406,13 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 			err = io.ErrUnexpectedEOF // an engine always ends with [DONE]
 		}
 		s.cl.l.answerFailed(s.cl.l.pid, "the stream broke off before [DONE]")
-		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: err}
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, pid: s.cl.l.pid, retry: true, err: err}
 	}
 	if protocol.IsDone(data) {
 		s.ended = true
 		if !s.finished {
 			s.cl.l.answerFailed(s.cl.l.pid, "the stream ended without a finish reason")
-			return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: errors.New("stream ended without a finish reason")}
+			return nil, &engineError{op: "stream", addr: s.cl.l.addr, pid: s.cl.l.pid, retry: true, err: errors.New("stream ended without a finish reason")}
 		}
 		s.cl.l.served(s.cl.l.pid)
 		return nil, io.EOF
@@ -392,14 +426,14 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	var chunk engineChunk
 	if err := json.Unmarshal(data, &chunk); err != nil {
 		s.cl.l.answerFailed(s.cl.l.pid, "a malformed event in the stream")
-		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: fmt.Errorf("bad chunk: %w", err)}
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, pid: s.cl.l.pid, retry: true, err: fmt.Errorf("bad chunk: %w", err)}
 	}
 	if chunk.Error != nil {
 		apiErr := protocol.ParseError(http.StatusBadGateway, data)
 		if apiErr == nil {
 			apiErr = protocol.Errorf(http.StatusBadGateway, protocol.ErrTypeServer, "engine stream error: %s", chunk.Error)
 		}
-		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, apiErr: apiErr, err: apiErr}
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, pid: s.cl.l.pid, retry: true, apiErr: apiErr, err: apiErr}
 	}
 	s.progress(&chunk.CompletionResponse)
 	return &chunk.CompletionResponse, nil
@@ -422,6 +456,8 @@ func (s *chunkStream) progress(c *protocol.CompletionResponse) {
 	if !moved {
 		return
 	}
+	s.cl.moved.Store(true)
+	s.cl.l.tokenCame()
 	s.cl.progress()
 	s.cl.l.fleet.Served(s.cl.l.index)
 	s.cl.l.firstToken()

@@ -97,7 +97,8 @@ const (
 	// of KV pages, or too few pages for the request: what goes there
 	// queues behind held pages.
 	TierSaturated
-	// TierAvoided: the engine failed an earlier attempt of this request.
+	// TierAvoided: the engine failed an earlier attempt of this request,
+	// or preempted the one before (it is short of KV memory).
 	TierAvoided
 	tierBroken // breaker open
 	tierNone

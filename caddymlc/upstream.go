@@ -46,7 +46,16 @@ type upstream struct {
 	// badStream is the reason the engine's last bad answer was logged
 	// for; nil once it served a call well.
 	badStream atomic.Pointer[string]
+	// lastTokenAt is when a call last got a token from the engine (unix
+	// nanoseconds): a busy engine is not a silent one (see call.bark).
+	lastTokenAt atomic.Int64
 }
+
+// tokenCame notes that a call got a token from the engine.
+func (u *upstream) tokenCame() { u.lastTokenAt.Store(time.Now().UnixNano()) }
+
+// lastToken is when a call last got a token from the engine.
+func (u *upstream) lastToken() time.Time { return time.Unix(0, u.lastTokenAt.Load()) }
 
 // engineLoad is what an engine last said about its own load (the
 // query_engine_metrics special request), with our own in-flight count at
