@@ -158,7 +158,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		policy = new(LeastLoaded)
 	}
 	r.setPolicy(policy)
-	r.client = newEngineClient(cfg.EngineTimeout)
+	r.client = newEngineClient(cfg.EngineTimeout, r.logger)
 	r.metrics = sharedMetrics()
 	r.itl = r.metrics.itl.WithLabelValues(cfg.Mode)
 	r.strategy = r.newStrategy()
@@ -213,10 +213,10 @@ func (r *Router) target() *Router {
 	return t
 }
 
-// open runs an attempt of a request: on r's engines, or, after a reload
+// run runs an attempt of a request: on r's engines, or, after a reload
 // replaced r, on those of the router that took its place.
-func (r *Router) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
-	return r.target().strategy.open(ctx, req, avoid)
+func (r *Router) run(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool, read reader) error {
+	return r.target().strategy.run(ctx, req, avoid, read)
 }
 
 // HandOver makes next the router that takes r's new work once r retires
