@@ -11,17 +11,8 @@ import (
 
 // The embeddings API, POST /v1/embeddings, as MLC-LLM's server reads it
 // (EmbeddingRequest in openai_api_protocol.py, request_embedding in
-// openai_entrypoints.py) within OpenAI's bounds.
-//
-// The pieces a server puts together, the built-in engine's and the
-// router's alike:
-//
-//   - DecodeEmbeddingRequest reads, decodes and validates a body;
-//   - EmbeddingInput.CheckTokens refuses an input longer than the model
-//     embeds, and EmbeddingRequest.CheckDimensions a dimensions the model
-//     cannot give;
-//   - TruncateEmbedding shortens a vector to dimensions, as MLC does;
-//   - NewEmbeddingResponse writes the vectors as floats or base64.
+// openai_entrypoints.py) within OpenAI's bounds; see the package
+// documentation for how a server puts its pieces together.
 
 // Encoding formats of an embedding.
 const (

@@ -47,7 +47,6 @@ func notServed(model string) *protocol.Error {
 	if name == "" {
 		name = "None" // Python's None: MLC formats the absent model so
 	}
-	e := protocol.InvalidRequest("model", "The requested model %q is not served as an embedding model. (This engine was started without --embedding-model.)", name).
+	return protocol.InvalidRequest("model", "The requested model %q is not served as an embedding model. (This engine was started without --embedding-model.)", name).
 		WithCode(protocol.CodeModelNotFound)
-	return e
 }

@@ -135,8 +135,9 @@ func splitmix64(state *uint64) uint64 {
 	return z ^ z>>31
 }
 
-// embedAll returns the vectors of every input of req and the tokens
-// embedded. It stops early when ctx ends (the client went away).
+// embedAll returns the vectors of the inputs, in order, and the tokens
+// embedded, or the error of the first input it refuses (before it embeds
+// any). It stops early when ctx ends (the client went away).
 func (m *embedder) embedAll(ctx context.Context, in protocol.EmbeddingInput) ([][]float32, int, *protocol.Error) {
 	all := make([][]int, in.Len())
 	for i := range all {
