@@ -62,8 +62,8 @@
 // token-id inputs are decoded to text and encoded again, as MLC's server
 // does, so ids embed as the text they spell. The request is checked by
 // protocol.DecodeEmbeddingRequest; encoding_format base64 and dimensions
-// (truncation, then renormalisation) are MLC's (protocol.
-// NewEmbeddingResponse). As MLC, the one embedding model answers under any
+// (truncation, then renormalisation) are MLC's, written by
+// protocol.NewEmbeddingResponse. As MLC, the one embedding model answers under any
 // model name, and an engine without one answers 400 (param model, code
 // model_not_found). Where it differs, by choice: an input longer than 512
 // tokens (the directory's context_window_size, if any; EOS included) is a
