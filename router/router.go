@@ -72,7 +72,7 @@ type Router struct {
 	tokErr   error
 	chatTmpl chat.Template
 	chatErr  error
-	context  int // tokens one sequence may hold; 0: unknown (see contextWindow)
+	context  int // tokens one sequence may hold; 0: unknown (engine.Driver.ContextWindow)
 	handle   *Handle
 	roles    map[string][]int // endpoint indexes by the role a call needs
 	policy   Policy
@@ -146,7 +146,12 @@ func New(cfg Config, o Options) (*Router, error) {
 	if err := r.loadTokenizer(); err != nil {
 		return nil, err
 	}
-	r.context = contextWindow(cfg.EngineKind, cfg.Model, cfg.EngineArgs)
+	// The router refuses what does not fit with OpenAI's
+	// context_length_exceeded before any engine is asked: MLC's engines
+	// do not refuse a max_tokens beyond their context, they stop
+	// generating at its end, and a request must get the same answer
+	// whichever engine serves it.
+	r.context = cfg.EngineKind.Driver().ContextWindow(cfg.Model, cfg.EngineArgs)
 	var err error
 	if r.chatTmpl, err = loadChatTemplate(cfg.Model); err != nil {
 		r.chatErr = err
@@ -176,7 +181,7 @@ func (r *Router) loadTokenizer() error {
 		r.tok = tok
 		return nil
 	}
-	if r.EngineKind == engine.KindBuiltin {
+	if r.EngineKind.Driver().Traits().NeedsTokenizer {
 		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
 	}
 	r.tokErr = err
