@@ -43,6 +43,10 @@ type Driver interface {
 	// 0 when it cannot be known: a router refuses longer requests
 	// before any engine sees them.
 	ContextWindow(model string, engineArgs []string) int
+	// EmbeddingBounds are the dimension of the embedding model's
+	// vectors and the most tokens of one input, each 0 when it cannot
+	// be known: a router refuses what the model cannot embed.
+	EmbeddingBounds(model, lib string) (dim, maxTokens int)
 	// Traits are what the kind's engines are.
 	Traits() Traits
 }

@@ -65,6 +65,19 @@ func (builtinDriver) ContextWindow(model string, engineArgs []string) int {
 	return n
 }
 
+// EmbeddingBounds are the built-in embedding model's.
+func (builtinDriver) EmbeddingBounds(model, lib string) (dim, maxTokens int) {
+	args := []string{"--embedding-model", model}
+	if lib != "" {
+		args = append(args, "--embedding-model-lib", lib)
+	}
+	info, err := builtin.EmbeddingModelInfo(args)
+	if err != nil || info == nil {
+		return 0, 0
+	}
+	return info.Dim, info.MaxTokens
+}
+
 // Traits: the builtin engine runs on the CPU and loads the model's
 // tokenizer, as the router does (the token ids must match).
 func (builtinDriver) Traits() Traits { return Traits{OnCPU: true, NeedsTokenizer: true} }

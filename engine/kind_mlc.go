@@ -66,6 +66,8 @@ func (mlcDriver) ContextWindow(model string, engineArgs []string) int {
 	return max(n, 0)
 }
 
+func (mlcDriver) EmbeddingBounds(string, string) (int, int) { return 0, 0 }
+
 // Traits: MLC's engines run on this machine's GPUs, and bound a
 // completion's logprobs at protocol.MaxCompletionLogprobs.
 func (mlcDriver) Traits() Traits {

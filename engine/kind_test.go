@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -52,6 +53,16 @@ func TestKindTraits(t *testing.T) {
 	}
 	if Kind("unknown").Registered() || !KindMLC.Registered() {
 		t.Error("registered kinds mixed up")
+	}
+	// The built-in engine's embedding model is known to the router;
+	// other kinds' are the engines' to judge.
+	if dim, n := KindBuiltin.Driver().EmbeddingBounds(builtin.TinyEmbedModel, ""); dim != builtin.EmbeddingDim || n <= 0 {
+		t.Errorf("builtin embedding bounds %d, %d", dim, n)
+	}
+	for _, k := range []Kind{KindMLC, KindCommand} {
+		if dim, n := k.Driver().EmbeddingBounds(builtin.TinyEmbedModel, "e.so"); dim != 0 || n != 0 {
+			t.Errorf("%s embedding bounds %d, %d", k, dim, n)
+		}
 	}
 }
 
@@ -112,10 +123,11 @@ func (echoDriver) Validate(s Spec) error {
 func (echoDriver) Command(s Spec, i int) (string, []string) {
 	return s.Program, append([]string{"serving"}, s.serveArgs(i, "echo", false)...)
 }
-func (echoDriver) Env(s Spec, i int) ([]string, error) { return []string{"ECHO=1"}, nil }
-func (echoDriver) NVSHMEMPython(Spec) string           { return "/opt/echo/python" }
-func (echoDriver) ContextWindow(string, []string) int  { return 7 }
-func (echoDriver) Traits() Traits                      { return Traits{OnCPU: true} }
+func (echoDriver) Env(s Spec, i int) ([]string, error)       { return []string{"ECHO=1"}, nil }
+func (echoDriver) NVSHMEMPython(Spec) string                 { return "/opt/echo/python" }
+func (echoDriver) ContextWindow(string, []string) int        { return 7 }
+func (echoDriver) EmbeddingBounds(string, string) (int, int) { return 0, 0 }
+func (echoDriver) Traits() Traits                            { return Traits{OnCPU: true} }
 
 func TestAKindAddedFromItsOwnFile(t *testing.T) {
 	RegisterKind(kindEcho, echoDriver{})
