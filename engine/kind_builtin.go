@@ -67,7 +67,9 @@ func (builtinDriver) ContextWindow(model string, engineArgs []string) int {
 
 // EmbeddingBounds are the built-in embedding model's.
 func (builtinDriver) EmbeddingBounds(model, lib string) (dim, maxTokens int) {
-	args := []string{"--embedding-model", model}
+	// The command line needs a model of its own, which the embedding
+	// model's bounds do not depend on.
+	args := []string{builtin.TinyModel, "--embedding-model", model}
 	if lib != "" {
 		args = append(args, "--embedding-model-lib", lib)
 	}
