@@ -30,17 +30,15 @@ type band struct {
 	level int
 	// vtime is the band's virtual time: the start tag of its latest
 	// grant. Every tag of a waiting head is at least vtime.
-	vtime   float64
-	flows   map[string]*flow
-	byStart startHeap // flows with waiters, least head start tag first
-	byLen   lenHeap   // flows with waiters, most waiters first
+	vtime    float64
+	flows    map[string]*flow
+	byStart  startHeap // flows with waiters, least head start tag first
+	byLen    lenHeap   // flows with waiters, most waiters first
 	waiting  int
 	inFlight int
 	// sweepAt is the number of flows at which idle ones are swept.
 	sweepAt int
 }
-
-func (b *band) idle() bool { return b.waiting == 0 }
 
 // startHeap orders flows by their head's start tag, then arrival.
 type startHeap []*flow

@@ -13,13 +13,16 @@ const Other = "other"
 // the top tenants by recent traffic keep their name, the rest are Other.
 //
 // It counts traffic with the space-saving algorithm (Metwally, Agrawal and
-// El Abbadi 2005) over 4N counters, whose counts halve every 1024 updates
-// per counter so that they follow recent traffic. A tenant is named while
-// fewer than N are; a tenant beyond that takes the place of the named
+// El Abbadi 2005) over 4N counters (at least 16), whose counts halve every
+// 1024 updates per counter so that they follow recent traffic. A tenant
+// is named while fewer than N are, if its traffic stands out of the
+// sketch's noise (its count, less its error bound, over the least count);
+// a tenant beyond that takes the place of the named
 // tenant of least traffic once its own count, less the sketch's error
 // bound, is twice that one's: labels do not flap between two tenants of
 // about the same traffic, and a tenant that loses its name is reported to
-// OnEvict, which deletes its series. Its methods are safe for concurrent
+// OnEvict, which deletes its series. A tenant named like Other is counted
+// with the others. Its methods are safe for concurrent
 // use.
 type Labels struct {
 	mu      sync.Mutex
@@ -83,9 +86,14 @@ func (l *Labels) Label(tenant string, weight int64) string {
 	if e.namedIdx >= 0 {
 		return tenant
 	}
+	// A free name goes to a tenant whose traffic stands out of the
+	// sketch's noise: not one that merely took a counter over.
 	if l.named.Len() < l.n {
-		l.name(e)
-		return tenant
+		if e.err == 0 || e.count-e.err > l.all.items[0].count {
+			l.name(e)
+			return tenant
+		}
+		return Other
 	}
 	if l.n > 0 && e.count-e.err > 2*l.named.items[0].count {
 		l.unname(l.named.items[0])
