@@ -378,3 +378,37 @@ func TestStoreRetries(t *testing.T) {
 		t.Fatalf("after a retried refund: %+v", d.Tokens)
 	}
 }
+
+func TestLimited(t *testing.T) {
+	l, _ := newLimiter(t, Rule{Tenant: "a", TokensPerMinute: 10})
+	if !l.Limited("a") || l.Limited("b") {
+		t.Fatal("Limited")
+	}
+	if _, d := reserve(t, l, "a", 11); d.String() != "allowed" {
+		t.Fatalf("a request larger than a full budget: %v", &d)
+	}
+	if _, d := reserve(t, l, "a", 1); d.String() != "over the tokens budget, retry in 6s" {
+		t.Fatalf("String: %v", &d)
+	}
+}
+
+func BenchmarkReserveSettle(b *testing.B) {
+	l, err := New(Options{Rules: []Rule{{Tenant: "*", TokensPerMinute: MaxLimit, RequestsPerMinute: MaxLimit}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tenants := make([]string, 1000)
+	for i := range tenants {
+		tenants[i] = fmt.Sprint("tenant", i)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			r, _, _ := l.Reserve(ctx, tenants[i%len(tenants)], 1000)
+			r.Settle(ctx, 300)
+			i++
+		}
+	})
+}

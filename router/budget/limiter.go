@@ -194,3 +194,7 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 	}
 	return r.l.adjust(ctx, r.tenant, -r.tokens, -r.requests)
 }
+
+// Destruct releases nothing: with it a Limiter is a caddy.Destructor,
+// kept in a caddy.UsagePool across reloads with its buckets.
+func (l *Limiter) Destruct() error { return nil }

@@ -31,10 +31,11 @@
 // that one tag, the tenant's order is kept by construction, and every
 // operation is O(log n) in the number of tenants waiting (a heap of
 // tenants by start tag per band; bands, expected to be few, are a sorted
-// list). A tenant that was idle comes back at v: it gets no credit for its
-// idle time, and a tenant that floods gets no more than its weight's share
-// of a band, so a tenant with one request waiting is served after at most
-// about one request of each other tenant of its band.
+// list). A tenant with nothing waiting or in flight is forgotten and comes
+// back at v: it gets no credit for its idle time, and a tenant that floods
+// gets no more than its weight's share of a band, so a tenant with one
+// request waiting is served after at most about one request of each other
+// tenant of its band.
 //
 // The queue is bounded: when it is full, an arrival pushes out the newest
 // waiter of the tenant with the most waiters in the lowest band waiting

@@ -36,8 +36,6 @@ type band struct {
 	byLen    lenHeap   // flows with waiters, most waiters first
 	waiting  int
 	inFlight int
-	// sweepAt is the number of flows at which idle ones are swept.
-	sweepAt int
 }
 
 // startHeap orders flows by their head's start tag, then arrival.
@@ -110,9 +108,6 @@ func (q *Queue) flowFor(level int, tenant string) *flow {
 	}
 	f := b.flows[tenant]
 	if f == nil {
-		if len(b.flows) >= b.sweepAt {
-			sweep(b)
-		}
 		f = &flow{tenant: tenant, band: b, finish: b.vtime, startIdx: -1, lenIdx: -1}
 		b.flows[tenant] = f
 	}
@@ -219,32 +214,19 @@ func (q *Queue) deactivate(b *band) {
 	}
 }
 
-// forget drops f when nothing of it remains that the future depends on:
-// no waiter, nothing in flight, and no finish tag ahead of its band's
-// virtual time (a tenant that comes back starts at the virtual time
-// anyway). A band with nothing waiting or in flight is dropped whole: its
-// tenants start equal when it is busy again.
+// forget drops f when it has nothing waiting or in flight: a tenant that
+// comes back starts at its band's virtual time, with no credit and no debt
+// from before. Keeping the finish tags of idle tenants would hold one
+// entry per tenant ever seen while the band is busy, as a stream of new
+// tenants, each starting at the virtual time, does not advance it. A band
+// with nothing waiting or in flight is dropped whole.
 func (q *Queue) forget(f *flow) {
 	b := f.band
 	if f.waiting > 0 || f.inFlight > 0 {
 		return
 	}
-	if f.finish <= b.vtime {
-		delete(b.flows, f.tenant)
-	}
+	delete(b.flows, f.tenant)
 	if b.waiting == 0 && b.inFlight == 0 {
 		delete(q.bands, b.level)
 	}
-}
-
-// sweep drops b's idle flows whose tags the virtual time passed. It runs
-// when the flows double since the last sweep, so its cost is amortised
-// over the flows made: a tenant served once is not remembered forever.
-func sweep(b *band) {
-	for tenant, f := range b.flows {
-		if f.waiting == 0 && f.inFlight == 0 && f.finish <= b.vtime {
-			delete(b.flows, tenant)
-		}
-	}
-	b.sweepAt = max(64, 2*len(b.flows))
 }

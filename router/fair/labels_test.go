@@ -73,3 +73,21 @@ func TestLabelsNoFlapping(t *testing.T) {
 		t.Fatal("a tenant named with no names allowed")
 	}
 }
+
+// Counts follow recent traffic: a tenant that stopped gives its name up
+// to one that goes on, however much it sent before.
+func TestLabelsDecay(t *testing.T) {
+	l := NewLabels(1, nil)
+	for range 1000 {
+		l.Label("old", 1_000_000)
+	}
+	for i := range 600_000 {
+		if l.Label("new", 1) == "new" {
+			if i < 100_000 {
+				t.Fatalf("new named after %d calls, before old's traffic decayed", i)
+			}
+			return
+		}
+	}
+	t.Fatal("a tenant that stopped kept its name")
+}

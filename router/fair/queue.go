@@ -208,6 +208,7 @@ func (q *Queue) Submit(it Item) (*Ticket, error) {
 	q.push(q.flowFor(it.Band, it.Tenant), t)
 	q.dispatch()
 	if t.state == stateGranted {
+		t.granted = t.enqueued
 		q.counts.Immediate++
 		return t, nil
 	}
@@ -343,4 +344,11 @@ func (q *Queue) correct(f *flow, delta float64) {
 	f.finish = h.prevFinish + delta
 	q.tag(f, h)
 	heap.Fix(&f.band.byStart, f.startIdx)
+}
+
+// Destruct closes the queue; with it a Queue is a caddy.Destructor, kept
+// in a caddy.UsagePool across reloads by the configs that use it.
+func (q *Queue) Destruct() error {
+	q.Close()
+	return nil
 }

@@ -237,3 +237,60 @@ func TestNoGoroutineLeak(t *testing.T) {
 	}
 	waitFor(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
+
+// A grant that lands as its caller gives up is given back: the error
+// wins, nothing stays in flight, and the next waiter gets the capacity.
+func TestAbandonAfterGrant(t *testing.T) {
+	r := newRecorder(t, Config{}, one)
+	holder := r.submit("a", 0, 1)
+	w := r.submit("b", 0, 10)
+	next := r.submit("c", 0, 1)
+	r.q.Finish(holder, 1)
+	if !isReady(w) {
+		t.Fatal("w not granted")
+	}
+	// The caller saw its ctx end before the grant.
+	if err := w.abandon(context.Canceled, false); !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandon: %v", err)
+	}
+	if err := w.Wait(context.Background()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait after abandon: %v", err)
+	}
+	if !isReady(next) {
+		t.Fatal("the capacity w gave back did not go to the next waiter")
+	}
+	r.q.Finish(w, 10) // ignored
+	if s := r.q.Stats(); s.InFlight != 1 || s.Canceled != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	if w.Item().Cost != 10 || w.Waited() <= 0 || holder.Waited() != 0 {
+		t.Fatalf("item %+v, waited %v, holder waited %v", w.Item(), w.Waited(), holder.Waited())
+	}
+}
+
+// Tenants that come and go leave nothing behind while the band is busy.
+func TestIdleTenantsForgotten(t *testing.T) {
+	r := newRecorder(t, Config{}, Unlimited)
+	r.submit("always", 0, 1) // keeps the band busy
+	for i := range 10000 {
+		tk := r.submit(fmt.Sprint("once", i), 0, int64(1+i%100))
+		r.q.Finish(tk, -1)
+	}
+	if n := len(r.q.bands[0].flows); n != 1 {
+		t.Fatalf("%d tenants remembered, want 1", n)
+	}
+}
+
+func TestErrorMessages(t *testing.T) {
+	for _, err := range []error{
+		&FullError{Size: 3}, &FullError{Size: 3, PushedOut: true},
+		&TimeoutError{Waited: time.Second, Band: 2},
+	} {
+		if err.Error() == "" {
+			t.Errorf("%T without a message", err)
+		}
+	}
+	if !errors.Is(&FullError{}, ErrFull) || errors.Is(&FullError{}, ErrClosed) {
+		t.Fatal("errors.Is of a FullError")
+	}
+}
