@@ -22,10 +22,9 @@
 // with the least start tag is granted next. SFQ rather than WFQ's finish
 // tags because an engine is a server of varying rate (its speed depends on
 // the batch it runs), and SFQ's fairness bound holds for such servers
-// without simulating a fluid system; because ordering by start tags lets a
-// tenant's newest request go as soon as its share allows, whatever its
-// size, so a short request of a quiet tenant is not held behind a long
-// one; and because a cost known only at the end (the tokens a request
+// without simulating a fluid system; because a quiet tenant's request goes
+// next whatever its size, where a finish tag would hold a long prompt of a
+// quiet tenant behind a flood of short requests; and because a cost known only at the end (the tokens a request
 // really generated) can correct the tenant's finish tag afterwards. Only
 // the head of each tenant's FIFO is tagged, so Finish's correction moves
 // that one tag, the tenant's order is kept by construction, and every
