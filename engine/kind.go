@@ -43,6 +43,10 @@ type Driver interface {
 	// 0 when it cannot be known: a router refuses longer requests
 	// before any engine sees them.
 	ContextWindow(model string, engineArgs []string) int
+	// Batch is how many sequences one engine runs at once, 0 when it
+	// cannot be known: a router holds what is beyond it in its own fair
+	// queue.
+	Batch(model string, engineArgs []string) int
 	// EmbeddingBounds are the dimension of the embedding model's
 	// vectors and the most tokens of one input, each 0 when it cannot
 	// be known: a router refuses what the model cannot embed.

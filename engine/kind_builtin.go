@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
@@ -63,6 +64,15 @@ func (builtinDriver) ContextWindow(model string, engineArgs []string) int {
 		return 0
 	}
 	return n
+}
+
+// Batch is the engine's max_num_sequence for its command line.
+func (builtinDriver) Batch(model string, engineArgs []string) int {
+	o, err := builtin.ParseArgs(append([]string{model}, engineArgs...), io.Discard)
+	if err != nil {
+		return 0
+	}
+	return o.Overrides.MaxNumSequence
 }
 
 // EmbeddingBounds are the built-in embedding model's.

@@ -44,6 +44,8 @@ func (commandDriver) NVSHMEMPython(Spec) string { return DefaultPython }
 
 func (commandDriver) ContextWindow(string, []string) int { return 0 }
 
+func (commandDriver) Batch(string, []string) int { return 0 }
+
 func (commandDriver) EmbeddingBounds(string, string) (int, int) { return 0, 0 }
 
 func (commandDriver) Traits() Traits { return Traits{} }

@@ -66,6 +66,22 @@ func (mlcDriver) ContextWindow(model string, engineArgs []string) int {
 	return max(n, 0)
 }
 
+// Batch is --overrides max_num_sequence, or the batch of --mode local (4)
+// or interactive (1); unknown in server mode, the fleet's (MLC sizes it
+// from GPU memory).
+func (mlcDriver) Batch(_ string, engineArgs []string) int {
+	if n, ok := overrideInt(engineArgs, "max_num_sequence"); ok {
+		return n
+	}
+	switch flagValue(engineArgs, "--mode") {
+	case "local":
+		return 4
+	case "interactive":
+		return 1
+	}
+	return 0
+}
+
 func (mlcDriver) EmbeddingBounds(string, string) (int, int) { return 0, 0 }
 
 // Traits: MLC's engines run on this machine's GPUs, and bound a
@@ -99,4 +115,19 @@ func overrideInt(args []string, key string) (int, bool) {
 		}
 	}
 	return n, found
+}
+
+// flagValue returns the value of flag in args (--flag v or --flag=v), the
+// last one given.
+func flagValue(args []string, flag string) string {
+	v := ""
+	for i, a := range args {
+		switch {
+		case a == flag && i+1 < len(args):
+			v = args[i+1]
+		case len(a) > len(flag)+1 && strings.HasPrefix(a, flag+"="):
+			v = a[len(flag)+1:]
+		}
+	}
+	return v
 }

@@ -38,6 +38,31 @@ func TestContextWindow(t *testing.T) {
 	}
 }
 
+// A router bounds its calls in flight on an engine by the engine's batch,
+// where it can know it.
+func TestBatch(t *testing.T) {
+	for _, c := range []struct {
+		kind Kind
+		args []string
+		want int
+	}{
+		{KindBuiltin, []string{"--overrides", "max_num_sequence=8"}, 8},
+		{KindMLC, []string{"--overrides", "max_num_sequence=6;max_total_seq_length=512"}, 6},
+		{KindMLC, []string{"--mode", "local"}, 4},
+		{KindMLC, []string{"--mode=interactive"}, 1},
+		{KindMLC, nil, 0}, // the fleet's --mode server: MLC sizes it from GPU memory
+		{KindMLC, []string{"--mode", "server"}, 0},
+		{KindCommand, []string{"--overrides", "max_num_sequence=8"}, 0},
+	} {
+		if got := c.kind.Driver().Batch("tiny", c.args); got != c.want {
+			t.Errorf("%s %q: %d, want %d", c.kind, c.args, got, c.want)
+		}
+	}
+	if n := KindBuiltin.Driver().Batch("tiny", nil); n <= 0 {
+		t.Errorf("builtin default batch %d", n)
+	}
+}
+
 // What each kind is: the fleet and the router read it from the driver,
 // and nowhere else.
 func TestKindTraits(t *testing.T) {
@@ -126,6 +151,7 @@ func (echoDriver) Command(s Spec, i int) (string, []string) {
 func (echoDriver) Env(s Spec, i int) ([]string, error)       { return []string{"ECHO=1"}, nil }
 func (echoDriver) NVSHMEMPython(Spec) string                 { return "/opt/echo/python" }
 func (echoDriver) ContextWindow(string, []string) int        { return 7 }
+func (echoDriver) Batch(string, []string) int                { return 0 }
 func (echoDriver) EmbeddingBounds(string, string) (int, int) { return 0, 0 }
 func (echoDriver) Traits() Traits                            { return Traits{OnCPU: true} }
 

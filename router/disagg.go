@@ -54,7 +54,7 @@ func (d *disagg) windowEnd(promptLen int) int {
 
 func (d *disagg) run(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool, read reader) (err error) {
 	req := microservingRequest(whole)
-	q := d.r.newRequest(req)
+	q := d.r.newRequest(ctx, req)
 	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))})
 	if err != nil {
 		return err
