@@ -1,0 +1,260 @@
+package mlccheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/caddymlc"
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
+)
+
+// router is one mlc_router of the config, as the check reads it: its
+// configuration with the defaults the handler applies, and what follows
+// from it (roles, PEs, tokenizer, context).
+type router struct {
+	// path is where the handler is in the JSON config.
+	path string
+	cfg  caddymlc.Router
+	kind engine.Kind
+	// prefill and decode are the indexes of the endpoints that may take
+	// each role (disagg mode).
+	prefill, decode []int
+	// starts are the endpoints' first PEs, with the world's size last:
+	// engine i's recv_rank is starts[i].
+	starts []int
+	// tok is the router's tokenizer of the model; nil when it has none
+	// (tokErr says why).
+	tok    tokenizer.ModelTokenizer
+	tokErr error
+	// context is the most tokens of a sequence as the router knows it;
+	// 0 when it does not.
+	context int
+}
+
+// addr is the host:port of endpoint i.
+func (r *router) addr(i int) string { return r.cfg.Endpoints[i].Addr() }
+
+// url is the base URL of endpoint i.
+func (r *router) url(i int) string { return r.cfg.Endpoints[i].URL() }
+
+// disagg reports whether the router disaggregates.
+func (r *router) disagg() bool { return r.cfg.Mode == caddymlc.ModeDisagg }
+
+// radix reports whether the engines run a prefix cache.
+func (r *router) radix() bool { return r.cfg.PrefixCache == engine.PrefixCacheRadix }
+
+// mlc reports whether the engines are MLC's own: only MLC's API is used.
+func (r *router) mlc() bool { return r.kind == engine.KindMLC }
+
+// findRouters returns every mlc_router handler of a JSON config, in the
+// order they appear.
+func findRouters(config []byte) ([]*router, error) {
+	var root any
+	if err := json.Unmarshal(config, &root); err != nil {
+		return nil, fmt.Errorf("config is not JSON: %w", err)
+	}
+	var found []*router
+	var walkErr error
+	walk(root, "", func(path string, obj map[string]any) {
+		if walkErr != nil || obj["handler"] != "mlc_router" {
+			return
+		}
+		r, err := newRouter(path, obj)
+		if err != nil {
+			walkErr = fmt.Errorf("mlc_router at %s: %w", path, err)
+			return
+		}
+		found = append(found, r)
+	})
+	return found, walkErr
+}
+
+// walk calls fn for every JSON object under v, depth first, with its path
+// ("apps.http.servers.srv0.routes[0].handle[0]"). Object keys are visited
+// in sorted order, so that the order of the routers is stable.
+func walk(v any, path string, fn func(string, map[string]any)) {
+	switch t := v.(type) {
+	case map[string]any:
+		fn(path, t)
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			walk(t[k], p, fn)
+		}
+	case []any:
+		for i, e := range t {
+			walk(e, path+"["+strconv.Itoa(i)+"]", fn)
+		}
+	}
+}
+
+// newRouter reads one handler's JSON.
+func newRouter(path string, obj map[string]any) (*router, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var cfg caddymlc.Router
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &router{path: path, cfg: withDefaults(cfg)}
+	r.kind = engine.Kind(r.cfg.Engine.Kind)
+	if r.disagg() && len(r.cfg.Endpoints) > 0 {
+		r.prefill, r.decode = splitRoles(r.cfg.Endpoints)
+	}
+	gpus := make([]int, len(r.cfg.Endpoints))
+	for i, ep := range r.cfg.Endpoints {
+		gpus[i] = ep.GPUs
+	}
+	r.starts = engine.DeviceIDStarts(gpus)
+	r.tok, r.tokErr = tokenizer.ForModel(r.cfg.Model)
+	r.context = contextWindow(r.kind, r.cfg.Model, r.cfg.EngineArgs)
+	return r, nil
+}
+
+// withDefaults applies the defaults of the mlc_router handler that the
+// check depends on (see caddymlc.Router's fields).
+func withDefaults(c caddymlc.Router) caddymlc.Router {
+	switch c.Mode {
+	case "":
+		c.Mode = caddymlc.ModeDisagg
+	case "round-robin":
+		c.Mode = caddymlc.ModeRoundRobin
+	}
+	if c.PrefixCache == "" {
+		c.PrefixCache = engine.PrefixCacheDisable
+	}
+	if c.Engine == nil {
+		c.Engine = &caddymlc.EngineProgram{Kind: string(engine.KindBuiltin)}
+	}
+	if len(c.Endpoints) == 0 && c.Dynamic == nil {
+		c.Endpoints = []engine.Endpoint{{Host: caddymlc.DefaultHost, Port: caddymlc.DefaultPort}}
+	}
+	c.Endpoints = slices.Clone(c.Endpoints)
+	for i := range c.Endpoints {
+		if c.Endpoints[i].GPUs == 0 {
+			c.Endpoints[i].GPUs = 1
+		}
+	}
+	if c.StartupTimeout == 0 {
+		c.StartupTimeout = caddymlc.DefaultStartupTimeout
+	}
+	return c
+}
+
+// splitRoles returns the endpoints that may prefill and that may decode,
+// by the router's rule: with no role given anywhere, MLC's (the first
+// prefills, the others decode); otherwise an endpoint without a role, or
+// with role any, does both.
+func splitRoles(eps []engine.Endpoint) (prefill, decode []int) {
+	explicit := slices.ContainsFunc(eps, func(ep engine.Endpoint) bool { return ep.Role != "" })
+	for i, ep := range eps {
+		role := ep.Role
+		switch {
+		case !explicit && i == 0:
+			role = engine.RolePrefill
+		case !explicit:
+			role = engine.RoleDecode
+		case role == "":
+			role = engine.RoleAny
+		}
+		if role == engine.RolePrefill || role == engine.RoleAny {
+			prefill = append(prefill, i)
+		}
+		if role == engine.RoleDecode || role == engine.RoleAny {
+			decode = append(decode, i)
+		}
+	}
+	return prefill, decode
+}
+
+// contextWindow is the most tokens of a sequence as the router bounds
+// requests (README, "How a request flows"): the built-in engine's own limit
+// for its command line; for engine mlc the model's context_window_size
+// (mlc-chat-config.json, or --overrides) within --overrides
+// max_total_seq_length; 0 (unknown) otherwise.
+func contextWindow(kind engine.Kind, model string, engineArgs []string) int {
+	switch kind {
+	case engine.KindBuiltin:
+		n, err := builtin.SequenceLimit(append([]string{model}, engineArgs...))
+		if err != nil {
+			return 0
+		}
+		return n
+	case engine.KindMLC:
+		n, ok := overrideInt(engineArgs, "context_window_size")
+		if !ok {
+			n, _ = builtin.ChatConfigContextWindow(model)
+		}
+		if total, ok := overrideInt(engineArgs, "max_total_seq_length"); ok && n > 0 && total > 0 {
+			n = min(n, total)
+		}
+		return max(n, 0)
+	}
+	return 0
+}
+
+// overrideInt finds key in the "k=v;k=v" value of an --overrides flag of
+// args; the last flag wins.
+func overrideInt(args []string, key string) (int, bool) {
+	n, found := 0, false
+	for i, a := range args {
+		var val string
+		switch {
+		case a == "--overrides" && i+1 < len(args):
+			val = args[i+1]
+		case strings.HasPrefix(a, "--overrides="):
+			val = strings.TrimPrefix(a, "--overrides=")
+		default:
+			continue
+		}
+		for kv := range strings.SplitSeq(val, ";") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || strings.TrimSpace(k) != key {
+				continue
+			}
+			if x, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				n, found = x, true
+			}
+		}
+	}
+	return n, found
+}
+
+// fleetSpec is the engine fleet of a router, as the mlc app starts it.
+func (r *router) fleetSpec(program string) (engine.Spec, error) {
+	spec := engine.Spec{
+		Model:           r.cfg.Model,
+		ModelLib:        r.cfg.ModelLib,
+		Kind:            r.kind,
+		EngineArgs:      r.cfg.EngineArgs,
+		PrefixCacheMode: r.cfg.PrefixCache,
+		Endpoints:       r.cfg.Endpoints,
+		StartupTimeout:  time.Duration(r.cfg.StartupTimeout),
+	}
+	switch spec.Kind {
+	case engine.KindBuiltin:
+		spec.Program = program
+	case engine.KindCommand:
+		spec.Program, spec.Args = r.cfg.Engine.Command[0], r.cfg.Engine.Command[1:]
+	}
+	spec = spec.Normalize()
+	return spec, spec.Validate()
+}
