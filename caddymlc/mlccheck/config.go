@@ -3,6 +3,8 @@ package mlccheck
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +37,8 @@ type router struct {
 	// context is the most tokens of a sequence as the router knows it;
 	// 0 when it does not.
 	context int
+	// vocab is the model's vocabulary size, 0 when unknown.
+	vocab int
 }
 
 // addr is the host:port of endpoint i.
@@ -125,6 +129,11 @@ func newRouter(path string, obj map[string]any) (*router, error) {
 	}
 	r.starts = engine.DeviceIDStarts(gpus)
 	r.tok, r.tokErr = tokenizer.ForModel(r.cfg.Model)
+	if r.tok != nil {
+		r.vocab = r.tok.VocabSize()
+	} else {
+		r.vocab = chatConfigVocab(r.cfg.Model)
+	}
 	r.context = contextWindow(r.kind, r.cfg.Model, r.cfg.EngineArgs)
 	return r, nil
 }
@@ -257,4 +266,20 @@ func (r *router) fleetSpec(program string) (engine.Spec, error) {
 	}
 	spec = spec.Normalize()
 	return spec, spec.Validate()
+}
+
+// chatConfigVocab reads vocab_size from a model directory's
+// mlc-chat-config.json; 0 when there is none.
+func chatConfigVocab(model string) int {
+	b, err := os.ReadFile(filepath.Join(model, "mlc-chat-config.json"))
+	if err != nil {
+		return 0
+	}
+	var cfg struct {
+		VocabSize int `json:"vocab_size"`
+	}
+	if json.Unmarshal(b, &cfg) != nil {
+		return 0
+	}
+	return max(cfg.VocabSize, 0)
 }

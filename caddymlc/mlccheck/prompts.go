@@ -15,10 +15,12 @@ const maxTokens = 12
 
 // Token ids of a prompt for an engine whose tokenizer the router cannot
 // read: ordinary words in the vocabularies of today's models (below their
-// special tokens, above Llama-2's byte tokens).
+// special tokens, above Llama-2's byte tokens), within the model's
+// vocab_size where mlc-chat-config.json gives it. An id outside the
+// vocabulary fails a check in MLC's engine, which stops it.
 const (
-	plainIDLow  = 300
-	plainIDHigh = 1300
+	plainIDLow  = 260
+	plainIDHigh = 1000
 )
 
 // words make the text of prompts.
@@ -55,10 +57,17 @@ func (p prompts) ids(name string, n int) []int {
 			}
 		}
 	}
+	lo, hi := plainIDLow, plainIDHigh
+	if v := p.r.vocab; v > 0 {
+		hi = min(hi, v)
+		if lo >= hi {
+			lo = 0
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed(p.nonce, name), 1))
 	ids := make([]int, n)
 	for i := range ids {
-		ids[i] = plainIDLow + rng.IntN(plainIDHigh-plainIDLow)
+		ids[i] = lo + rng.IntN(hi-lo)
 	}
 	return ids
 }

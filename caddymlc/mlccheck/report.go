@@ -98,6 +98,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	p, f, s := r.Counts()
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(jsonReport{OK: f == 0, Passed: p, Failed: f, Skipped: s, Results: r.Results})
 }
 

@@ -136,4 +136,3 @@ func (ck *checker) releaseOn(ctx context.Context, d int) {
 	}
 	ck.pass(CheckRelease, []int{d}, "a held reservation released, a second release finds none, a late prep_recv of the released user refused (%d)", statusOf(err))
 }
-
