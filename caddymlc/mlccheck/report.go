@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"text/tabwriter"
 )
 
@@ -50,13 +49,10 @@ const (
 
 // Report is every result of a run, in the order the checks ran.
 type Report struct {
-	mu      sync.Mutex
 	Results []Result `json:"results"`
 }
 
 func (r *Report) add(res Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if res.Engines == nil {
 		res.Engines = []string{}
 	}
