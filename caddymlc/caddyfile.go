@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // parseCaddyfile sets up the handler from Caddyfile tokens (see
@@ -30,7 +31,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	mlc_router [<matcher>] {
 //	    model             <path|name>
 //	    model_lib         <path>
-//	    mode              disagg|round_robin
+//	    mode              disagg|whole   (round_robin, round-robin: MLC's names of whole)
 //	    pd_balance_factor <float in [0,1)>
 //	    max_prefill_queue <n>|off
 //	    prefix_cache      [radix|disable]
@@ -119,11 +120,11 @@ func parseMode(r *Router, d *caddyfile.Dispenser) error {
 		return err
 	}
 	switch r.Mode {
-	case ModeDisagg, ModeRoundRobin:
-	case "round-robin":
-		r.Mode = ModeRoundRobin
+	case router.ModeDisagg, router.ModeWhole:
+	case "round-robin", router.ModeRoundRobin:
+		r.Mode = router.ModeWhole
 	default:
-		return d.Errf("mode %q: want disagg or round_robin", r.Mode)
+		return d.Errf("mode %q: want disagg or whole (round_robin, MLC's round-robin)", r.Mode)
 	}
 	return nil
 }
@@ -309,7 +310,7 @@ func parsePolicy(r *Router, d *caddyfile.Dispenser) error {
 	} else if len(d.NextSegment()) > 1 {
 		return d.Errf("policy %s takes no arguments", name)
 	}
-	if _, ok := mod.(Policy); !ok {
+	if _, ok := mod.(router.Policy); !ok {
 		return d.Errf("module %s (%T) is not a selection policy", modID, mod)
 	}
 	r.PolicyRaw = caddyconfig.JSONModuleObject(mod, "policy", name, nil)

@@ -14,6 +14,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -43,7 +44,7 @@ func TestCaddyfileParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Router{
-		Model: "tiny", ModelLib: "lib.so", Mode: ModeRoundRobin, PDBalanceFactor: 0.25,
+		Model: "tiny", ModelLib: "lib.so", Mode: router.ModeWhole, PDBalanceFactor: 0.25,
 		MaxPrefillQueue: 3, PrefixCache: "radix",
 		Engine:     &EngineProgram{Kind: "command", Command: []string{"/bin/engine", "--flag", "x"}},
 		EngineArgs: []string{"--overrides", "max_total_seq_length=512"},
@@ -146,7 +147,7 @@ func TestSplitRoles(t *testing.T) {
 		{[]string{"prefill", "prefill", "decode"}, []int{0, 1}, []int{2}},
 	}
 	for _, c := range cases {
-		p, d, err := splitRoles(eps(c.roles...))
+		p, d, err := router.SplitRoles(eps(c.roles...))
 		if err != nil || !reflect.DeepEqual(p, c.prefill) || !reflect.DeepEqual(d, c.decode) {
 			t.Fatalf("%q: prefill %v decode %v err %v", c.roles, p, d, err)
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // dashboardFile is the Grafana dashboard over the module's metrics.
@@ -104,13 +106,13 @@ func TestDashboardSeries(t *testing.T) {
 }
 
 // exportedSeries returns the series the routers' metrics export, each
-// with its labels: what a router registers with Caddy's registry, read
-// from the collectors' descriptions. A histogram exports <name>_bucket
+// with its labels: what Provision registers with Caddy's registry
+// (router.RegisterMetrics), read from the collectors' descriptions. A histogram exports <name>_bucket
 // (with le), <name>_sum and <name>_count.
 func exportedSeries(t *testing.T) map[string][]string {
 	t.Helper()
 	rec := &recordingRegisterer{}
-	if err := sharedMetrics().register(rec); err != nil {
+	if err := router.RegisterMetrics(rec); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string][]string{}

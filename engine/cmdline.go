@@ -21,7 +21,8 @@ const GPUMemoryUtilization = "gpu_memory_utilization=0.8"
 //
 // The serve arguments are MLC's:
 //
-//	<model> [--model-lib PATH] --device cuda:<start> --enable-debug
+//	<model> [--model-lib PATH] [--embedding-model PATH
+//	[--embedding-model-lib PATH]] --device cuda:<start> --enable-debug
 //	--mode server --prefix-cache-mode radix|disable
 //	--overrides gpu_memory_utilization=0.8 --host H --port P <engine_args...>
 //
@@ -50,6 +51,12 @@ func (s Spec) serveArgs(i int, device string, gpuOverrides bool) []string {
 	args := []string{s.Model}
 	if s.ModelLib != "" {
 		args = append(args, "--model-lib", s.ModelLib)
+	}
+	if s.EmbeddingModel != "" {
+		args = append(args, "--embedding-model", s.EmbeddingModel)
+		if s.EmbeddingModelLib != "" {
+			args = append(args, "--embedding-model-lib", s.EmbeddingModelLib)
+		}
 	}
 	args = append(args,
 		"--device", device,

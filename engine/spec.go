@@ -63,6 +63,14 @@ type Spec struct {
 	Model string `json:"model"`
 	// ModelLib is the compiled model library (--model-lib); optional.
 	ModelLib string `json:"model_lib,omitempty"`
+	// EmbeddingModel is the embedding model every engine serves next to
+	// Model at POST /v1/embeddings (--embedding-model): a model
+	// directory, or "tiny-embed" for the builtin engine; optional.
+	EmbeddingModel string `json:"embedding_model,omitempty"`
+	// EmbeddingModelLib is the embedding model's compiled library
+	// (--embedding-model-lib), which MLC requires with an embedding model
+	// and the builtin engine only records.
+	EmbeddingModelLib string `json:"embedding_model_lib,omitempty"`
 	// Kind selects the engine program; defaults to KindBuiltin.
 	Kind Kind `json:"kind"`
 	// Program is the binary of KindBuiltin (required) and KindCommand
@@ -132,6 +140,13 @@ func (s Spec) Validate() error {
 	if s.Model == "" && s.spawnsAny() {
 		return fmt.Errorf("%w: no model", ErrInvalidSpec)
 	}
+	if s.EmbeddingModelLib != "" && s.EmbeddingModel == "" {
+		return fmt.Errorf("%w: an embedding model library without an embedding model", ErrInvalidSpec)
+	}
+	if s.Kind == KindMLC && s.EmbeddingModel != "" && s.EmbeddingModelLib == "" && s.spawnsAny() {
+		// mlc_llm serve refuses to start without it.
+		return fmt.Errorf("%w: mlc engines need the embedding model's library (--embedding-model-lib) with an embedding model", ErrInvalidSpec)
+	}
 	if s.PrefixCacheMode != PrefixCacheRadix && s.PrefixCacheMode != PrefixCacheDisable {
 		return fmt.Errorf("%w: prefix cache mode %q (want radix or disable)", ErrInvalidSpec, s.PrefixCacheMode)
 	}
@@ -147,10 +162,11 @@ func (s Spec) Validate() error {
 // Key identifies the processes a spec runs: two specs with the same key
 // start the same engines, with the same command lines, environments and
 // NVSHMEM world, on the same ports. It covers the kind, program, arguments,
-// model, model library, engine arguments, prefix cache mode, every
-// endpoint's host, port, GPUs and external flag (which fix the PE
-// numbering) and the uid source; not the roles, timeouts or health
-// settings, which a running fleet takes through [Fleet.Reconfigure]. The
+// model, model library, embedding model and its library, engine
+// arguments, prefix cache mode, every endpoint's host, port, GPUs and
+// external flag (which fix the PE numbering) and the uid source; not the
+// roles, timeouts or health settings, which a running fleet takes
+// through [Fleet.Reconfigure]. The
 // Caddy module keys its fleet pool with it, so that a reload which changes
 // only those keeps the engines (a second fleet with the same key would
 // fight the first for its ports).
@@ -165,15 +181,19 @@ func (s Spec) Key() string {
 
 // identity is what [Spec.Key] hashes: what defines the processes.
 type identity struct {
-	Kind            Kind               `json:"kind"`
-	Program         string             `json:"program"`
-	Args            []string           `json:"args"`
-	Model           string             `json:"model"`
-	ModelLib        string             `json:"model_lib"`
-	EngineArgs      []string           `json:"engine_args"`
-	PrefixCacheMode string             `json:"prefix_cache_mode"`
-	UID             UIDMode            `json:"uid"`
-	Endpoints       []endpointIdentity `json:"endpoints"`
+	Kind     Kind     `json:"kind"`
+	Program  string   `json:"program"`
+	Args     []string `json:"args"`
+	Model    string   `json:"model"`
+	ModelLib string   `json:"model_lib"`
+	// Absent when empty, so that the keys of fleets without them stay
+	// those they were.
+	EmbeddingModel    string             `json:"embedding_model,omitempty"`
+	EmbeddingModelLib string             `json:"embedding_model_lib,omitempty"`
+	EngineArgs        []string           `json:"engine_args"`
+	PrefixCacheMode   string             `json:"prefix_cache_mode"`
+	UID               UIDMode            `json:"uid"`
+	Endpoints         []endpointIdentity `json:"endpoints"`
 }
 
 type endpointIdentity struct {
@@ -185,6 +205,7 @@ type endpointIdentity struct {
 
 func (s Spec) identity() identity {
 	id := identity{Kind: s.Kind, Program: s.Program, Args: s.Args, Model: s.Model, ModelLib: s.ModelLib,
+		EmbeddingModel: s.EmbeddingModel, EmbeddingModelLib: s.EmbeddingModelLib,
 		EngineArgs: s.EngineArgs, PrefixCacheMode: s.PrefixCacheMode, UID: s.UID}
 	for _, ep := range s.Endpoints {
 		id.Endpoints = append(id.Endpoints, endpointIdentity{Host: ep.Host, Port: ep.Port, GPUs: ep.GPUs, External: ep.External})

@@ -88,7 +88,7 @@ http://127.0.0.1:%d {
 http://127.0.0.1:%d {
 	mlc_router {
 		model tiny
-		mode round_robin
+		mode whole
 		endpoint 127.0.0.1:%d
 	}
 }

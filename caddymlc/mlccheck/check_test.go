@@ -85,7 +85,7 @@ func TestOtherModelFails(t *testing.T) {
 	handEngine(t, "tiny", ports[0], nil)
 	handEngine(t, other, ports[1], nil)
 	good, odd := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
-	run := runCheck(t, caddyfile("model tiny\nmode round_robin", good+" external", odd+" external"), false)
+	run := runCheck(t, caddyfile("model tiny\nmode whole", good+" external", odd+" external"), false)
 	if run.status != ExitFailed || run.err == nil || !strings.Contains(run.err.Error(), "models ("+odd+")") {
 		t.Fatalf("exit %d (%v), want 1 naming models (%s)", run.status, run.err, odd)
 	}
@@ -187,14 +187,14 @@ func TestStartFailureStopsTheRest(t *testing.T) {
 :0 {
 	mlc_router {
 		model tiny
-		mode round_robin
+		mode whole
 		endpoint 127.0.0.1:%d
 	}
 }
 :1 {
 	mlc_router {
 		model tiny
-		mode round_robin
+		mode whole
 		engine_args --no-such-flag
 		endpoint 127.0.0.1:%d
 	}

@@ -12,7 +12,7 @@ type checker struct {
 	c      *client
 	log    *zap.Logger
 	report *Report
-	r      *router
+	r      *handler
 	p      prompts
 	// answered[i] says that engine i answered GET /v1/models: the
 	// checks of an engine that did not are skipped.
@@ -25,7 +25,7 @@ type checker struct {
 	preps []prepRecord
 }
 
-func newChecker(c *client, log *zap.Logger, report *Report, r *router, nonce string) *checker {
+func newChecker(c *client, log *zap.Logger, report *Report, r *handler, nonce string) *checker {
 	n := len(r.cfg.Endpoints)
 	ck := &checker{c: c, log: log, report: report, r: r, p: prompts{r: r, nonce: nonce},
 		answered: make([]bool, n), pe: make([]int, n)}

@@ -14,12 +14,13 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
-// router is one mlc_router of the config, as the check reads it: its
+// handler is one mlc_router of the config, as the check reads it: its
 // configuration with the defaults the handler applies, and what follows
 // from it (roles, PEs, tokenizer, context).
-type router struct {
+type handler struct {
 	// path is where the handler is in the JSON config.
 	path string
 	cfg  caddymlc.Router
@@ -42,28 +43,28 @@ type router struct {
 }
 
 // addr is the host:port of endpoint i.
-func (r *router) addr(i int) string { return r.cfg.Endpoints[i].Addr() }
+func (r *handler) addr(i int) string { return r.cfg.Endpoints[i].Addr() }
 
 // url is the base URL of endpoint i.
-func (r *router) url(i int) string { return r.cfg.Endpoints[i].URL() }
+func (r *handler) url(i int) string { return r.cfg.Endpoints[i].URL() }
 
 // disagg reports whether the router disaggregates.
-func (r *router) disagg() bool { return r.cfg.Mode == caddymlc.ModeDisagg }
+func (r *handler) disagg() bool { return r.cfg.Mode == router.ModeDisagg }
 
 // radix reports whether the engines run a prefix cache.
-func (r *router) radix() bool { return r.cfg.PrefixCache == engine.PrefixCacheRadix }
+func (r *handler) radix() bool { return r.cfg.PrefixCache == engine.PrefixCacheRadix }
 
 // mlc reports whether the engines are MLC's own: only MLC's API is used.
-func (r *router) mlc() bool { return r.kind == engine.KindMLC }
+func (r *handler) mlc() bool { return r.kind == engine.KindMLC }
 
 // findRouters returns every mlc_router handler of a JSON config, in the
 // order they appear.
-func findRouters(config []byte) ([]*router, error) {
+func findRouters(config []byte) ([]*handler, error) {
 	var root any
 	if err := json.Unmarshal(config, &root); err != nil {
 		return nil, fmt.Errorf("config is not JSON: %w", err)
 	}
-	var found []*router
+	var found []*handler
 	var walkErr error
 	walk(root, "", func(path string, obj map[string]any) {
 		if walkErr != nil || obj["handler"] != "mlc_router" {
@@ -106,7 +107,7 @@ func walk(v any, path string, fn func(string, map[string]any)) {
 }
 
 // newRouter reads one handler's JSON.
-func newRouter(path string, obj map[string]any) (*router, error) {
+func newRouter(path string, obj map[string]any) (*handler, error) {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
@@ -118,10 +119,11 @@ func newRouter(path string, obj map[string]any) (*router, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &router{path: path, cfg: withDefaults(cfg)}
+	r := &handler{path: path, cfg: withDefaults(cfg)}
 	r.kind = engine.Kind(r.cfg.Engine.Kind)
 	if r.disagg() && len(r.cfg.Endpoints) > 0 {
-		r.prefill, r.decode = splitRoles(r.cfg.Endpoints)
+		// Validate has checked that both roles have engines.
+		r.prefill, r.decode, _ = router.SplitRoles(r.cfg.Endpoints)
 	}
 	gpus := make([]int, len(r.cfg.Endpoints))
 	for i, ep := range r.cfg.Endpoints {
@@ -143,9 +145,9 @@ func newRouter(path string, obj map[string]any) (*router, error) {
 func withDefaults(c caddymlc.Router) caddymlc.Router {
 	switch c.Mode {
 	case "":
-		c.Mode = caddymlc.ModeDisagg
-	case "round-robin":
-		c.Mode = caddymlc.ModeRoundRobin
+		c.Mode = router.ModeDisagg
+	case "round-robin", router.ModeRoundRobin:
+		c.Mode = router.ModeWhole
 	}
 	if c.PrefixCache == "" {
 		c.PrefixCache = engine.PrefixCacheDisable
@@ -166,32 +168,6 @@ func withDefaults(c caddymlc.Router) caddymlc.Router {
 		c.StartupTimeout = caddymlc.DefaultStartupTimeout
 	}
 	return c
-}
-
-// splitRoles returns the endpoints that may prefill and that may decode,
-// by the router's rule: with no role given anywhere, MLC's (the first
-// prefills, the others decode); otherwise an endpoint without a role, or
-// with role any, does both.
-func splitRoles(eps []engine.Endpoint) (prefill, decode []int) {
-	explicit := slices.ContainsFunc(eps, func(ep engine.Endpoint) bool { return ep.Role != "" })
-	for i, ep := range eps {
-		role := ep.Role
-		switch {
-		case !explicit && i == 0:
-			role = engine.RolePrefill
-		case !explicit:
-			role = engine.RoleDecode
-		case role == "":
-			role = engine.RoleAny
-		}
-		if role == engine.RolePrefill || role == engine.RoleAny {
-			prefill = append(prefill, i)
-		}
-		if role == engine.RoleDecode || role == engine.RoleAny {
-			decode = append(decode, i)
-		}
-	}
-	return prefill, decode
 }
 
 // contextWindow is the most tokens of a sequence as the router bounds
@@ -248,7 +224,7 @@ func overrideInt(args []string, key string) (int, bool) {
 }
 
 // fleetSpec is the engine fleet of a router, as the mlc app starts it.
-func (r *router) fleetSpec(program string) (engine.Spec, error) {
+func (r *handler) fleetSpec(program string) (engine.Spec, error) {
 	spec := engine.Spec{
 		Model:           r.cfg.Model,
 		ModelLib:        r.cfg.ModelLib,

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/caddymlc"
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // Every example config has its routers found, with the handler's defaults.
@@ -30,7 +30,7 @@ func TestExamplesHaveRouters(t *testing.T) {
 			continue
 		}
 		for _, r := range routers {
-			if r.cfg.Mode != caddymlc.ModeDisagg && r.cfg.Mode != caddymlc.ModeRoundRobin {
+			if r.cfg.Mode != router.ModeDisagg && r.cfg.Mode != router.ModeWhole {
 				t.Errorf("%s: mode %q", f, r.cfg.Mode)
 			}
 			if r.disagg() && (len(r.prefill) == 0 || len(r.decode) == 0) {
@@ -47,13 +47,13 @@ func TestExamplesHaveRouters(t *testing.T) {
 // order, each named by its path; a router that is not valid is an error
 // naming it.
 func TestFindRouters(t *testing.T) {
-	router := func(port int, extra string) string {
+	handlerJSON := func(port int, extra string) string {
 		return fmt.Sprintf(`{"handler": "mlc_router", "model": "tiny"%s, "endpoints": [{"host": "127.0.0.1", "port": %d}, {"host": "127.0.0.1", "port": %d, "gpus": 2}]}`, extra, port, port+1)
 	}
 	cfg := fmt.Sprintf(`{"apps": {"http": {"servers": {
 		"b": {"routes": [{"handle": [{"handler": "subroute", "routes": [{"handle": [%s]}]}]}]},
 		"a": {"routes": [{"handle": [{"handler": "headers"}, %s]}]}}}}}`,
-		router(9001, `, "mode": "round-robin"`), router(9003, ""))
+		handlerJSON(9001, `, "mode": "round-robin"`), handlerJSON(9003, ""))
 	routers, err := findRouters([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +67,8 @@ func TestFindRouters(t *testing.T) {
 		t.Fatalf("paths %v, want %v", paths, want)
 	}
 	a, b := routers[0], routers[1]
-	if a.cfg.Mode != caddymlc.ModeDisagg || b.cfg.Mode != caddymlc.ModeRoundRobin {
-		t.Errorf("modes %q, %q: want the default disagg and round-robin read as round_robin", a.cfg.Mode, b.cfg.Mode)
+	if a.cfg.Mode != router.ModeDisagg || b.cfg.Mode != router.ModeWhole {
+		t.Errorf("modes %q, %q: want the default disagg and MLC's round-robin read as whole", a.cfg.Mode, b.cfg.Mode)
 	}
 	if !slices.Equal(a.starts, []int{0, 1, 3}) || a.cfg.Endpoints[0].GPUs != 1 {
 		t.Errorf("PE starts %v (gpus %d): want [0 1 3], a missing gpus being 1", a.starts, a.cfg.Endpoints[0].GPUs)
@@ -83,25 +83,6 @@ func TestFindRouters(t *testing.T) {
 	}
 	if _, err := findRouters([]byte(`{"apps": `)); err == nil {
 		t.Fatal("no error for a config that is not JSON")
-	}
-}
-
-// The roles are the router's: MLC's rule without roles (the first
-// prefills), and with roles an endpoint without one does both.
-func TestSplitRoles(t *testing.T) {
-	ep := func(role string) engine.Endpoint { return engine.Endpoint{Host: "h", Port: 1, Role: role} }
-	for _, c := range []struct {
-		eps             []engine.Endpoint
-		prefill, decode []int
-	}{
-		{[]engine.Endpoint{ep(""), ep(""), ep("")}, []int{0}, []int{1, 2}},
-		{[]engine.Endpoint{ep("decode"), ep(""), ep("prefill")}, []int{1, 2}, []int{0, 1}},
-		{[]engine.Endpoint{ep("any"), ep("decode")}, []int{0}, []int{0, 1}},
-	} {
-		p, d := splitRoles(c.eps)
-		if !slices.Equal(p, c.prefill) || !slices.Equal(d, c.decode) {
-			t.Errorf("%v: prefill %v decode %v, want %v %v", c.eps, p, d, c.prefill, c.decode)
-		}
 	}
 }
 

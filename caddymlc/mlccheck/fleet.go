@@ -23,7 +23,7 @@ type fleets struct {
 // one fleet per distinct set of engines (two routers over the same
 // engines share it), each waited for until every engine is ready. On an
 // error what was started is stopped. External endpoints are not started.
-func startFleets(ctx context.Context, routers []*router, log *zap.Logger) (*fleets, error) {
+func startFleets(ctx context.Context, routers []*handler, log *zap.Logger) (*fleets, error) {
 	program, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this binary for the built-in engine: %w", err)
@@ -91,7 +91,7 @@ func (fl *fleets) stop() {
 // waitEngines waits, up to wait, until every engine of the routers answers
 // GET /v1/models; it returns the engines that do not by then (their
 // models check fails).
-func waitEngines(ctx context.Context, routers []*router, wait time.Duration, c *http.Client) []string {
+func waitEngines(ctx context.Context, routers []*handler, wait time.Duration, c *http.Client) []string {
 	deadline := time.Now().Add(wait)
 	pending := map[string]bool{}
 	for _, r := range routers {

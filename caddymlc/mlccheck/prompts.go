@@ -32,7 +32,7 @@ var words = strings.Fields(`the a cat dog sat ran on under over house river
 // nonce and its own name, so that no engine holds it in its prefix cache
 // from an earlier run or an earlier check, unless the check means it to.
 type prompts struct {
-	r     *router
+	r     *handler
 	nonce string
 }
 

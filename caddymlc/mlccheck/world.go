@@ -138,7 +138,7 @@ func short(digest string) string {
 }
 
 // peOwner is the endpoint whose GPUs hold PE pe in the config, or -1.
-func (r *router) peOwner(pe int) int {
+func (r *handler) peOwner(pe int) int {
 	for j := range len(r.starts) - 1 {
 		if pe >= r.starts[j] && pe < r.starts[j+1] {
 			return j

@@ -34,6 +34,7 @@ func (s *server) handler() http.Handler {
 		protocol.PathModels:          {http.MethodGet, s.models},
 		protocol.PathCompletions:     {http.MethodPost, s.completions},
 		protocol.PathChatCompletions: {http.MethodPost, s.chatCompletions},
+		protocol.PathEmbeddings:      {http.MethodPost, s.embeddings},
 		protocol.PathPrepRecv:        {http.MethodPost, s.prepRecvEndpoint},
 		protocol.PathRemoteSend:      {http.MethodPost, s.remoteSendEndpoint},
 		protocol.PathStartGenerate:   {http.MethodPost, s.startGenerateEndpoint},
@@ -55,9 +56,14 @@ func (s *server) handler() http.Handler {
 	})
 }
 
-// models answers GET /v1/models.
+// models answers GET /v1/models: the model, then the embedding model,
+// as MLC's server lists them.
 func (s *server) models(w http.ResponseWriter, r *http.Request) {
-	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(s.created, "caddy-mlc", s.e.opts.Model))
+	ids := []string{s.e.opts.Model}
+	if s.e.emb != nil {
+		ids = append(ids, s.e.emb.id)
+	}
+	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(s.created, "caddy-mlc", ids...))
 }
 
 // completions answers POST /v1/completions.

@@ -42,6 +42,14 @@ func CheckChatResponse(raw []byte) error { return check(raw, chatCompletionRespo
 // ChatCompletionStreamResponse: among others, every delta has a role.
 func CheckChatChunk(raw []byte) error { return check(raw, chatStreamResponse) }
 
+// CheckEmbeddingRequest checks a /v1/embeddings body against
+// EmbeddingRequest and its validator.
+func CheckEmbeddingRequest(raw []byte) error { return check(raw, embeddingRequest) }
+
+// CheckEmbeddingResponse checks an embeddings answer against
+// EmbeddingResponse.
+func CheckEmbeddingResponse(raw []byte) error { return check(raw, embeddingResponse) }
+
 // CheckModelList checks the body of GET /v1/models: a ListResponse of
 // ModelResponse.
 func CheckModelList(raw []byte) error { return check(raw, modelList) }

@@ -27,6 +27,8 @@ const (
 	errorBody     = `{"error":{"message":"n must be at most 128, got 129","type":"invalid_request_error","param":"n","code":"integer_above_max_value"}}`
 	mlcErrorBody  = `{"object":"error","message":"bad","code":400}`
 
+	embeddingWhole = `{"object":"list","data":[{"object":"embedding","embedding":[0.5,-0.25],"index":0},{"object":"embedding","embedding":"AAAAPwAAgL4=","index":1}],
+		"model":"tiny-embed","usage":{"prompt_tokens":3,"total_tokens":3}}`
 	completionReq = `{"prompt":[1,2],"best_of":1,"n":2,"stream":true,"stream_options":{"include_usage":true},"stop":"x","logprobs":5,
 		"logit_bias":{"5":1,"-3":-100},"frequency_penalty":0,"presence_penalty":2,"seed":-4,"unknown":{"kept":true},
 		"response_format":{"type":"json_object","schema":"{}"},
@@ -63,6 +65,13 @@ func TestAcceptsValidBodies(t *testing.T) {
 		{"mlc error", CheckMLCError, mlcErrorBody},
 		{"completion request", CheckCompletionRequest, completionReq},
 		{"minimal completion request", CheckCompletionRequest, `{"prompt":"hi"}`},
+		{"embeddings", CheckEmbeddingResponse, embeddingWhole},
+		{"embeddings without model", CheckEmbeddingResponse, strings.Replace(embeddingWhole, `"model":"tiny-embed",`, "", 1)},
+		{"embedding request", CheckEmbeddingRequest, `{"input":"hi","model":"m","encoding_format":"base64","dimensions":8,"user":"u"}`},
+		{"embedding request of an empty string", CheckEmbeddingRequest, `{"input":""}`},
+		{"embedding request of strings", CheckEmbeddingRequest, `{"input":["a","b"]}`},
+		{"embedding request of ids", CheckEmbeddingRequest, `{"input":[1,2]}`},
+		{"embedding request of id lists", CheckEmbeddingRequest, `{"input":[[1,2],[]]}`},
 		{"chat request", CheckChatRequest, chatReq},
 		{"minimal chat request", CheckChatRequest, `{"messages":[{"role":"user","content":"hi"}]}`},
 		{"tools, auto", CheckChatRequest, `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":"auto"}`},
@@ -146,6 +155,17 @@ func TestRejectsEachViolatedRule(t *testing.T) {
 		{"special_request", CheckCompletionRequest, `{"prompt":"a","debug_config":{"special_request":"other"}}`, "debug_config.special_request"},
 		{"disagg kind", CheckCompletionRequest, `{"prompt":"a","debug_config":{"disagg_config":{"kind":"x"}}}`, "debug_config.disagg_config.kind"},
 		{"grammar mode null", CheckCompletionRequest, `{"prompt":"a","debug_config":{"grammar_execution_mode":null}}`, "debug_config.grammar_execution_mode"},
+		// Embeddings.
+		{"embedding input missing", CheckEmbeddingRequest, `{"model":"m"}`, "input"},
+		{"embedding input empty", CheckEmbeddingRequest, `{"input":[]}`, "input"},
+		{"embedding input mixed", CheckEmbeddingRequest, `{"input":["a",1]}`, "input"},
+		{"embedding input a number", CheckEmbeddingRequest, `{"input":5}`, "input"},
+		{"embedding encoding_format", CheckEmbeddingRequest, `{"input":"a","encoding_format":"binary"}`, "encoding_format"},
+		{"embedding dimensions a string", CheckEmbeddingRequest, `{"input":"a","dimensions":"8"}`, "dimensions"},
+		{"embedding without index", CheckEmbeddingResponse, strings.Replace(embeddingWhole, `,"index":0`, "", 1), "data[0].index"},
+		{"embedding a number", CheckEmbeddingResponse, strings.Replace(embeddingWhole, `[0.5,-0.25]`, `0.5`, 1), "data[0].embedding"},
+		{"embedding object", CheckEmbeddingResponse, strings.Replace(embeddingWhole, `"object":"embedding"`, `"object":"vector"`, 1), "data[0].object"},
+		{"embedding usage missing", CheckEmbeddingResponse, strings.Replace(embeddingWhole, `,"usage":{"prompt_tokens":3,"total_tokens":3}`, "", 1), "usage"},
 		// Chat requests.
 		{"messages missing", CheckChatRequest, `{}`, "messages"},
 		{"role wizard", CheckChatRequest, `{"messages":[{"role":"wizard","content":"x"}]}`, "messages[0].role"},

@@ -66,6 +66,35 @@ var (
 	}}
 )
 
+// v1/embeddings. MLC declares EmbeddingObject's object as str =
+// "embedding" and EmbeddingResponse's as str = "list"; OpenAI fixes both,
+// and so does this package.
+var (
+	embeddingRequest = &model{name: "EmbeddingRequest", fields: []field{
+		f("input", union{str, listOf{str}, listOf{integ}, listOf{listOf{integ}}}, required),
+		f("model", str, optional),
+		f("encoding_format", literal{"float", "base64"}, defaulted),
+		f("dimensions", integ, optional),
+		f("user", str, optional),
+	}, validators: []validator{checkEmbeddingInput}}
+
+	embeddingObject = &model{name: "EmbeddingObject", fields: []field{
+		f("object", literal{"embedding"}, defaulted),
+		f("embedding", union{listOf{float}, str}, required),
+		f("index", integ, required),
+	}}
+	embeddingUsage = &model{name: "EmbeddingUsage", fields: []field{
+		f("prompt_tokens", integ, required),
+		f("total_tokens", integ, required),
+	}}
+	embeddingResponse = &model{name: "EmbeddingResponse", fields: []field{
+		f("object", literal{"list"}, defaulted),
+		f("data", listOf{embeddingObject}, required),
+		f("model", str, optional),
+		f("usage", embeddingUsage, required),
+	}}
+)
+
 // debug_protocol.py.
 var (
 	disaggConfig = &model{name: "DisaggConfig", fields: []field{

@@ -145,3 +145,11 @@ func checkFunctionCallUsage(c *checker, path string, obj map[string]any) {
 	}
 	c.fail(at+".function.name", "the tool_choice function %s is not found in the tools list", show(name))
 }
+
+// checkEmbeddingInput is EmbeddingRequest.validate_input: an input list
+// must not be empty (an empty string is an input).
+func checkEmbeddingInput(c *checker, path string, obj map[string]any) {
+	if list, ok := obj["input"].([]any); ok && len(list) == 0 {
+		c.fail(join(path, "input"), "Input list must not be empty.")
+	}
+}

@@ -30,11 +30,11 @@ func reverseProxy(engines []string) string {
 	return fmt.Sprintf("reverse_proxy %s {\n\tlb_policy round_robin\n}\n", strings.Join(engines, " "))
 }
 
-// mlcRouter is an mlc_router in mode round_robin over external engines.
+// mlcRouter is an mlc_router in mode whole over external engines.
 // A non-zero engineTimeout replaces the router's default.
 func mlcRouter(engines []string, engineTimeout string) string {
 	var b strings.Builder
-	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode round_robin\n")
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
 	for _, e := range engines {
 		fmt.Fprintf(&b, "\tendpoint %s external\n", e)
 	}

@@ -22,7 +22,7 @@ func TestCaddyfilesAdapt(t *testing.T) {
 		want    []string
 	}{
 		"reverse_proxy": {reverseProxy(engines), false, []string{`"handler":"reverse_proxy"`, `"policy":"round_robin"`, `"dial":"127.0.0.1:9002"`}},
-		"mlc_router":    {mlcRouter(engines, ""), false, []string{`"handler":"mlc_router"`, `"mode":"round_robin"`, `"external":true`}},
+		"mlc_router":    {mlcRouter(engines, ""), false, []string{`"handler":"mlc_router"`, `"mode":"whole"`, `"external":true`}},
 		"idle":          {mlcRouter(engines[:1], "15m"), true, []string{`"engine_timeout":900000000000`, `"h2c"`}},
 		"disagg":        {mlcDisagg(engines[0], engines[1]), false, []string{`"mode":"disagg"`, `"role":"prefill"`, `"role":"decode"`}},
 	} {

@@ -1,0 +1,482 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/dustin/go-humanize"
+)
+
+// DefaultEngineTimeout bounds how long an engine may keep a call waiting
+// for its first byte, and how long a stream may stay silent. A healthy
+// engine under load answers within a few seconds: a full-context prefill
+// takes seconds on a GPU, and a running stream gets a token every decode
+// step. Fifteen seconds is well above that and still short enough that a
+// frozen engine costs its clients one short stall before their streams
+// resume elsewhere. Raise it for engines whose queues legitimately hold a
+// request longer (very long prompts on slow hardware).
+const DefaultEngineTimeout = 15 * time.Second
+
+// jsonContentType is the Content-Type of every call to an engine, one
+// slice for all (the transport only reads it), rather than one per call.
+var jsonContentType = []string{"application/json"}
+
+// engineIdleTimeout is how long an idle connection to an engine is kept.
+const engineIdleTimeout = 4 * time.Second
+
+// maxEngineErrorBody bounds how much of an engine's error answer is read.
+const maxEngineErrorBody = 64 << 10
+
+// engineClient speaks the MLC serve API to engines. Every call is bounded
+// by the engine timeout: to its first byte, and between the chunks of a
+// stream.
+type engineClient struct {
+	http    *http.Client
+	timeout time.Duration
+}
+
+func newEngineClient(timeout time.Duration) *engineClient {
+	tr := &http.Transport{
+		Proxy:               nil, // engines are reached directly, never through a proxy
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 256,
+		// Below uvicorn's keep-alive timeout (5 s), which serves MLC's
+		// engines: a POST on a connection the server has just closed
+		// fails, and Go does not retry a POST.
+		IdleConnTimeout:    engineIdleTimeout,
+		DisableCompression: true,
+	}
+	return &engineClient{http: &http.Client{Transport: tr}, timeout: timeout}
+}
+
+// close drops idle connections.
+func (c *engineClient) close() { c.http.CloseIdleConnections() }
+
+// engineError is a failed call to an engine. retry says whether another
+// attempt (possibly on another engine) may succeed; apiErr, when set, is
+// the engine's own OpenAI error, passed to the client when no retry is
+// made. preempted marks an engine that dropped the call for lack of KV
+// memory: not a failure of the engine, and retried as a preemption.
+type engineError struct {
+	op        string
+	addr      string
+	retry     bool
+	preempted bool
+	timeout   bool
+	apiErr    *protocol.Error
+	err       error
+}
+
+func (e *engineError) Error() string {
+	if e.apiErr != nil {
+		return fmt.Sprintf("%s on %s: %d %s", e.op, e.addr, e.apiErr.Status, e.apiErr.Message)
+	}
+	return fmt.Sprintf("%s on %s: %v", e.op, e.addr, e.err)
+}
+
+func (e *engineError) Unwrap() error { return e.err }
+
+// blames reports whether the error counts against the engine's health.
+func (e *engineError) blames() bool { return e.retry && !e.preempted }
+
+// errEngineSilent is the cause of a call cancelled by its watchdog.
+var errEngineSilent = errors.New("engine timeout: no answer")
+
+// call is one HTTP exchange with an engine under a watchdog: the context
+// of the request is cancelled when the engine stays silent for the
+// timeout, before its first byte or between two reads of the body. A
+// whole (non-streamed) generation is silent until it is done, however
+// long it takes: its watchdog instead checks, every timeout, that the
+// engine still answers its health probes (same process, ready).
+type call struct {
+	l      *lease
+	op     string
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	dog    *time.Timer
+	quiet  time.Duration // the engine timeout
+	whole  bool          // a generation answered at its end
+	resp   *http.Response
+	began  time.Time
+	wait   *engineWait // the choice's clock of time spent waiting on engines
+}
+
+// start posts body as JSON to path on the engine of l.
+func (c *engineClient) start(ctx context.Context, l *lease, path string, body any) (*call, error) {
+	return c.startCall(ctx, l, path, body, false)
+}
+
+func (c *engineClient) startCall(ctx context.Context, l *lease, path string, body any, whole bool) (*call, error) {
+	op := strings.TrimPrefix(path, "/")
+	b, err := protocol.AppendJSON(nil, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding the request: %w", op, err)
+	}
+	cl := &call{l: l, op: op, began: time.Now(), quiet: c.timeout, whole: whole, wait: engineWaitOf(ctx)}
+	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
+	cl.dog = time.AfterFunc(c.timeout, cl.bark)
+	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, l.url+path, bytes.NewReader(b))
+	if err != nil {
+		cl.end()
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	req.Header["Content-Type"] = jsonContentType
+	t0 := time.Now()
+	resp, err := c.http.Do(req)
+	cl.wait.since(t0)
+	if err != nil {
+		err = cl.failure(err)
+		cl.end()
+		return nil, err
+	}
+	cl.resp = resp
+	if resp.StatusCode == http.StatusOK {
+		// Alive; whether it served the call well is known only once
+		// its answer was read (served, answerFailed).
+		cl.progress()
+		l.fleet.Served(l.index)
+		return cl, nil
+	}
+	defer cl.end()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxEngineErrorBody))
+	apiErr := protocol.ParseError(resp.StatusCode, raw)
+	if apiErr == nil {
+		apiErr = protocol.Errorf(resp.StatusCode, protocol.ErrTypeServer, "engine answered %s: %s", resp.Status, bytes.TrimSpace(raw))
+	}
+	ee := &engineError{op: op, addr: l.addr, apiErr: apiErr, err: apiErr}
+	switch {
+	case apiErr.Code != nil && *apiErr.Code == protocol.FinishPreempt:
+		ee.retry, ee.preempted = true, true
+		l.served(l.pid) // it answered: busy, not broken
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout:
+		// The engine's trouble: another attempt may succeed.
+		ee.retry = true
+		l.failed(l.pid)
+	default:
+		// About the request: it would fail anywhere.
+		l.served(l.pid)
+	}
+	return nil, ee
+}
+
+// progress tells the watchdog the engine is alive.
+func (cl *call) progress() { cl.dog.Reset(cl.quiet) }
+
+// bark is the watchdog's: the engine was silent for the timeout.
+func (cl *call) bark() {
+	if cl.whole {
+		if ready, pid := cl.l.status(); ready && pid == cl.l.pid {
+			cl.dog.Reset(cl.quiet) // still generating, by its health
+			return
+		}
+	}
+	cl.cancel(errEngineSilent)
+}
+
+// failure turns a transport error into an engineError, telling a silent
+// engine (its fault) from a caller that went away (nobody's).
+func (cl *call) failure(err error) error {
+	ee := &engineError{op: cl.op, addr: cl.l.addr, err: err}
+	switch cause := context.Cause(cl.ctx); {
+	case errors.Is(cause, errEngineSilent):
+		ee.retry, ee.timeout = true, true
+		ee.err = fmt.Errorf("%w for %v", errEngineSilent, time.Since(cl.began).Round(time.Millisecond))
+		cl.l.answerFailed(cl.l.pid, "no answer, or no token, within the engine timeout")
+	case cause != nil:
+		ee.err = cause // the client left or the attempt was given up
+	case outOfDescriptors(err):
+		return noDescriptors(cl.l.fleet.log(), err) // the router's trouble, not the engine's
+	default:
+		ee.retry = true
+		cl.l.failed(cl.l.pid)
+	}
+	return ee
+}
+
+// end stops the watchdog and releases the call's connection.
+func (cl *call) end() {
+	cl.dog.Stop()
+	if cl.resp != nil {
+		cl.resp.Body.Close()
+	}
+	cl.cancel(nil)
+}
+
+// post makes a non-streamed call and decodes its JSON answer into out.
+func (c *engineClient) post(ctx context.Context, l *lease, path string, body, out any) error {
+	cl, err := c.start(ctx, l, path, body)
+	if err != nil {
+		return err
+	}
+	defer cl.end()
+	t0 := time.Now()
+	err = readJSON(cl.resp.Body, out)
+	cl.wait.since(t0)
+	if err != nil {
+		if cl.ctx.Err() != nil {
+			return cl.failure(err)
+		}
+		l.answerFailed(l.pid, "malformed JSON answer")
+		return &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
+	}
+	l.served(l.pid)
+	return nil
+}
+
+// readJSON decodes a small JSON answer (at most maxEngineErrorBody) into
+// out. It reads to the body's end, not only to the value's: a body left
+// unread costs its connection (see chunkStream.drain).
+func readJSON(body io.Reader, out any) error {
+	data, err := io.ReadAll(io.LimitReader(body, maxEngineErrorBody))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// maxEngineAnswer bounds a whole generation's answer.
+const maxEngineAnswer = 64 << 20
+
+// generate makes a completion call and returns its chunks: the events of
+// a stream, or, for a request that does not stream, its one answer (MLC's
+// router makes one call for a client that does not stream: no chunk to
+// rebuild the answer from). The returned stream owns the lease: closing
+// it releases the engine; on error the route fails and the lease is
+// released at once.
+func (c *engineClient) generate(ctx context.Context, l *lease, path string, body any, stream bool) (*chunkStream, error) {
+	open := c.whole
+	if stream {
+		open = c.stream
+	}
+	s, err := open(ctx, l, path, body)
+	if err != nil {
+		l.drop(err)
+		return nil, err
+	}
+	return s, nil
+}
+
+// whole makes a completion call answered at its end, and returns the
+// answer as a stream of one chunk.
+func (c *engineClient) whole(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
+	cl, err := c.startCall(ctx, l, path, body, true)
+	if err != nil {
+		return nil, err
+	}
+	var answer protocol.CompletionResponse
+	t0 := time.Now()
+	err = decodeAnswer(cl.resp.Body, &answer)
+	cl.wait.since(t0)
+	if err != nil {
+		if cl.ctx.Err() != nil {
+			err = cl.failure(err)
+		} else {
+			l.answerFailed(l.pid, "malformed JSON answer")
+			err = &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
+		}
+		cl.end()
+		return nil, err
+	}
+	cl.l.served(cl.l.pid)
+	return &chunkStream{cl: cl, answer: &answer}, nil
+}
+
+// decodeAnswer reads a whole generation's answer: the common shape with
+// the chunk scanner, anything else with encoding/json.
+func decodeAnswer(body io.Reader, answer *protocol.CompletionResponse) error {
+	data, err := io.ReadAll(io.LimitReader(body, maxEngineAnswer+1))
+	switch {
+	case err != nil:
+		return err
+	case len(data) > maxEngineAnswer:
+		return fmt.Errorf("answer over %s", humanize.IBytes(maxEngineAnswer))
+	case protocol.ScanCompletionChunk(data, answer):
+		return nil
+	}
+	*answer = protocol.CompletionResponse{}
+	return json.Unmarshal(data, answer)
+}
+
+// stream makes a streamed completion call and returns its chunks.
+func (c *engineClient) stream(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
+	cl, err := c.start(ctx, l, path, body)
+	if err != nil {
+		return nil, err
+	}
+	if ct := cl.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		cl.end()
+		l.answerFailed(l.pid, "a stream answered with another content type")
+		return nil, &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("answer is %q, not an event stream", ct)}
+	}
+	return &chunkStream{cl: cl, sse: protocol.NewSSEReader(cl.resp.Body, 0)}, nil
+}
+
+// chunkStream reads the completion chunks of an engine's event stream,
+// or hands out the one answer of a whole generation.
+type chunkStream struct {
+	cl  *call
+	sse *protocol.SSEReader
+	// last is the last chunk scanned, whose id, object, model and array
+	// of choices the next chunk reuses (see protocol.ScanCompletionChunk).
+	last     protocol.CompletionResponse
+	answer   *protocol.CompletionResponse // a whole generation's, until handed out
+	final    *protocol.Usage              // the engine's final usage, once it came
+	ended    bool                         // the stream's [DONE] came
+	finished bool                         // a chunk carried a finish reason
+}
+
+// usage reads the engine's final usage: the built-in engine reports its
+// load in it, and the observers get it when the route finishes.
+func (s *chunkStream) usage(u *protocol.Usage) {
+	if u == nil {
+		return
+	}
+	s.final = u
+	// The built-in engine reports its load as the request ends, which it
+	// no longer counts; our own count still holds it until close.
+	s.cl.l.report(u.Extra, s.cl.l.inflight.Load()-1)
+}
+
+// lease returns the engine the stream comes from.
+func (s *chunkStream) lease() *lease { return s.cl.l }
+
+// next returns the next chunk, io.EOF after [DONE], or an engineError when
+// the stream breaks, falls silent or carries an error event. The chunk is
+// valid until the next call (its usage stays valid).
+func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
+	if s.sse == nil {
+		a := s.answer
+		if a == nil {
+			return nil, io.EOF
+		}
+		s.answer = nil
+		return a, nil
+	}
+	t0 := time.Now()
+	data, err := s.sse.Next()
+	s.cl.wait.since(t0)
+	if err != nil {
+		if s.cl.ctx.Err() != nil {
+			return nil, s.cl.failure(err)
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // an engine always ends with [DONE]
+		}
+		s.cl.l.answerFailed(s.cl.l.pid, "the stream broke off before [DONE]")
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: err}
+	}
+	if protocol.IsDone(data) {
+		s.ended = true
+		if !s.finished {
+			s.cl.l.answerFailed(s.cl.l.pid, "the stream ended without a finish reason")
+			return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: errors.New("stream ended without a finish reason")}
+		}
+		s.cl.l.served(s.cl.l.pid)
+		return nil, io.EOF
+	}
+	if protocol.ScanCompletionChunk(data, &s.last) {
+		s.progress(&s.last)
+		return &s.last, nil
+	}
+	// One decode for the other shapes: a chunk, or the error event that
+	// ends the stream.
+	var chunk engineChunk
+	if err := json.Unmarshal(data, &chunk); err != nil {
+		s.cl.l.answerFailed(s.cl.l.pid, "a malformed event in the stream")
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: fmt.Errorf("bad chunk: %w", err)}
+	}
+	if chunk.Error != nil {
+		apiErr := protocol.ParseError(http.StatusBadGateway, data)
+		if apiErr == nil {
+			apiErr = protocol.Errorf(http.StatusBadGateway, protocol.ErrTypeServer, "engine stream error: %s", chunk.Error)
+		}
+		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, apiErr: apiErr, err: apiErr}
+	}
+	s.progress(&chunk.CompletionResponse)
+	return &chunk.CompletionResponse, nil
+}
+
+// progress feeds the watchdog a chunk that shows the generation moving:
+// text, a token's logprobs, a finish reason or the final usage. Anything
+// else (events without choices, empty deltas) is chatter, which an
+// engine could send forever without generating: the watchdog is about
+// progress, not bytes.
+func (s *chunkStream) progress(c *protocol.CompletionResponse) {
+	moved := c.Usage != nil
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.FinishReason != nil {
+			s.finished = true
+		}
+		moved = moved || ch.Text != "" || ch.FinishReason != nil || ch.Logprobs.Len() > 0
+	}
+	if !moved {
+		return
+	}
+	s.cl.progress()
+	s.cl.l.fleet.Served(s.cl.l.index)
+	s.cl.l.firstToken()
+}
+
+// drainTimeout bounds the wait for the end of a stream's body after its
+// [DONE] event; drainBytes how much of it is read.
+const (
+	drainTimeout = 50 * time.Millisecond
+	drainBytes   = 4 << 10
+)
+
+// drain reads the body of a stream that sent [DONE] to its end. The
+// engine ends the body right after that event, but usually in a later
+// write than the event's, and a body closed before its end costs its
+// connection: Go's transport drops it, and the next call dials again and
+// waits for the engine to accept it (a sequential stream lost its
+// connection about every other request, which under load showed as time
+// to first token). The wait is short: in a bench run on saturated
+// engines 99.7% of 2,086 drains took under 0.5 ms and the longest 6 ms.
+// An engine that keeps the body open past [DONE] loses the connection
+// after drainTimeout, as before.
+func (s *chunkStream) drain() {
+	s.cl.dog.Reset(drainTimeout)
+	_, _ = io.CopyN(io.Discard, s.cl.resp.Body, drainBytes)
+}
+
+// engineChunk is an event of an engine's stream: a completion chunk, or
+// an error.
+type engineChunk struct {
+	protocol.CompletionResponse
+	Error json.RawMessage `json:"error"`
+}
+
+// pending reports that the next chunk has already arrived: the caller
+// need not flush what it wrote for this one yet.
+func (s *chunkStream) pending() bool { return s.sse != nil && s.sse.Buffered() }
+
+// close ends the stream, which cancels the engine's request if it still
+// runs, and releases the engine. err is why the attempt ended: nil when
+// the engine's part ended well (its finish reason, a preemption, or a
+// choice complete before the stream's end), which finishes the route;
+// otherwise the route fails with it.
+func (s *chunkStream) close(err error) {
+	if err == nil {
+		s.cl.l.finish(s.final)
+	} else {
+		s.cl.l.fail(err)
+	}
+	if s.ended {
+		s.drain()
+	}
+	s.cl.end()
+	if s.sse != nil {
+		s.sse.Release()
+	}
+	s.cl.l.release()
+}
