@@ -146,7 +146,7 @@ func New(cfg Config, o Options) (*Router, error) {
 	if err := r.loadTokenizer(); err != nil {
 		return nil, err
 	}
-	r.context = contextWindow(cfg.EngineKind, cfg.Model, cfg.EngineArgs)
+	r.context = ContextWindow(cfg.EngineKind, cfg.Model, cfg.EngineArgs)
 	var err error
 	if r.chatTmpl, err = loadChatTemplate(cfg.Model); err != nil {
 		r.chatErr = err

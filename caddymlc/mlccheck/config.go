@@ -7,12 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/caddymlc"
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
@@ -35,8 +33,8 @@ type handler struct {
 	// (tokErr says why).
 	tok    tokenizer.ModelTokenizer
 	tokErr error
-	// context is the most tokens of a sequence as the router knows it;
-	// 0 when it does not.
+	// context is the most tokens of a sequence the router lets through
+	// (router.ContextWindow); 0 when it does not know.
 	context int
 	// vocab is the model's vocabulary size, 0 when unknown.
 	vocab int
@@ -136,7 +134,7 @@ func newRouter(path string, obj map[string]any) (*handler, error) {
 	} else {
 		r.vocab = chatConfigVocab(r.cfg.Model)
 	}
-	r.context = contextWindow(r.kind, r.cfg.Model, r.cfg.EngineArgs)
+	r.context = router.ContextWindow(r.kind, r.cfg.Model, r.cfg.EngineArgs)
 	return r, nil
 }
 
@@ -168,59 +166,6 @@ func withDefaults(c caddymlc.Router) caddymlc.Router {
 		c.StartupTimeout = caddymlc.DefaultStartupTimeout
 	}
 	return c
-}
-
-// contextWindow is the most tokens of a sequence as the router bounds
-// requests (README, "How a request flows"): the built-in engine's own limit
-// for its command line; for engine mlc the model's context_window_size
-// (mlc-chat-config.json, or --overrides) within --overrides
-// max_total_seq_length; 0 (unknown) otherwise.
-func contextWindow(kind engine.Kind, model string, engineArgs []string) int {
-	switch kind {
-	case engine.KindBuiltin:
-		n, err := builtin.SequenceLimit(append([]string{model}, engineArgs...))
-		if err != nil {
-			return 0
-		}
-		return n
-	case engine.KindMLC:
-		n, ok := overrideInt(engineArgs, "context_window_size")
-		if !ok {
-			n, _ = builtin.ChatConfigContextWindow(model)
-		}
-		if total, ok := overrideInt(engineArgs, "max_total_seq_length"); ok && n > 0 && total > 0 {
-			n = min(n, total)
-		}
-		return max(n, 0)
-	}
-	return 0
-}
-
-// overrideInt finds key in the "k=v;k=v" value of an --overrides flag of
-// args; the last flag wins.
-func overrideInt(args []string, key string) (int, bool) {
-	n, found := 0, false
-	for i, a := range args {
-		var val string
-		switch {
-		case a == "--overrides" && i+1 < len(args):
-			val = args[i+1]
-		case strings.HasPrefix(a, "--overrides="):
-			val = strings.TrimPrefix(a, "--overrides=")
-		default:
-			continue
-		}
-		for kv := range strings.SplitSeq(val, ";") {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || strings.TrimSpace(k) != key {
-				continue
-			}
-			if x, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-				n, found = x, true
-			}
-		}
-	}
-	return n, found
 }
 
 // fleetSpec is the engine fleet of a router, as the mlc app starts it.

@@ -86,33 +86,18 @@ func TestFindRouters(t *testing.T) {
 	}
 }
 
-// The context the router assumes: the built-in engine's own limit for its
-// arguments; for engine mlc the model's context window within
-// max_total_seq_length; unknown for a command.
-func TestContextWindow(t *testing.T) {
+// The model's vocabulary, where the router has no tokenizer, is
+// mlc-chat-config.json's.
+func TestChatConfigVocab(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "mlc-chat-config.json"), []byte(`{"context_window_size": 4096, "vocab_size": 32000}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		kind  engine.Kind
-		model string
-		args  []string
-		want  int
-	}{
-		{engine.KindBuiltin, "tiny", []string{"--overrides", "max_total_seq_length=512"}, 512},
-		{engine.KindMLC, dir, nil, 4096},
-		{engine.KindMLC, dir, []string{"--overrides=max_total_seq_length=1000;context_window_size=2048"}, 1000},
-		{engine.KindMLC, dir, []string{"--overrides", "context_window_size=2048"}, 2048},
-		{engine.KindMLC, "HF://some/model", nil, 0},
-		{engine.KindCommand, dir, nil, 0},
-	} {
-		if got := contextWindow(c.kind, c.model, c.args); got != c.want {
-			t.Errorf("%s %s %v: %d, want %d", c.kind, c.model, c.args, got, c.want)
-		}
-	}
 	if v := chatConfigVocab(dir); v != 32000 {
 		t.Errorf("vocab %d, want the config's 32000", v)
+	}
+	if v := chatConfigVocab(t.TempDir()); v != 0 {
+		t.Errorf("vocab %d without a config, want 0", v)
 	}
 }
 
