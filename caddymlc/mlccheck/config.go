@@ -55,8 +55,8 @@ func (r *handler) radix() bool { return r.cfg.PrefixCache == engine.PrefixCacheR
 // mlc reports whether the engines are MLC's own: only MLC's API is used.
 func (r *handler) mlc() bool { return r.kind == engine.KindMLC }
 
-// findRouters returns every mlc_router handler of a JSON config, in the
-// order they appear.
+// findRouters returns every mlc_router handler of a JSON config, in a
+// stable order (the walk's: object keys sorted, arrays in order).
 func findRouters(config []byte) ([]*handler, error) {
 	var root any
 	if err := json.Unmarshal(config, &root); err != nil {
@@ -68,7 +68,7 @@ func findRouters(config []byte) ([]*handler, error) {
 		if walkErr != nil || obj["handler"] != "mlc_router" {
 			return
 		}
-		r, err := newRouter(path, obj)
+		r, err := newHandler(path, obj)
 		if err != nil {
 			walkErr = fmt.Errorf("mlc_router at %s: %w", path, err)
 			return
@@ -104,8 +104,8 @@ func walk(v any, path string, fn func(string, map[string]any)) {
 	}
 }
 
-// newRouter reads one handler's JSON.
-func newRouter(path string, obj map[string]any) (*handler, error) {
+// newHandler reads one handler's JSON.
+func newHandler(path string, obj map[string]any) (*handler, error) {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err

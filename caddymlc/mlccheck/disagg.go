@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -27,13 +29,11 @@ const remoteSendTries = 3
 
 // prepRecord is one prep_recv answer, for the KV metadata check.
 type prepRecord struct {
-	decode     int
-	metadata   string
-	matched    int
-	end        int
-	promptLen  int
-	recvRank   int
-	prefillErr error // the flow's failure after prep_recv, if any
+	decode    int
+	metadata  string
+	matched   int
+	end       int
+	promptLen int
 }
 
 // flowResult is one request served as the router disaggregates it.
@@ -76,7 +76,7 @@ func (ck *checker) prepRecv(ctx context.Context, d int, req *protocol.Completion
 		return recv, end, fmt.Errorf("prep_recv: %w", err)
 	}
 	ck.preps = append(ck.preps, prepRecord{decode: d, metadata: recv.KVAppendMetadata, matched: recv.PrefixMatchedLength,
-		end: end, promptLen: n, recvRank: ck.r.starts[d]})
+		end: end, promptLen: n})
 	if recv.PrefixMatchedLength < 0 || recv.PrefixMatchedLength > end {
 		return recv, end, fmt.Errorf("prep_recv: prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)
 	}
@@ -97,14 +97,13 @@ func (ck *checker) flow(ctx context.Context, p, d int, ids []int, user string) (
 		return res, err
 	}
 	if end <= 0 {
-		ck.giveBack(ctx, d, req, end)
+		ck.giveUp(ctx, d, req, end)
 		return res, fmt.Errorf("a prompt of %d tokens leaves the prefill engine no window (pd_balance_factor %v)", len(ids), ck.r.cfg.PDBalanceFactor)
 	}
 	if recv.PrefixMatchedLength < end {
 		res.sent = true
 		if err := ck.remoteSend(ctx, p, req, recv, end, ck.r.starts[d]); err != nil {
-			ck.preps[len(ck.preps)-1].prefillErr = err
-			ck.giveBack(ctx, d, req, end)
+			ck.giveUp(ctx, d, req, end)
 			return res, err
 		}
 	}
@@ -167,6 +166,14 @@ func (ck *checker) giveBack(ctx context.Context, d int, req *protocol.Completion
 		return "", err
 	}
 	return "start_generate", nil
+}
+
+// giveUp gives back a reservation the check gave up on; a failure is
+// logged: the engine's own timeout frees it then.
+func (ck *checker) giveUp(ctx context.Context, d int, req *protocol.CompletionRequest, end int) {
+	if _, err := ck.giveBack(ctx, d, req, end); err != nil {
+		ck.log.Warn("could not give a reservation back", zap.String("engine", ck.r.addr(d)), zap.String("user", *req.User), zap.Error(err))
+	}
 }
 
 // useUp uses up a reservation with a whole start_generate of one token,
