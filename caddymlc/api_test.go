@@ -90,7 +90,7 @@ func TestAPIPathsModelsAndLimits(t *testing.T) {
 	}{
 		{"POST", "/v1/completion", completeHi, notFound},
 		{"POST", "/v1/completions/", completeHi, notFound},
-		{"POST", "/v1/embeddings", `{"input":"hi"}`, notFound},
+		{"POST", "/v1/embeddings", `{"input":"hi"}`, noModel}, // a model without an embedding_model
 		{"GET", "/v1/", ``, notFound},
 		{"GET", "/v1", ``, notFound},
 		{"GET", "/v1/models/", ``, notFound},

@@ -40,7 +40,7 @@ type App struct {
 	logger  *zap.Logger
 	mu      sync.Mutex
 	handles map[string]*router.Handle // by spec key
-	routers []*Router                 // in provisioning order
+	models  []*served                 // in provisioning order
 	held    []string                  // keys whose fleets this config holds
 	// watching: this config holds the process's descriptor watch.
 	watching bool
@@ -59,12 +59,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// adoptRouter adds a router of this config: it is started and stopped
-// with it, and handed over to its successor after a reload.
-func (a *App) adoptRouter(r *Router) {
+// adopt adds a model of this config: it is started and stopped with it,
+// and handed over to its successor after a reload.
+func (a *App) adopt(s *served) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.routers = append(a.routers, r)
+	a.models = append(a.models, s)
 }
 
 // register adds a fleet, to be started with the config.
@@ -108,11 +108,11 @@ func (a *App) Start() error {
 	holdDescriptorWatch(a.logger)
 	a.watching = true
 	current.Store(a)
-	for _, r := range a.routers {
-		if r.dynamic != nil {
-			r.dynamic.start()
+	for _, s := range a.models {
+		if s.dynamic != nil {
+			s.dynamic.start()
 		}
-		r.logStart(a.listenAddrs(r))
+		s.logStart(a.listenAddrs(s.owner))
 	}
 	return nil
 }
@@ -172,15 +172,15 @@ func (a *App) Stop() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if next := current.Load(); next != nil && next != a {
-		next.succeed(a.routers)
+		next.succeed(a.models)
 	}
-	for _, r := range a.routers {
-		r.core.Retire()
+	for _, s := range a.models {
+		s.core.Retire()
 	}
 	current.CompareAndSwap(a, nil)
-	for _, r := range a.routers {
-		if r.dynamic != nil {
-			r.dynamic.stop()
+	for _, s := range a.models {
+		if s.dynamic != nil {
+			s.dynamic.stop()
 		}
 	}
 	a.releaseAll()
@@ -191,21 +191,21 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// succeed makes a's routers the successors of old routers: the k-th old
+// succeed makes a's models the successors of old ones: the k-th old
 // router of a model is replaced by the k-th new router of that model (or
 // the last one). Routers of a model the new config does not serve have no
 // successor and keep serving on their engines while those drain.
-func (a *App) succeed(old []*Router) {
+func (a *App) succeed(old []*served) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	seen := map[string]int{}
 	for _, o := range old {
-		k := seen[o.Model]
-		seen[o.Model]++
-		var same []*Router
-		for _, r := range a.routers {
-			if r.Model == o.Model {
-				same = append(same, r)
+		k := seen[o.cfg.Model]
+		seen[o.cfg.Model]++
+		var same []*served
+		for _, s := range a.models {
+			if s.cfg.Model == o.cfg.Model {
+				same = append(same, s)
 			}
 		}
 		if len(same) == 0 {

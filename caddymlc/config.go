@@ -25,13 +25,56 @@ const (
 	DefaultStartupTimeout = caddy.Duration(120e9)
 )
 
-// Router is the mlc_router handler. Its JSON fields are the configuration;
-// each names the `mlc_llm router` option it stands for.
+// Router is the mlc_router handler. Its JSON fields are the configuration:
+// one model (the fields of ModelConfig, inline), or several (Models), each
+// with its own engines, whose unset options take the inline ones.
 type Router struct {
-	// Model is the model served: "tiny" (the built-in engine's embedded
-	// model) or a model directory or name given to every engine. Required.
-	// MLC: the positional model argument.
-	Model string `json:"model"`
+	ModelConfig
+
+	// Models are the models served, each with its own fleet: a request
+	// goes to the model its "model" field names, or to the default
+	// model when it names none. With Models, the inline options apply to
+	// every model that does not set them (endpoints and dynamic sources
+	// excepted: each model lists its own), and the inline model is empty.
+	Models []ModelConfig `json:"models,omitempty"`
+
+	// HealthURI is a path answered with the router's readiness, for a
+	// load balancer or a Kubernetes readiness probe: 200 when every model
+	// has what it needs to serve (a ready engine; in disagg a decode
+	// engine, which can prefill alone), else 503 with a JSON body that
+	// names what is missing. It asks no engine. Empty: none.
+	HealthURI string `json:"health_uri,omitempty"`
+
+	// Set by Provision.
+	logger *zap.Logger
+	served []*served
+	front  *router.Models
+}
+
+// ModelConfig is one model and its fleet. Each field names the `mlc_llm
+// router` option it stands for.
+type ModelConfig struct {
+	// Model is the model's name, which clients send and answers carry:
+	// "tiny" (the built-in engine's embedded model) or a model directory
+	// or name. Required. MLC: the positional model argument.
+	Model string `json:"model,omitempty"`
+
+	// Path is what the engines load, when it differs from the name
+	// clients use; default: Model.
+	Path string `json:"path,omitempty"`
+
+	// Default makes this the model of requests that name none (default:
+	// the first model).
+	Default bool `json:"default,omitempty"`
+
+	// EmbeddingModel is an embedding model the engines load beside the
+	// chat model, served at /v1/embeddings under this model's name.
+	// MLC: --embedding-model.
+	EmbeddingModel string `json:"embedding_model,omitempty"`
+
+	// EmbeddingModelLib is the embedding model's compiled library.
+	// MLC: --embedding-model-lib.
+	EmbeddingModelLib string `json:"embedding_model_lib,omitempty"`
 
 	// ModelLib is the compiled model library given to every engine.
 	// MLC: --model-lib.
@@ -129,11 +172,6 @@ type Router struct {
 	// the engines stop generating for it and free its KV. Default 30s
 	// (see router.DefaultClientTimeout).
 	ClientTimeout caddy.Duration `json:"client_timeout,omitempty"`
-
-	// Set by Provision.
-	logger  *zap.Logger
-	dynamic *dynamicSet
-	core    *router.Router
 }
 
 // EngineProgram selects the engine program.
@@ -146,9 +184,13 @@ type EngineProgram struct {
 	Command []string `json:"command,omitempty"`
 }
 
-// withDefaults returns a copy of r's configuration with defaults applied.
-func (r Router) withDefaults() Router {
-	c := r
+// withDefaults returns a copy of the model's configuration with defaults
+// applied.
+func (m ModelConfig) withDefaults() ModelConfig {
+	c := m
+	if c.Path == "" {
+		c.Path = c.Model
+	}
 	if c.Mode == "" {
 		c.Mode = router.ModeDisagg
 	}
@@ -204,10 +246,11 @@ func (r Router) withDefaults() Router {
 // Validate checks the configuration. The Caddyfile adapter runs the same
 // checks, so a Caddyfile error points at its line.
 func (r *Router) Validate() error {
-	return r.withDefaults().validate()
+	_, err := r.models()
+	return err
 }
 
-func (c Router) validate() error {
+func (c ModelConfig) validate() error {
 	if strings.TrimSpace(c.Model) == "" {
 		return errors.New("mlc_router: model is required")
 	}
@@ -274,7 +317,7 @@ func (p *EngineProgram) validate() error {
 
 // checkRoles makes sure a disagg router has engines of both roles, listed
 // or found by a dynamic source.
-func (c Router) checkRoles() error {
+func (c ModelConfig) checkRoles() error {
 	if c.Mode != router.ModeDisagg {
 		return nil
 	}

@@ -73,7 +73,7 @@ var dynamicFleets = caddy.NewUsagePool()
 
 // dynamicSet is a router's discovered engines.
 type dynamicSet struct {
-	r       *Router
+	r       *served
 	sources map[string]reverseproxy.UpstreamSource        // by role, "" for any
 	engines atomic.Pointer[map[string][]*router.Upstream] // by role asked: "", prefill, decode
 
@@ -83,12 +83,13 @@ type dynamicSet struct {
 	done   chan struct{}
 }
 
-// provisionDynamic loads the router's dynamic sources.
-func (r *Router) provisionDynamic(ctx caddy.Context) error {
+// provisionDynamic loads the model's dynamic sources.
+func (s *served) provisionDynamic(ctx caddy.Context) error {
+	r := &s.cfg
 	if r.Dynamic == nil {
 		return nil
 	}
-	d := &dynamicSet{r: r, sources: map[string]reverseproxy.UpstreamSource{}, held: map[string]*router.Fleet{}}
+	d := &dynamicSet{r: s, sources: map[string]reverseproxy.UpstreamSource{}, held: map[string]*router.Fleet{}}
 	for _, src := range []struct {
 		role, field string
 		raw         json.RawMessage
@@ -107,7 +108,7 @@ func (r *Router) provisionDynamic(ctx caddy.Context) error {
 		r.Dynamic.loaded[src.role] = true
 	}
 	d.engines.Store(&map[string][]*router.Upstream{})
-	r.dynamic = d
+	s.dynamic = d
 	return nil
 }
 
@@ -214,7 +215,7 @@ func (d *dynamicSet) acquire(addr string) (*router.Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := engine.Spec{Model: d.r.Model, Kind: engine.Kind(d.r.Engine.Kind),
+	spec := engine.Spec{Model: d.r.cfg.Path, Kind: engine.Kind(d.r.cfg.Engine.Kind),
 		Endpoints: []engine.Endpoint{{Host: host, Port: port, GPUs: 1, External: true}}}.Normalize()
 	val, _, err := dynamicFleets.LoadOrNew("mlc-dynamic-"+addr, func() (caddy.Destructor, error) {
 		lf, err := router.NewFleet(spec, d.r.logger.Named("engine"))

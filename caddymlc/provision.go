@@ -13,12 +13,12 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
-// Provision applies defaults, registers the engine fleet with the mlc app
-// (which starts it with the config), loads the selection policy and the
-// dynamic sources, and makes the routing core.
+// Provision applies defaults, registers each model's engine fleet with
+// the mlc app (which starts it with the config), loads the selection
+// policies and the dynamic sources, and makes each model's routing core.
 func (r *Router) Provision(ctx caddy.Context) error {
-	*r = r.withDefaults()
-	if err := r.validate(); err != nil {
+	ms, err := r.models()
+	if err != nil {
 		return err
 	}
 	r.logger = ctx.Logger()
@@ -28,65 +28,101 @@ func (r *Router) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
 	app := appVal.(*App)
-	var handle *router.Handle
-	if len(r.Endpoints) > 0 {
-		spec, err := r.fleetSpec()
-		if err != nil {
-			return err
-		}
-		handle = app.register(spec)
-	}
-	if err := r.provisionDynamic(ctx); err != nil {
-		return err
-	}
-	policy, err := loadPolicy(ctx, r, "PolicyRaw", r.PolicyRaw)
-	if err != nil {
-		return err
-	}
 	if err := router.RegisterMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}
-	opts := router.Options{Logger: r.logger, Handle: handle, Policy: policy, SetVar: caddyhttp.SetVar}
-	if r.dynamic != nil {
-		opts.Discovered = r.dynamic
+	cores := make([]*router.Router, 0, len(ms))
+	for _, m := range ms {
+		s, err := r.provisionModel(ctx, app, m)
+		if err != nil {
+			return err
+		}
+		r.served = append(r.served, s)
+		cores = append(cores, s.core)
 	}
-	if r.core, err = router.New(r.coreConfig(), opts); err != nil {
-		return err
+	r.front = router.NewModels(cores, defaultModel(ms))
+	for _, s := range r.served {
+		app.adopt(s)
 	}
-	app.adoptRouter(r)
 	return nil
 }
 
+// served is one model of the handler: its config, its routing core, and
+// what the adapter runs for it (its dynamic sources).
+type served struct {
+	owner   *Router
+	cfg     ModelConfig
+	logger  *zap.Logger
+	dynamic *dynamicSet
+	core    *router.Router
+}
+
+// provisionModel registers the fleet of one model and makes its core.
+func (r *Router) provisionModel(ctx caddy.Context, app *App, m ModelConfig) (*served, error) {
+	s := &served{owner: r, cfg: m, logger: r.logger}
+	if len(r.Models) > 0 {
+		s.logger = r.logger.With(zap.String("model", m.Model))
+	}
+	var handle *router.Handle
+	if len(m.Endpoints) > 0 {
+		spec, err := m.fleetSpec()
+		if err != nil {
+			return nil, err
+		}
+		handle = app.register(spec)
+	}
+	if err := s.provisionDynamic(ctx); err != nil {
+		return nil, err
+	}
+	policy, err := loadPolicy(ctx, &s.cfg, "PolicyRaw", s.cfg.PolicyRaw)
+	if err != nil {
+		return nil, err
+	}
+	opts := router.Options{Logger: s.logger, Handle: handle, Policy: policy, SetVar: caddyhttp.SetVar}
+	if s.dynamic != nil {
+		opts.Discovered = s.dynamic
+	}
+	if s.core, err = router.New(m.coreConfig(), opts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // coreConfig is the routing core's part of the configuration.
-func (r *Router) coreConfig() router.Config {
+func (r ModelConfig) coreConfig() router.Config {
 	return router.Config{
-		Model:           r.Model,
-		Mode:            r.Mode,
-		PDBalanceFactor: r.PDBalanceFactor,
-		MaxPrefillQueue: r.MaxPrefillQueue,
-		Endpoints:       r.Endpoints,
-		EngineKind:      engine.Kind(r.Engine.Kind),
-		EngineArgs:      r.EngineArgs,
-		MaxAttempts:     r.MaxAttempts,
-		MaxBodySize:     r.MaxBodySize,
-		EngineTimeout:   time.Duration(r.EngineTimeout),
-		QueueTimeout:    time.Duration(r.QueueTimeout),
-		QueueSize:       r.QueueSize,
-		BodyTimeout:     time.Duration(r.BodyTimeout),
-		ClientTimeout:   time.Duration(r.ClientTimeout),
+		Model:             r.Model,
+		Path:              r.Path,
+		EmbeddingModel:    r.EmbeddingModel,
+		EmbeddingModelLib: r.EmbeddingModelLib,
+		Mode:              r.Mode,
+		PDBalanceFactor:   r.PDBalanceFactor,
+		MaxPrefillQueue:   r.MaxPrefillQueue,
+		Endpoints:         r.Endpoints,
+		EngineKind:        engine.Kind(r.Engine.Kind),
+		EngineArgs:        r.EngineArgs,
+		MaxAttempts:       r.MaxAttempts,
+		MaxBodySize:       r.MaxBodySize,
+		EngineTimeout:     time.Duration(r.EngineTimeout),
+		QueueTimeout:      time.Duration(r.QueueTimeout),
+		QueueSize:         r.QueueSize,
+		BodyTimeout:       time.Duration(r.BodyTimeout),
+		ClientTimeout:     time.Duration(r.ClientTimeout),
 	}
 }
 
 // fleetSpec is the engine fleet the configuration describes.
-func (r *Router) fleetSpec() (engine.Spec, error) {
+func (r ModelConfig) fleetSpec() (engine.Spec, error) {
 	spec := engine.Spec{
-		Model:           r.Model,
-		ModelLib:        r.ModelLib,
-		Kind:            engine.Kind(r.Engine.Kind),
-		EngineArgs:      r.EngineArgs,
-		PrefixCacheMode: r.PrefixCache,
-		Endpoints:       r.Endpoints,
-		StartupTimeout:  time.Duration(r.StartupTimeout),
+		Model:             r.Path,
+		ModelLib:          r.ModelLib,
+		EmbeddingModel:    r.EmbeddingModel,
+		EmbeddingModelLib: r.EmbeddingModelLib,
+		Kind:              engine.Kind(r.Engine.Kind),
+		EngineArgs:        r.EngineArgs,
+		PrefixCacheMode:   r.PrefixCache,
+		Endpoints:         r.Endpoints,
+		StartupTimeout:    time.Duration(r.StartupTimeout),
 	}
 	switch spec.Kind {
 	case engine.KindBuiltin:
@@ -105,32 +141,38 @@ func (r *Router) fleetSpec() (engine.Spec, error) {
 	return spec, nil
 }
 
-// ServeHTTP serves the OpenAI-compatible API through the routing core and
-// passes every request outside it to the next handler.
+// ServeHTTP serves the OpenAI-compatible API through the routing cores
+// (the model a request names chooses the core) and the readiness path,
+// and passes every other request to the next handler.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyhttp.Handler) error {
-	if !router.Handles(req.URL.Path) {
+	switch {
+	case r.HealthURI != "" && req.URL.Path == r.HealthURI:
+		r.front.ServeReadiness(w, req)
+	case router.Handles(req.URL.Path):
+		r.front.ServeHTTP(w, req)
+	default:
 		return next.ServeHTTP(w, req)
 	}
-	r.core.ServeHTTP(w, req)
 	return nil
 }
 
-// logStart says what the router serves, once its engines run.
-func (r *Router) logStart(listen []string) {
-	roles := r.core.EffectiveRoles()
-	engines := make([]string, len(r.Endpoints))
-	for i, ep := range r.Endpoints {
+// logStart says what the model serves, once its engines run.
+func (s *served) logStart(listen []string) {
+	m := s.cfg
+	roles := s.core.EffectiveRoles()
+	engines := make([]string, len(m.Endpoints))
+	for i, ep := range m.Endpoints {
 		engines[i] = ep.Addr() + " " + roles[i]
 	}
-	r.logger.Info("serving the OpenAI API", zap.Strings("listen", listen), zap.String("model", r.Model),
-		zap.String("mode", r.Mode), zap.Strings("engines", engines),
-		zap.Duration("engine_timeout", time.Duration(r.EngineTimeout)), zap.Duration("queue_timeout", time.Duration(r.QueueTimeout)))
+	s.logger.Info("serving the OpenAI API", zap.Strings("listen", listen), zap.String("model", m.Model),
+		zap.String("mode", m.Mode), zap.Strings("engines", engines),
+		zap.Duration("engine_timeout", time.Duration(m.EngineTimeout)), zap.Duration("queue_timeout", time.Duration(m.QueueTimeout)))
 }
 
-// Cleanup drops idle engine connections; the mlc app releases the fleet.
+// Cleanup drops idle engine connections; the mlc app releases the fleets.
 func (r *Router) Cleanup() error {
-	if r.core != nil {
-		r.core.Close()
+	for _, s := range r.served {
+		s.core.Close()
 	}
 	return nil
 }

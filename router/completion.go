@@ -140,7 +140,14 @@ func firstError(errs []error) error {
 // is told. An engine's own answer to a request it cannot serve (a 400 such
 // as context_length_exceeded) is passed on as it is: no other engine
 // would serve it either.
-func (c *completion) clientError(err error) *protocol.Error {
+func (c *completion) clientError(err error) *protocol.Error { return answerOf(err) }
+
+// answerOf is what a client is told of the error that ended its request.
+func answerOf(err error) *protocol.Error {
+	var none *noEngineError
+	if errors.As(err, &none) {
+		return none.apiError()
+	}
 	var apiErr *protocol.Error
 	if errors.As(err, &apiErr) {
 		return apiErr

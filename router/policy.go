@@ -53,10 +53,7 @@ func (q *Request) prefixChain() []uint64 {
 
 // newRequest is the policies' view of an attempt.
 func (r *Router) newRequest(req *protocol.CompletionRequest) *Request {
-	q := &Request{Model: req.Model, Prompt: req.Prompt.IDs}
-	if q.Model == "" {
-		q.Model = r.Model
-	}
+	q := &Request{Model: r.Model, Prompt: req.Prompt.IDs}
 	if req.User != nil {
 		q.ID = *req.User
 	}

@@ -36,8 +36,12 @@ const DefaultMaxAttempts = 16
 // Config is what a Router serves and how: one model's routing. The
 // adapter (caddymlc) fills it from Caddy's config, defaults applied.
 type Config struct {
-	// Model is the model clients name and engines are told.
+	// Model is the model's name: what clients send and answers carry.
 	Model string
+	// Path is what the engines load (and are told in requests), and
+	// where the router finds the tokenizer and chat template; default:
+	// Model.
+	Path string
 	// Mode is ModeDisagg or ModeWhole.
 	Mode string
 	// PDBalanceFactor and MaxPrefillQueue shape disaggregation (see
@@ -51,6 +55,10 @@ type Config struct {
 	// extra arguments (the context window may be set there).
 	EngineKind engine.Kind
 	EngineArgs []string
+	// EmbeddingModel is the embedding model the engines load beside the
+	// chat model (served at /v1/embeddings under Model); "" for none.
+	EmbeddingModel    string
+	EmbeddingModelLib string
 
 	MaxAttempts   int
 	MaxBodySize   int64
@@ -73,9 +81,11 @@ type Router struct {
 	chatTmpl chat.Template
 	chatErr  error
 	context  int // tokens one sequence may hold; 0: unknown (see contextWindow)
-	handle   *Handle
-	roles    map[string][]int // endpoint indexes by the role a call needs
-	policy   Policy
+	// embedBounds is what the router knows of the embedding model.
+	embedBounds embeddingBounds
+	handle      *Handle
+	roles       map[string][]int // endpoint indexes by the role a call needs
+	policy      Policy
 	// observers are the hooks of the policy and of the router's own
 	// bookkeeping (see Observer); readsPrefixes says the policy reads
 	// Candidate.PrefixHit.
@@ -133,6 +143,9 @@ func New(cfg Config, o Options) (*Router, error) {
 	if cfg.Mode == ModeRoundRobin {
 		cfg.Mode = ModeWhole
 	}
+	if cfg.Path == "" {
+		cfg.Path = cfg.Model
+	}
 	r := &Router{Config: cfg, logger: o.Logger, handle: o.Handle, dynamic: o.Discovered, vars: o.SetVar, routerState: new(routerState)}
 	if r.logger == nil {
 		r.logger = zap.NewNop()
@@ -146,12 +159,13 @@ func New(cfg Config, o Options) (*Router, error) {
 	if err := r.loadTokenizer(); err != nil {
 		return nil, err
 	}
-	r.context = ContextWindow(cfg.EngineKind, cfg.Model, cfg.EngineArgs)
+	r.context = ContextWindow(cfg.EngineKind, cfg.Path, cfg.EngineArgs)
 	var err error
-	if r.chatTmpl, err = loadChatTemplate(cfg.Model); err != nil {
+	if r.chatTmpl, err = loadChatTemplate(cfg.Path); err != nil {
 		r.chatErr = err
 		r.logger.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
 	}
+	r.embedBounds = loadEmbeddingBounds(cfg.EngineKind, cfg.EmbeddingModel, cfg.EmbeddingModelLib)
 	r.roles = RoleIndexes(cfg.Mode, cfg.Endpoints)
 	policy := o.Policy
 	if policy == nil {
@@ -160,7 +174,7 @@ func New(cfg Config, o Options) (*Router, error) {
 	r.setPolicy(policy)
 	r.client = newEngineClient(cfg.EngineTimeout)
 	r.metrics = sharedMetrics()
-	r.itl = r.metrics.itl.WithLabelValues(cfg.Mode)
+	r.itl = r.metrics.itl.WithLabelValues(cfg.Model, cfg.Mode)
 	r.strategy = r.newStrategy()
 	addLive(r)
 	return r, nil
@@ -171,7 +185,7 @@ func New(cfg Config, o Options) (*Router, error) {
 // models the router cannot read (an HF:// name, say): the router then
 // serves token-id prompts only, and says so.
 func (r *Router) loadTokenizer() error {
-	tok, err := tokenizer.ForModel(r.Model)
+	tok, err := tokenizer.ForModel(r.Path)
 	if err == nil {
 		r.tok = tok
 		return nil
@@ -181,7 +195,7 @@ func (r *Router) loadTokenizer() error {
 	}
 	r.tokErr = err
 	r.logger.Warn("no tokenizer: only token-id prompts are served; string prompts, chat, echo and resuming a partly sent answer are off",
-		zap.String("model", r.Model), zap.Error(err))
+		zap.String("model", r.Path), zap.Error(err))
 	return nil
 }
 

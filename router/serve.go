@@ -3,6 +3,7 @@ package router
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +45,10 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if allowMethod(w, req, http.MethodPost) {
 			r.serveChat(w, req)
 		}
+	case path == protocol.PathEmbeddings:
+		if allowMethod(w, req, http.MethodPost) {
+			r.serveEmbeddings(w, req)
+		}
 	case path == protocol.PathModels:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, r.Model))
@@ -56,8 +61,8 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
 			WithCode(protocol.CodeUnknownURL).Write(w)
 	default:
-		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s and %s",
-			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathModels).
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s, %s and %s",
+			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathEmbeddings, protocol.PathModels).
 			WithCode(protocol.CodeUnknownURL).Write(w)
 	}
 }
@@ -91,11 +96,19 @@ func (r *Router) checkModel(model string) *protocol.Error {
 	return r.modelNotFound(model)
 }
 
-// modelNotFound is OpenAI's answer to a model it does not serve; the type
-// is OpenAI's too (invalid_request_error), so that clients that branch on
-// it see what they know.
 func (r *Router) modelNotFound(id string) *protocol.Error {
-	e := protocol.Errorf(http.StatusNotFound, protocol.ErrTypeInvalidRequest, "the model %q does not exist: this server serves %q", id, r.Model).
+	return modelNotFound(id, []string{r.Model})
+}
+
+// modelNotFound is OpenAI's answer to a model it does not serve, naming
+// the served ones; the type is OpenAI's too (invalid_request_error), so
+// that clients that branch on it see what they know.
+func modelNotFound(id string, served []string) *protocol.Error {
+	quoted := make([]string, len(served))
+	for i, s := range served {
+		quoted[i] = strconv.Quote(s)
+	}
+	e := protocol.Errorf(http.StatusNotFound, protocol.ErrTypeInvalidRequest, "the model %q does not exist: this server serves %s", id, strings.Join(quoted, ", ")).
 		WithCode(protocol.CodeModelNotFound)
 	e.Param = new("model")
 	return e
@@ -118,17 +131,10 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix strin
 		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.context)
 	}
 	if apiErr != nil {
-		outcome := outcomeOf(apiErr)
-		r.metrics.requests.WithLabelValues(r.Mode, outcome).Inc()
-		r.vars(hreq.Context(), VarOutcome, outcome)
-		if apiErr.Status == http.StatusRequestTimeout {
-			r.bodyTimedOut(w, apiErr)
-			return
-		}
-		apiErr.Write(w)
+		r.refuse(w, hreq, apiErr)
 		return
 	}
-	req.Model = r.Model // what the engines are told, and the answers say
+	req.Model = r.Path // what the engines are told; the answers say r.Model
 	c := r.newCompletion(idPrefix, req, prompt, begin)
 	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
 	defer sw.end()
@@ -139,6 +145,19 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix strin
 		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
 	}
 	r.record(hreq, c, rec, st, begin)
+}
+
+// refuse answers a request with apiErr before any engine was asked,
+// counted and published as its outcome.
+func (r *Router) refuse(w http.ResponseWriter, hreq *http.Request, apiErr *protocol.Error) {
+	outcome := outcomeOf(apiErr)
+	r.metrics.requests.WithLabelValues(r.Model, r.Mode, outcome).Inc()
+	r.vars(hreq.Context(), VarOutcome, outcome)
+	if apiErr.Status == http.StatusRequestTimeout {
+		r.bodyTimedOut(w, apiErr)
+		return
+	}
+	apiErr.Write(w)
 }
 
 func (r *Router) newCompletion(idPrefix string, req *protocol.CompletionRequest, prompt []int, begin time.Time) *completion {
@@ -165,11 +184,11 @@ const (
 // request.
 func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st stats, begin time.Time) {
 	outcome := rec.outcome()
-	r.metrics.requests.WithLabelValues(r.Mode, outcome).Inc()
+	r.metrics.requests.WithLabelValues(r.Model, r.Mode, outcome).Inc()
 	r.metrics.tokens.Add(float64(st.tokens))
 	if st.firstToken > 0 {
-		r.metrics.ttft.WithLabelValues(r.Mode).Observe(st.firstToken.Seconds())
-		r.metrics.ownTime.WithLabelValues(r.Mode).Observe(st.ownTime.Seconds())
+		r.metrics.ttft.WithLabelValues(r.Model, r.Mode).Observe(st.firstToken.Seconds())
+		r.metrics.ownTime.WithLabelValues(r.Model, r.Mode).Observe(st.ownTime.Seconds())
 	}
 	engines := strings.Join(st.engines, ",")
 	ctx := hreq.Context()

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +93,7 @@ func Statuses() []RouterStatus {
 	for r := range live.routers {
 		out = append(out, r.Status())
 	}
+	slices.SortStableFunc(out, func(a, b RouterStatus) int { return strings.Compare(a.Model, b.Model) })
 	return out
 }
 

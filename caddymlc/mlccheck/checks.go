@@ -95,8 +95,8 @@ func (ck *checker) add(check string, engines []int, status Status, reason string
 	for j, i := range engines {
 		addrs[j] = ck.r.addr(i)
 	}
-	ck.report.add(Result{Router: ck.r.path, Check: check, Engines: addrs, Status: status, Reason: reason})
-	ck.log.Debug("check", zap.String("router", ck.r.path), zap.String("check", check),
+	ck.report.add(Result{Router: ck.r.path, Model: ck.r.cfg.Model, Check: check, Engines: addrs, Status: status, Reason: reason})
+	ck.log.Debug("check", zap.String("router", ck.r.name()), zap.String("check", check),
 		zap.Strings("engines", addrs), zap.String("status", string(status)), zap.String("reason", reason))
 }
 

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/caddymlc"
 	"github.com/caddy-mlc/caddy-mlc/engine"
@@ -15,13 +14,15 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
-// handler is one mlc_router of the config, as the check reads it: its
-// configuration with the defaults the handler applies, and what follows
-// from it (roles, PEs, tokenizer, context).
+// handler is one model of an mlc_router of the config (a handler serves
+// one model, or several, each with its own engines), as the check reads
+// it: its configuration as the handler takes it (inherited options and
+// defaults applied), and what follows from it (roles, PEs, tokenizer,
+// context).
 type handler struct {
 	// path is where the handler is in the JSON config.
 	path string
-	cfg  caddymlc.Router
+	cfg  caddymlc.ModelConfig
 	kind engine.Kind
 	// prefill and decode are the indexes of the endpoints that may take
 	// each role (disagg mode).
@@ -55,8 +56,17 @@ func (r *handler) radix() bool { return r.cfg.PrefixCache == engine.PrefixCacheR
 // mlc reports whether the engines are MLC's own: only MLC's API is used.
 func (r *handler) mlc() bool { return r.kind == engine.KindMLC }
 
-// findRouters returns every mlc_router handler of a JSON config, in a
-// stable order (the walk's: object keys sorted, arrays in order).
+// name says which model of which handler this is, for the report.
+func (r *handler) name() string {
+	if r.cfg.Path != r.cfg.Model {
+		return fmt.Sprintf("%s, model %s (path %s)", r.path, r.cfg.Model, r.cfg.Path)
+	}
+	return fmt.Sprintf("%s, model %s", r.path, r.cfg.Model)
+}
+
+// findRouters returns every model of every mlc_router handler of a JSON
+// config, in a stable order: the walk's (object keys sorted, arrays in
+// order), a handler's models in its order.
 func findRouters(config []byte) ([]*handler, error) {
 	var root any
 	if err := json.Unmarshal(config, &root); err != nil {
@@ -68,12 +78,12 @@ func findRouters(config []byte) ([]*handler, error) {
 		if walkErr != nil || obj["handler"] != "mlc_router" {
 			return
 		}
-		r, err := newHandler(path, obj)
+		hs, err := newHandlers(path, obj)
 		if err != nil {
 			walkErr = fmt.Errorf("mlc_router at %s: %w", path, err)
 			return
 		}
-		found = append(found, r)
+		found = append(found, hs...)
 	})
 	return found, walkErr
 }
@@ -104,8 +114,8 @@ func walk(v any, path string, fn func(string, map[string]any)) {
 	}
 }
 
-// newHandler reads one handler's JSON.
-func newHandler(path string, obj map[string]any) (*handler, error) {
+// newHandlers reads one handler's JSON, one handler per model it serves.
+func newHandlers(path string, obj map[string]any) ([]*handler, error) {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
@@ -114,79 +124,38 @@ func newHandler(path string, obj map[string]any) (*handler, error) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
+	models, err := cfg.EffectiveModels()
+	if err != nil {
 		return nil, err
 	}
-	r := &handler{path: path, cfg: withDefaults(cfg)}
-	r.kind = engine.Kind(r.cfg.Engine.Kind)
-	if r.disagg() && len(r.cfg.Endpoints) > 0 {
-		// Validate has checked that both roles have engines.
-		r.prefill, r.decode, _ = router.SplitRoles(r.cfg.Endpoints)
+	out := make([]*handler, len(models))
+	for i, m := range models {
+		out[i] = newHandler(path, m)
 	}
-	gpus := make([]int, len(r.cfg.Endpoints))
-	for i, ep := range r.cfg.Endpoints {
+	return out, nil
+}
+
+func newHandler(path string, m caddymlc.ModelConfig) *handler {
+	r := &handler{path: path, cfg: m, kind: engine.Kind(m.Engine.Kind)}
+	if r.disagg() && len(m.Endpoints) > 0 {
+		// EffectiveModels has checked that both roles have engines.
+		r.prefill, r.decode, _ = router.SplitRoles(m.Endpoints)
+	}
+	gpus := make([]int, len(m.Endpoints))
+	for i, ep := range m.Endpoints {
 		gpus[i] = ep.GPUs
 	}
 	r.starts = engine.DeviceIDStarts(gpus)
-	r.tok, r.tokErr = tokenizer.ForModel(r.cfg.Model)
+	// The engines load Path: the router reads its tokenizer and context
+	// from it, and the engines answer /v1/models with it.
+	r.tok, r.tokErr = tokenizer.ForModel(m.Path)
 	if r.tok != nil {
 		r.vocab = r.tok.VocabSize()
 	} else {
-		r.vocab = chatConfigVocab(r.cfg.Model)
+		r.vocab = chatConfigVocab(m.Path)
 	}
-	r.context = router.ContextWindow(r.kind, r.cfg.Model, r.cfg.EngineArgs)
-	return r, nil
-}
-
-// withDefaults applies the defaults of the mlc_router handler that the
-// check depends on (see caddymlc.Router's fields).
-func withDefaults(c caddymlc.Router) caddymlc.Router {
-	switch c.Mode {
-	case "":
-		c.Mode = router.ModeDisagg
-	case "round-robin", router.ModeRoundRobin:
-		c.Mode = router.ModeWhole
-	}
-	if c.PrefixCache == "" {
-		c.PrefixCache = engine.PrefixCacheDisable
-	}
-	if c.Engine == nil {
-		c.Engine = &caddymlc.EngineProgram{Kind: string(engine.KindBuiltin)}
-	}
-	if len(c.Endpoints) == 0 && c.Dynamic == nil {
-		c.Endpoints = []engine.Endpoint{{Host: caddymlc.DefaultHost, Port: caddymlc.DefaultPort}}
-	}
-	c.Endpoints = slices.Clone(c.Endpoints)
-	for i := range c.Endpoints {
-		if c.Endpoints[i].GPUs == 0 {
-			c.Endpoints[i].GPUs = 1
-		}
-	}
-	if c.StartupTimeout == 0 {
-		c.StartupTimeout = caddymlc.DefaultStartupTimeout
-	}
-	return c
-}
-
-// fleetSpec is the engine fleet of a router, as the mlc app starts it.
-func (r *handler) fleetSpec(program string) (engine.Spec, error) {
-	spec := engine.Spec{
-		Model:           r.cfg.Model,
-		ModelLib:        r.cfg.ModelLib,
-		Kind:            r.kind,
-		EngineArgs:      r.cfg.EngineArgs,
-		PrefixCacheMode: r.cfg.PrefixCache,
-		Endpoints:       r.cfg.Endpoints,
-		StartupTimeout:  time.Duration(r.cfg.StartupTimeout),
-	}
-	switch spec.Kind {
-	case engine.KindBuiltin:
-		spec.Program = program
-	case engine.KindCommand:
-		spec.Program, spec.Args = r.cfg.Engine.Command[0], r.cfg.Engine.Command[1:]
-	}
-	spec = spec.Normalize()
-	return spec, spec.Validate()
+	r.context = router.ContextWindow(r.kind, m.Path, m.EngineArgs)
+	return r
 }
 
 // chatConfigVocab reads vocab_size from a model directory's

@@ -86,6 +86,31 @@ func TestFindRouters(t *testing.T) {
 	}
 }
 
+// A handler of several models is one handler per model, each with the
+// options it inherits, its own engines, and the path its engines load.
+func TestFindRouterModels(t *testing.T) {
+	cfg := `{"handler": "mlc_router", "mode": "whole", "prefix_cache": "radix", "models": [
+		{"model": "chat", "path": "tiny", "endpoints": [{"host": "127.0.0.1", "port": 9001}]},
+		{"model": "tiny", "mode": "disagg", "endpoints": [{"host": "127.0.0.1", "port": 9002}, {"host": "127.0.0.1", "port": 9003}]}]}`
+	hs, err := findRouters([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 2 {
+		t.Fatalf("%d handlers, want one per model", len(hs))
+	}
+	chat, tiny := hs[0], hs[1]
+	if chat.cfg.Model != "chat" || chat.cfg.Path != "tiny" || chat.cfg.Mode != router.ModeWhole || !chat.radix() || chat.tok == nil {
+		t.Errorf("chat: model %s path %s mode %s radix %v tokenizer %v", chat.cfg.Model, chat.cfg.Path, chat.cfg.Mode, chat.radix(), chat.tok != nil)
+	}
+	if tiny.cfg.Path != "tiny" || !tiny.disagg() || !slices.Equal(tiny.prefill, []int{0}) || !slices.Equal(tiny.decode, []int{1}) {
+		t.Errorf("tiny: path %s mode %s prefill %v decode %v", tiny.cfg.Path, tiny.cfg.Mode, tiny.prefill, tiny.decode)
+	}
+	if !strings.Contains(chat.name(), "model chat (path tiny)") || !strings.Contains(tiny.name(), "model tiny") {
+		t.Errorf("names %q, %q", chat.name(), tiny.name())
+	}
+}
+
 // The model's vocabulary, where the router has no tokenizer, is
 // mlc-chat-config.json's.
 func TestChatConfigVocab(t *testing.T) {

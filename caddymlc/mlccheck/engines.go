@@ -23,12 +23,12 @@ func (ck *checker) models(ctx context.Context, i int) {
 	ids := make([]string, len(list.Data))
 	for j, m := range list.Data {
 		ids[j] = m.ID
-		if m.ID == ck.r.cfg.Model {
+		if m.ID == ck.r.cfg.Path {
 			ck.pass(CheckModels, []int{i}, "serves %s", m.ID)
 			return
 		}
 	}
-	ck.fail(CheckModels, []int{i}, "serves %s, not the configured model %s", quoteList(ids), ck.r.cfg.Model)
+	ck.fail(CheckModels, []int{i}, "serves %s, not the configured model %s", quoteList(ids), ck.r.cfg.Path)
 }
 
 func quoteList(s []string) string {
@@ -78,7 +78,7 @@ func (ck *checker) bothWays(ctx context.Context, i int, prompt protocol.Prompt) 
 // ids, and a request resumed after a preemption must read the same.
 func (ck *checker) completionString(ctx context.Context, i int) {
 	if ck.r.tok == nil {
-		ck.skip(CheckCompletionString, []int{i}, "the router has no tokenizer for model %s (%v): it serves token-id prompts only", ck.r.cfg.Model, ck.r.tokErr)
+		ck.skip(CheckCompletionString, []int{i}, "the router has no tokenizer for model %s (%v): it serves token-id prompts only", ck.r.cfg.Path, ck.r.tokErr)
 		return
 	}
 	text := ck.p.text("string", 10)
@@ -114,7 +114,7 @@ var inputLimit = regexp.MustCompile(`input length limit (\d+)`)
 func (ck *checker) contextLength(ctx context.Context, i int) {
 	limit := ck.r.context
 	if limit <= 0 {
-		ck.skip(CheckContextLength, []int{i}, "the router does not know the context of engine %s with model %s (it leaves the bound to the engine)", ck.r.kind, ck.r.cfg.Model)
+		ck.skip(CheckContextLength, []int{i}, "the router does not know the context of engine %s with model %s (it leaves the bound to the engine)", ck.r.kind, ck.r.cfg.Path)
 		return
 	}
 	url := ck.r.url(i) + protocol.PathCompletions

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -24,10 +23,6 @@ type fleets struct {
 // engines share it), each waited for until every engine is ready. On an
 // error what was started is stopped. External endpoints are not started.
 func startFleets(ctx context.Context, routers []*handler, log *zap.Logger) (*fleets, error) {
-	program, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding this binary for the built-in engine: %w", err)
-	}
 	fl := &fleets{log: log}
 	seen := map[string]bool{}
 	owner := map[string]string{} // spawned address -> the router whose fleet has it
@@ -35,10 +30,10 @@ func startFleets(ctx context.Context, routers []*handler, log *zap.Logger) (*fle
 		if len(r.cfg.Endpoints) == 0 {
 			continue
 		}
-		spec, err := r.fleetSpec(program)
+		spec, err := r.cfg.FleetSpec()
 		if err != nil {
 			fl.stop()
-			return nil, fmt.Errorf("mlc_router at %s: %w", r.path, err)
+			return nil, fmt.Errorf("mlc_router at %s: %w", r.name(), err)
 		}
 		if seen[spec.Key()] {
 			continue
@@ -47,30 +42,30 @@ func startFleets(ctx context.Context, routers []*handler, log *zap.Logger) (*fle
 		for _, ep := range spec.Endpoints {
 			if o, ok := owner[ep.Addr()]; ok && !ep.External {
 				fl.stop()
-				return nil, fmt.Errorf("mlc_router at %s: engine %s is also an engine of the router at %s, with other settings: one of them cannot start", r.path, ep.Addr(), o)
+				return nil, fmt.Errorf("mlc_router at %s: engine %s is also an engine of the router at %s, with other settings: one of them cannot start", r.name(), ep.Addr(), o)
 			}
 			if !ep.External {
-				owner[ep.Addr()] = r.path
+				owner[ep.Addr()] = r.name()
 			}
 		}
 		if err := spec.CheckPorts(); err != nil {
 			fl.stop()
 			if errors.Is(err, engine.ErrPortInUse) {
-				return nil, fmt.Errorf("mlc_router at %s: %w (are its engines running already? check them without --start)", r.path, err)
+				return nil, fmt.Errorf("mlc_router at %s: %w (are its engines running already? check them without --start)", r.name(), err)
 			}
-			return nil, fmt.Errorf("mlc_router at %s: %w", r.path, err)
+			return nil, fmt.Errorf("mlc_router at %s: %w", r.name(), err)
 		}
 		f, err := engine.New(spec, engine.Options{Logger: log})
 		if err != nil {
 			fl.stop()
-			return nil, fmt.Errorf("mlc_router at %s: %w", r.path, err)
+			return nil, fmt.Errorf("mlc_router at %s: %w", r.name(), err)
 		}
 		fl.started = append(fl.started, f)
-		log.Info("starting engines", zap.String("router", r.path), zap.String("model", spec.Model),
+		log.Info("starting engines", zap.String("router", r.name()),
 			zap.String("kind", string(spec.Kind)), zap.Int("engines", len(spec.Endpoints)))
 		if err := f.Start(ctx); err != nil {
 			fl.stop()
-			return nil, fmt.Errorf("mlc_router at %s: starting its engines: %w", r.path, err)
+			return nil, fmt.Errorf("mlc_router at %s: starting its engines: %w", r.name(), err)
 		}
 	}
 	return fl, nil

@@ -23,6 +23,9 @@ const (
 type Result struct {
 	// Router is where the mlc_router handler is in the JSON config.
 	Router string `json:"router"`
+	// Model is the model of the handler whose engines were checked (the
+	// name clients use).
+	Model string `json:"model"`
 	// Check names what was checked (see the Check* constants).
 	Check string `json:"check"`
 	// Engines are the engines checked, host:port; a pair of prefill and
@@ -98,17 +101,16 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(jsonReport{OK: f == 0, Passed: p, Failed: f, Skipped: s, Results: r.Results})
 }
 
-// WriteTable writes the report as a table, one block per router.
+// WriteTable writes the report as a table, one block per model of a
+// router.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	router := ""
 	for i, res := range r.Results {
-		if i == 0 || res.Router != router {
-			router = res.Router
+		if i == 0 || res.Router != r.Results[i-1].Router || res.Model != r.Results[i-1].Model {
 			if i > 0 {
 				fmt.Fprintln(tw)
 			}
-			fmt.Fprintf(tw, "mlc_router %s\n", router)
+			fmt.Fprintf(tw, "mlc_router %s, model %s\n", res.Router, res.Model)
 			fmt.Fprintln(tw, "CHECK\tENGINES\tRESULT\tREASON")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", res.Check, engineList(res.Check, res.Engines), strings.ToUpper(string(res.Status)), oneLine(res.Reason))

@@ -14,15 +14,15 @@ func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // reason on its row and the counts; the JSON has the same rows.
 func TestReportForms(t *testing.T) {
 	var r Report
-	r.add(Result{Router: "r1", Check: CheckModels, Engines: []string{"a:1"}, Status: Pass, Reason: "serves tiny"})
-	r.add(Result{Router: "r1", Check: CheckDisagg, Engines: []string{"a:1", "b:2"}, Status: Fail, Reason: "two\nlines"})
-	r.add(Result{Router: "r2", Check: CheckConfig, Status: Skipped, Reason: "dynamic"})
+	r.add(Result{Router: "r1", Model: "m", Check: CheckModels, Engines: []string{"a:1"}, Status: Pass, Reason: "serves tiny"})
+	r.add(Result{Router: "r1", Model: "m", Check: CheckDisagg, Engines: []string{"a:1", "b:2"}, Status: Fail, Reason: "two\nlines"})
+	r.add(Result{Router: "r2", Model: "m", Check: CheckConfig, Status: Skipped, Reason: "dynamic"})
 	var table bytes.Buffer
 	if err := r.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
 	out := table.String()
-	for _, want := range []string{"mlc_router r1\n", "mlc_router r2\n", "a:1 -> b:2", "FAIL", "two lines", "1 passed, 1 failed, 1 skipped"} {
+	for _, want := range []string{"mlc_router r1, model m\n", "mlc_router r2, model m\n", "a:1 -> b:2", "FAIL", "two lines", "1 passed, 1 failed, 1 skipped"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
 		}

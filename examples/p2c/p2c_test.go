@@ -13,6 +13,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
+	// The mlc_router handler the test's Caddyfile names, and its app.
+	_ "github.com/caddy-mlc/caddy-mlc/caddymlc"
 	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
 	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
