@@ -53,7 +53,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    max_body_size     <size>
 //	    body_timeout      <duration>
 //	    client_timeout    <duration>
+//	    max_inflight      <n>|off    (requests each generating engine runs at once; default: its batch)
 //	    health_uri        <path>     (readiness: 200 when every model can serve, else 503)
+//	    tenant            <placeholder>
+//	    priority          <placeholder>
+//	    tenant_weight     <tenant> <weight>
+//	    tenant_priority   <tenant> <band>
+//	    budget            <tenant|pattern|*> [tokens_per_minute <n>] [requests_per_minute <n>] [shared]
 //	}
 //
 // Several models, each with its own engines, take a block each; the
@@ -78,6 +84,11 @@ func (r *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch name {
 		case "model":
 			if err := r.parseModel(d); err != nil {
+				return err
+			}
+			continue
+		case "tenant", "priority", "tenant_weight", "tenant_priority", "budget":
+			if err := r.Tenancy.parse(d, seen); err != nil {
 				return err
 			}
 			continue
@@ -205,6 +216,7 @@ var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
 	"mode":              parseMode,
 	"pd_balance_factor": parseBalance,
 	"max_prefill_queue": parseMaxPrefillQueue,
+	"max_inflight":      parseMaxInflight,
 	"prefix_cache":      parsePrefixCache,
 	"engine":            parseEngine,
 	"engine_args":       parseEngineArgs,
@@ -481,5 +493,23 @@ func parseMaxBodySize(r *ModelConfig, d *caddyfile.Dispenser) error {
 		return d.Errf("max_body_size %q: want a size such as 4MiB", s)
 	}
 	r.MaxBodySize = int64(n)
+	return nil
+}
+
+// parseMaxInflight reads `max_inflight <n>|off`.
+func parseMaxInflight(r *ModelConfig, d *caddyfile.Dispenser) error {
+	var v string
+	if err := oneArg(d, &v); err != nil {
+		return err
+	}
+	if v == "off" {
+		r.MaxInflight = -1
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return d.Errf("max_inflight %q: want an integer of at least 1, or off", v)
+	}
+	r.MaxInflight = n
 	return nil
 }

@@ -45,10 +45,15 @@ type Router struct {
 	// names what is missing. It asks no engine. Empty: none.
 	HealthURI string `json:"health_uri,omitempty"`
 
+	// Tenancy says who each request is for and what tenants may spend
+	// (tenants.go).
+	Tenancy
+
 	// Set by Provision.
 	logger *zap.Logger
 	served []*served
 	front  *router.Models
+	held   []string // usage pool keys of the shared queues and budgets
 }
 
 // ModelConfig is one model and its fleet. Each field names the `mlc_llm
@@ -91,6 +96,15 @@ type ModelConfig struct {
 	// prefills the last PDBalanceFactor of it. Default 0.
 	// MLC: --pd-balance-factor.
 	PDBalanceFactor float64 `json:"pd_balance_factor,omitempty"`
+
+	// MaxInflight bounds the requests the router runs at once on each
+	// generating engine (a decode engine in disagg, any engine in whole
+	// mode), holding the rest in its own fair queue: default (0) the
+	// engine's batch where the router can know it: for engines it spawns
+	// (none external or dynamic), the built-in engine's max_num_sequence,
+	// MLC's --overrides max_num_sequence or --mode local/interactive;
+	// -1 (Caddyfile: off) no bound.
+	MaxInflight int `json:"max_inflight,omitempty"`
 
 	// MaxPrefillQueue is conditional disaggregation: when every prefill
 	// engine already has this many calls in flight (remote_sends queued or
@@ -282,6 +296,9 @@ func (c ModelConfig) validate() error {
 	}
 	if c.MaxBodySize < 0 {
 		return fmt.Errorf("mlc_router: max_body_size must not be negative")
+	}
+	if c.MaxInflight < -1 {
+		return fmt.Errorf("mlc_router: max_inflight must be at least 1, or -1 (off), got %d", c.MaxInflight)
 	}
 	if c.MaxPrefillQueue < -1 {
 		return fmt.Errorf("mlc_router: max_prefill_queue must be at least 1, or -1 (off), got %d", c.MaxPrefillQueue)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/router/budget"
 )
 
 // Provision applies defaults, registers each model's engine fleet with
@@ -31,9 +32,13 @@ func (r *Router) Provision(ctx caddy.Context) error {
 	if err := router.RegisterMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}
+	budgets, err := r.provisionBudgets()
+	if err != nil {
+		return err
+	}
 	cores := make([]*router.Router, 0, len(ms))
 	for _, m := range ms {
-		s, err := r.provisionModel(ctx, app, m)
+		s, err := r.provisionModel(ctx, app, m, budgets)
 		if err != nil {
 			return err
 		}
@@ -58,7 +63,7 @@ type served struct {
 }
 
 // provisionModel registers the fleet of one model and makes its core.
-func (r *Router) provisionModel(ctx caddy.Context, app *App, m ModelConfig) (*served, error) {
+func (r *Router) provisionModel(ctx caddy.Context, app *App, m ModelConfig, budgets *budget.Limiter) (*served, error) {
 	s := &served{owner: r, cfg: m, logger: r.logger}
 	if len(r.Models) > 0 {
 		s.logger = r.logger.With(zap.String("model", m.Model))
@@ -78,7 +83,11 @@ func (r *Router) provisionModel(ctx caddy.Context, app *App, m ModelConfig) (*se
 	if err != nil {
 		return nil, err
 	}
-	opts := router.Options{Logger: s.logger, Handle: handle, Policy: policy, SetVar: caddyhttp.SetVar}
+	queue, err := r.provisionQueue(m)
+	if err != nil {
+		return nil, err
+	}
+	opts := router.Options{Logger: s.logger, Handle: handle, Policy: policy, SetVar: caddyhttp.SetVar, Queue: queue, Budgets: budgets}
 	if s.dynamic != nil {
 		opts.Discovered = s.dynamic
 	}
@@ -149,6 +158,9 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyh
 	case r.HealthURI != "" && req.URL.Path == r.HealthURI:
 		r.front.ServeReadiness(w, req)
 	case router.Handles(req.URL.Path):
+		if f := r.facts(req); f != (router.Facts{}) {
+			req = req.WithContext(router.WithFacts(req.Context(), f))
+		}
 		r.front.ServeHTTP(w, req)
 	default:
 		return next.ServeHTTP(w, req)
@@ -174,5 +186,6 @@ func (r *Router) Cleanup() error {
 	for _, s := range r.served {
 		s.core.Close()
 	}
+	r.releaseShared()
 	return nil
 }

@@ -47,6 +47,9 @@ type completion struct {
 	prompt []int
 	log    *zap.Logger
 	begin  time.Time // when the request arrived
+	facts  Facts     // who it is for
+	// admitWait is the time it waited at the gate for the engines.
+	admitWait time.Duration
 }
 
 // stats are what one choice's attempts amounted to, or, summed, a

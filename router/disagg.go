@@ -54,7 +54,7 @@ func (d *disagg) windowEnd(promptLen int) int {
 
 func (d *disagg) open(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
 	req := microservingRequest(whole)
-	q := d.r.newRequest(req)
+	q := d.r.newRequest(ctx, req)
 	n := len(q.Prompt)
 	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, req: q, needPages: pagesFor(n)})
 	if err != nil {

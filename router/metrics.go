@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/caddy-mlc/caddy-mlc/router/fair"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -41,7 +42,18 @@ type routerMetrics struct {
 	// openFiles and openFilesLimit are the process's open descriptors
 	// and its soft limit (the descriptor watch).
 	openFiles, openFilesLimit prometheus.Gauge
+	// The gate: how long requests waited for the engines' capacity, how
+	// many wait, and the requests refused for a spent budget. Tenants are
+	// labelled by tenants: the top ones by name, the rest as other.
+	admissionWait *prometheus.HistogramVec
+	waiting       *prometheus.GaugeVec
+	rateLimited   *prometheus.CounterVec
+	tenants       *fair.Labels
 }
+
+// tenantLabels is how many tenants the metrics name; the rest are
+// "other", so that a key per client cannot grow the series without bound.
+const tenantLabels = 10
 
 var (
 	metricsOnce sync.Once
@@ -90,7 +102,18 @@ func sharedMetrics() *routerMetrics {
 				Help: "File descriptors the process has open (sampled every 2 s)."}),
 			openFilesLimit: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "open_files_limit",
 				Help: "The process's soft limit of open file descriptors (RLIMIT_NOFILE)."}),
+			admissionWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "admission_wait_seconds",
+				Help:    "Time requests waited in the router's fair queue for the engines' capacity, by model and tenant (the top tenants by traffic; the rest as other).",
+				Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"model", "tenant"}),
+			waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "admission_waiting_requests",
+				Help: "Requests waiting in the router's fair queue for the engines' capacity, by model."}, []string{"model"}),
+			rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rate_limited_total",
+				Help: "Requests refused with a 429 for a spent budget, by tenant (the top tenants by traffic; the rest as other) and budget (tokens, requests)."}, []string{"tenant", "limit"}),
 		}
+		metrics.tenants = fair.NewLabels(tenantLabels, func(name string) {
+			metrics.admissionWait.DeletePartialMatch(prometheus.Labels{"tenant": name})
+			metrics.rateLimited.DeletePartialMatch(prometheus.Labels{"tenant": name})
+		})
 	})
 	return metrics
 }
@@ -101,7 +124,8 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight,
-		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped, m.openFiles, m.openFilesLimit}, m.gpu.collectors()...) {
+		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped, m.openFiles, m.openFilesLimit,
+		m.admissionWait, m.waiting, m.rateLimited}, m.gpu.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -39,6 +40,10 @@ type Request struct {
 	// Prompt is the attempt's prompt in token ids: the client's, plus the
 	// text already delivered when the attempt resumes an earlier one.
 	Prompt []int
+	// Tenant is who the request is for ("" for the default tenant), and
+	// Band its priority (see Facts).
+	Tenant string
+	Band   int
 
 	chain []uint64 // the prompt's prefix chain, made when first needed
 }
@@ -52,8 +57,9 @@ func (q *Request) prefixChain() []uint64 {
 }
 
 // newRequest is the policies' view of an attempt.
-func (r *Router) newRequest(req *protocol.CompletionRequest) *Request {
-	q := &Request{Model: r.Model, Prompt: req.Prompt.IDs}
+func (r *Router) newRequest(ctx context.Context, req *protocol.CompletionRequest) *Request {
+	f := factsOf(ctx)
+	q := &Request{Model: r.Model, Prompt: req.Prompt.IDs, Tenant: f.Tenant, Band: f.Band}
 	if req.User != nil {
 		q.ID = *req.User
 	}

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +14,10 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/budget"
+	"github.com/caddy-mlc/caddy-mlc/router/fair"
 )
 
 // Routing modes.
@@ -60,6 +64,13 @@ type Config struct {
 	EmbeddingModel    string
 	EmbeddingModelLib string
 
+	// MaxInflight bounds the requests the router runs at once on each
+	// generating engine, holding the rest in its fair queue: 0 is the
+	// engine's batch where the router can know it (see engineBatch; a
+	// fleet the router spawns, none external or discovered), negative is
+	// no bound (the engines queue what they cannot run).
+	MaxInflight int
+
 	MaxAttempts   int
 	MaxBodySize   int64
 	EngineTimeout time.Duration
@@ -98,6 +109,13 @@ type Router struct {
 	strategy strategy
 	metrics  *routerMetrics
 	vars     func(ctx context.Context, name string, value any)
+	// The gate (gate.go): the fair queue of requests waiting for the
+	// engines' capacity, each engine's batch (0: unknown, no gate), the
+	// tenants' budgets (nil: none).
+	queue   *fair.Queue
+	batch   int
+	budgets *budget.Limiter
+	closed  chan struct{}
 }
 
 // Discovered are engines found while the router runs (the adapter's
@@ -126,6 +144,12 @@ type Options struct {
 	// SetVar publishes a fact of a served request (the request id, the
 	// engines, the tokens) for access logs and later handlers; nil: none.
 	SetVar func(ctx context.Context, name string, value any)
+	// Queue is where requests wait for the engines' capacity, fair across
+	// tenants; one that outlives the router keeps its waiters' order
+	// across a reload. nil: a queue of the router's own.
+	Queue *fair.Queue
+	// Budgets are the tenants' budgets; nil: none.
+	Budgets *budget.Limiter
 }
 
 // routerState is what a router changes while it serves.
@@ -172,10 +196,27 @@ func New(cfg Config, o Options) (*Router, error) {
 		policy = new(LeastLoaded)
 	}
 	r.setPolicy(policy)
+	r.queue, r.budgets, r.closed = o.Queue, o.Budgets, make(chan struct{})
+	if r.queue == nil {
+		if r.queue, err = fair.New(fair.Config{MaxWaiting: cfg.QueueSize, Timeout: cfg.QueueTimeout}); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case cfg.MaxInflight > 0:
+		r.batch = cfg.MaxInflight
+	case cfg.MaxInflight == 0 && o.Discovered == nil && !slices.ContainsFunc(cfg.Endpoints, func(ep engine.Endpoint) bool { return ep.External }):
+		// Only the router's own engines run its command line; an
+		// external or discovered one's batch is its operator's.
+		r.batch = engineBatch(cfg.EngineKind, cfg.Path, cfg.EngineArgs)
+	}
 	r.client = newEngineClient(cfg.EngineTimeout)
 	r.metrics = sharedMetrics()
 	r.itl = r.metrics.itl.WithLabelValues(cfg.Model, cfg.Mode)
 	r.strategy = r.newStrategy()
+	if r.batch > 0 {
+		goroutine.Go(r.logger, "gate capacity", func() { r.followEngines(r.closed) }, nil)
+	}
 	addLive(r)
 	return r, nil
 }
@@ -246,6 +287,7 @@ func (r *Router) Retire() {
 // Close drops idle engine connections; the fleet's owner stops the
 // engines.
 func (r *Router) Close() {
+	close(r.closed)
 	removeLive(r)
 	r.client.close()
 }

@@ -135,16 +135,38 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix strin
 		return
 	}
 	req.Model = r.Path // what the engines are told; the answers say r.Model
+	f := factsOf(hreq.Context())
+	g, err := r.admit(hreq.Context(), w, f, r.cost(len(prompt), req))
+	if err != nil {
+		r.refuse(w, hreq, answerOf(err))
+		return
+	}
 	c := r.newCompletion(idPrefix, req, prompt, begin)
+	c.facts, c.admitWait = f, g.waited
 	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
 	defer sw.end()
 	rec := &outcomeSink{sink: mk(sw, c.id, r.Model, req)}
 	st := c.run(hreq.Context(), rec)
+	r.done(hreq.Context(), g, int64(len(prompt)+st.tokens))
 	if sw.stalled {
 		r.metrics.dropped.WithLabelValues(dropStalled).Inc()
 		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
 	}
 	r.record(hreq, c, rec, st, begin)
+}
+
+// cost is what a request may cost in tokens, what the gate and budgets
+// reserve: its prompt, and for each choice max_tokens, or, without it,
+// the rest of the context (when known).
+func (r *Router) cost(prompt int, req *protocol.CompletionRequest) int64 {
+	gen := 0
+	switch {
+	case req.MaxTokens != nil:
+		gen = *req.MaxTokens
+	case r.context > 0:
+		gen = max(r.context-prompt, 0)
+	}
+	return int64(prompt + req.NOr()*gen)
 }
 
 // refuse answers a request with apiErr before any engine was asked,
@@ -178,6 +200,7 @@ const (
 	VarPreemptions      = "mlc_preemptions"       // attempts an engine preempted
 	VarPromptTokens     = "mlc_prompt_tokens"     // tokens of the prompt
 	VarCompletionTokens = "mlc_completion_tokens" // tokens delivered to the client
+	VarTenant           = "mlc_tenant"            // who the request is for (see Facts)
 )
 
 // record logs, counts and publishes (as request variables) a finished
@@ -187,6 +210,7 @@ func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st 
 	r.metrics.requests.WithLabelValues(r.Model, r.Mode, outcome).Inc()
 	r.metrics.tokens.Add(float64(st.tokens))
 	if st.firstToken > 0 {
+		st.ownTime = max(st.ownTime-c.admitWait, 0) // the gate's wait is the engines', not the router's work
 		r.metrics.ttft.WithLabelValues(r.Model, r.Mode).Observe(st.firstToken.Seconds())
 		r.metrics.ownTime.WithLabelValues(r.Model, r.Mode).Observe(st.ownTime.Seconds())
 	}
@@ -199,6 +223,7 @@ func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st 
 	r.vars(ctx, VarPreemptions, st.preemptions)
 	r.vars(ctx, VarPromptTokens, len(c.prompt))
 	r.vars(ctx, VarCompletionTokens, st.tokens)
+	r.vars(ctx, VarTenant, c.facts.Tenant)
 	fields := []zap.Field{
 		zap.String("outcome", outcome), zap.String("engine", engines),
 		zap.Int("prompt_tokens", len(c.prompt)), zap.Int("completion_tokens", st.tokens),
@@ -208,6 +233,9 @@ func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st 
 	}
 	if c.req.User != nil {
 		fields = append(fields, zap.String("user", *c.req.User))
+	}
+	if c.facts != (Facts{}) {
+		fields = append(fields, zap.String("tenant", c.facts.Tenant), zap.Int("band", c.facts.Band), zap.Duration("admission_wait", c.admitWait))
 	}
 	if rec.err != nil {
 		fields = append(fields, zap.String("error", rec.err.Message))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router/fair"
 )
 
 // live holds the provisioned routers of the running configs, for the
@@ -78,10 +79,27 @@ type LoadStatus struct {
 
 // RouterStatus is one router as operators see it (GET /mlc/engines).
 type RouterStatus struct {
-	Model   string         `json:"model"`
-	Mode    string         `json:"mode"`
-	Queued  int64          `json:"queued"`
+	Model string `json:"model"`
+	Mode  string `json:"mode"`
+	// Queued are requests waiting for an engine to be ready at all.
+	Queued int64 `json:"queued"`
+	// Gate is the router's fair queue: requests waiting for the engines'
+	// capacity, per tenant and band.
+	Gate    GateStatus     `json:"gate"`
 	Engines []EngineStatus `json:"engines"`
+}
+
+// GateStatus is the router's fair queue as operators see it.
+type GateStatus struct {
+	// Batch is each generating engine's bound (0: none known, the gate
+	// holds nothing back); Capacity the requests the engines may run now
+	// (-1: no bound).
+	Batch    int `json:"batch"`
+	Capacity int `json:"capacity"`
+	InFlight int `json:"in_flight"`
+	Waiting  int `json:"waiting"`
+	// Tenants are the tenants with requests waiting or in flight, by band.
+	Tenants []fair.TenantState `json:"tenants"`
 }
 
 // Statuses describes every live router and its engines (the admin
@@ -100,6 +118,8 @@ func Statuses() []RouterStatus {
 // Status describes the router and its engines.
 func (r *Router) Status() RouterStatus {
 	st := RouterStatus{Model: r.Model, Mode: r.Mode, Queued: r.queued.Load()}
+	qs := r.queue.Stats()
+	st.Gate = GateStatus{Batch: r.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.queue.Snapshot()}
 	lf := r.handle.get()
 	roles := r.EffectiveRoles()
 	starts := engine.DeviceIDStarts(endpointGPUs(r.Endpoints))

@@ -26,7 +26,7 @@ var (
 type wholeRequest struct{ r *Router }
 
 func (s *wholeRequest) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
-	q := s.r.newRequest(req)
+	q := s.r.newRequest(ctx, req)
 	l, err := s.r.acquire(ctx, "", pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))})
 	if err != nil {
 		return nil, err
