@@ -25,13 +25,7 @@ const dashboardFile = "../examples/grafana/caddy-mlc.json"
 var pendingMetrics = map[string]struct {
 	labels []string
 	why    string
-}{
-	"caddy_mlc_engine_kv_pages": {
-		labels: []string{"engine", "state"},
-		why: "per-engine KV use: a gauge of each engine's KV pages by state (used, cached, free), " +
-			"set from the load the router polls (query_engine_metrics: kv_pages_used, kv_pages_cached, kv_pages_free)",
-	},
-}
+}{}
 
 // scrapeLabels are the labels Prometheus adds to every series it scrapes.
 var scrapeLabels = []string{"instance", "job"}
