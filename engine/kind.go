@@ -71,7 +71,27 @@ type Traits struct {
 	// engines (a chat's top_logprobs reach them as that); 0: the API's
 	// own bounds.
 	MaxLogprobs int
+	// Extensions says whether the engines serve caddy-mlc's extensions
+	// of MLC's API.
+	Extensions Extensions
 }
+
+// Extensions says whether a kind's engines serve caddy-mlc's extensions
+// of MLC's API: POST /microserving/release, and their NVSHMEM world and
+// load in query_engine_metrics. The router asks an engine in any case
+// (an engine that answers 404 has none); a check of the engines expects
+// them, or not, by it.
+type Extensions uint8
+
+const (
+	// ExtensionsMaybe: the engines may serve them (a command may run
+	// either kind of engine).
+	ExtensionsMaybe Extensions = iota
+	// ExtensionsNone: the engines serve MLC's API only.
+	ExtensionsNone
+	// ExtensionsAll: the engines serve every one of them.
+	ExtensionsAll
+)
 
 var kinds struct {
 	sync.RWMutex

@@ -90,6 +90,9 @@ func (builtinDriver) EmbeddingBounds(model, lib string) (dim, maxTokens int) {
 	return info.Dim, info.MaxTokens
 }
 
-// Traits: the builtin engine runs on the CPU and loads the model's
-// tokenizer, as the router does (the token ids must match).
-func (builtinDriver) Traits() Traits { return Traits{OnCPU: true, NeedsTokenizer: true} }
+// Traits: the builtin engine runs on the CPU, loads the model's
+// tokenizer, as the router does (the token ids must match), and serves
+// caddy-mlc's extensions.
+func (builtinDriver) Traits() Traits {
+	return Traits{OnCPU: true, NeedsTokenizer: true, Extensions: ExtensionsAll}
+}

@@ -67,8 +67,8 @@ func TestBatch(t *testing.T) {
 // and nowhere else.
 func TestKindTraits(t *testing.T) {
 	for k, want := range map[Kind]Traits{
-		KindBuiltin: {OnCPU: true, NeedsTokenizer: true},
-		KindMLC:     {UsesGPUs: true, MaxLogprobs: protocol.MaxCompletionLogprobs},
+		KindBuiltin: {OnCPU: true, NeedsTokenizer: true, Extensions: ExtensionsAll},
+		KindMLC:     {UsesGPUs: true, MaxLogprobs: protocol.MaxCompletionLogprobs, Extensions: ExtensionsNone},
 		KindCommand: {},
 		"unknown":   {}, // taken for a command
 	} {
