@@ -195,7 +195,7 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 	for try := 1; ; try++ {
 		var ack protocol.CompletionResponse
 		t0 := time.Now()
-		err := d.r.post(ctx, &pre.proc, protocol.PathCompletions, send, &ack)
+		err := d.r.post(withCallName(ctx, "remote_send"), &pre.proc, protocol.PathCompletions, send, &ack)
 		if err == nil && preempted(&ack) {
 			err = &engineError{op: "remote_send", addr: pre.addr, retry: true, preempted: true,
 				err: errors.New("the prefill engine preempted the send (finish_reason preempt)")}

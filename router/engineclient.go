@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -135,6 +139,7 @@ type call struct {
 	resp   *http.Response
 	began  time.Time
 	wait   *engineWait // the choice's clock of time spent waiting on engines
+	span   trace.Span  // the call's, when the request is traced
 }
 
 // start posts body as JSON to path on the engine t. whole marks a
@@ -146,6 +151,7 @@ func (c *engineClient) start(ctx context.Context, t target, path string, body an
 		return nil, fmt.Errorf("%s: encoding the request: %w", op, err)
 	}
 	cl := &call{t: t, op: op, began: time.Now(), quiet: c.timeout, whole: whole, wait: engineWaitOf(ctx)}
+	ctx, cl.span = startSpan(ctx, callName(ctx, op), attribute.String("mlc.engine", t.Addr()), attribute.String("mlc.call", op))
 	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
 	cl.dog = time.AfterFunc(c.timeout, cl.bark)
 	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, t.baseURL()+path, bytes.NewReader(b))
@@ -154,11 +160,13 @@ func (c *engineClient) start(ctx context.Context, t target, path string, body an
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	req.Header["Content-Type"] = jsonContentType
+	injectTrace(ctx, propagation.HeaderCarrier(req.Header))
 	t0 := time.Now()
 	resp, err := c.http.Do(req)
 	cl.wait.since(t0)
 	if err != nil {
 		err = c.failure(cl, err)
+		cl.fail(err)
 		cl.end()
 		return nil, err
 	}
@@ -184,6 +192,7 @@ func (c *engineClient) start(ctx context.Context, t target, path string, body an
 		ee.retry, ee.verdict = true, verdictFailed
 	}
 	// Otherwise it is about the request: it would fail anywhere.
+	cl.fail(ee)
 	return nil, ee
 }
 
@@ -220,8 +229,17 @@ func (c *engineClient) failure(cl *call, err error) error {
 	return ee
 }
 
+// fail records err as the call's outcome in its span.
+func (cl *call) fail(err error) {
+	if cl.span.IsRecording() {
+		cl.span.RecordError(err)
+		cl.span.SetStatus(codes.Error, err.Error())
+	}
+}
+
 // end stops the watchdog and releases the call's connection.
 func (cl *call) end() {
+	cl.span.End()
 	cl.dog.Stop()
 	if cl.resp != nil {
 		cl.resp.Body.Close()
@@ -339,6 +357,7 @@ type chunkStream struct {
 	ended    bool                         // the stream's [DONE] came
 	finished bool                         // a chunk carried a finish reason
 	moved    bool                         // the last chunk showed the generation moving
+	traced   int                          // text pieces seen, for a traced call (see traceChunk)
 }
 
 // complete reports that the engine answered the call in full: a whole
@@ -415,8 +434,42 @@ func (s *chunkStream) progress(c *protocol.CompletionResponse) {
 		moved = moved || ch.Text != "" || ch.FinishReason != nil || ch.Logprobs.Len() > 0
 	}
 	if moved {
+		if s.traced == 0 && s.cl.span.IsRecording() && s.firstText(c) {
+			s.cl.span.AddEvent("first token")
+		}
 		s.moved = true
 		s.cl.progress()
+	}
+	if s.cl.span.IsRecording() {
+		s.traceChunk(c)
+	}
+}
+
+// firstText reports that c carries text.
+func (s *chunkStream) firstText(c *protocol.CompletionResponse) bool {
+	for i := range c.Choices {
+		if c.Choices[i].Text != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// traceChunk records a chunk in the call's span: the text pieces (an
+// engine sends one a token), the finish reason, the usage.
+func (s *chunkStream) traceChunk(c *protocol.CompletionResponse) {
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Text != "" {
+			s.traced++
+		}
+		if ch.FinishReason != nil {
+			s.cl.span.SetAttributes(attribute.String("mlc.finish_reason", *ch.FinishReason))
+		}
+	}
+	s.cl.span.SetAttributes(attribute.Int("mlc.tokens", s.traced))
+	if c.Usage != nil {
+		s.cl.span.SetAttributes(attribute.Int("mlc.prompt_tokens", c.Usage.PromptTokens), attribute.Int("mlc.completion_tokens", c.Usage.CompletionTokens))
 	}
 }
 

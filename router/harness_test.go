@@ -127,10 +127,16 @@ func (c *core) complete(url string, body map[string]any) string {
 // and whether it ended with [DONE].
 func (c *core) stream(body map[string]any) (text string, done bool) {
 	c.t.Helper()
+	return c.streamAt(c.base, body)
+}
+
+// streamAt posts a streamed completion to url.
+func (c *core) streamAt(url string, body map[string]any) (text string, done bool) {
+	c.t.Helper()
 	body["stream"] = true
 	b, _ := json.Marshal(body)
 	client := &http.Client{Timeout: 2 * time.Minute}
-	resp, err := client.Post(c.base+protocol.PathCompletions, "application/json", bytes.NewReader(b))
+	resp, err := client.Post(url+protocol.PathCompletions, "application/json", bytes.NewReader(b))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -57,4 +58,27 @@ func injectTrace(ctx context.Context, h propagation.HeaderCarrier) {
 	if trace.SpanContextFromContext(ctx).IsValid() {
 		traceContext.Inject(ctx, h)
 	}
+}
+
+// callName is the span name of an engine call: the microserving step
+// (prep_recv, remote_send, start_generate, release) or the OpenAI path
+// (v1/completions, v1/embeddings), unless ctx names the call otherwise
+// (withCallName).
+func callName(ctx context.Context, op string) string {
+	if name, ok := ctx.Value(callNameKey{}).(string); ok {
+		return name
+	}
+	if step, ok := strings.CutPrefix(op, "microserving/"); ok {
+		return step
+	}
+	return op
+}
+
+type callNameKey struct{}
+
+// withCallName names the engine call made with ctx in its span: a
+// microserving step made through another path (MLC's remote_send, made as
+// the completion its entrypoint makes of it).
+func withCallName(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, callNameKey{}, name)
 }
