@@ -16,7 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 

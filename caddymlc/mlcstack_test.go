@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcstack"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcstack"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
@@ -23,7 +23,7 @@ import (
 // The router in front of MLC-LLM's own serving layer: three `mlc_llm
 // serve` servers (MLC's FastAPI entrypoints and AsyncMLCEngine, run from
 // the MLC sources over a stand-in for MLC's C++ core that asks a built-in
-// engine for the tokens; see internal/mlcstack), in one NVSHMEM world
+// engine for the tokens; see internal/testkit/mlcstack), in one NVSHMEM world
 // (PE i on server i, as `gpus 1` in order gives the router), driven in
 // both modes, each with servers of its own: server 0 prefills and 1 and 2
 // decode in disagg; all three serve whole requests in round_robin. The

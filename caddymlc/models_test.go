@@ -13,7 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )

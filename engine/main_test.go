@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 )
 
 // Environment variables of the test binary re-executed as a fake engine or

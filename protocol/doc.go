@@ -12,7 +12,7 @@
 // validators check them, within OpenAI's bounds (MaxN, MaxStopStrings,
 // MaxCompletionLogprobs...), each failure a 400 that names the parameter
 // and carries OpenAI's code. Answers are shaped so that MLC's models
-// accept them; internal/mlcschema checks both sides in tests.
+// accept them; internal/testkit/mlcschema checks both sides in tests.
 //
 // Embeddings (POST /v1/embeddings) come in three pieces a server puts
 // together, the built-in engine's and the router's alike:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcschema"
 )
 
 func TestDecodeEmbeddingRequestErrors(t *testing.T) {

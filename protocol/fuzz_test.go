@@ -9,7 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcschema"
 )
 
 func FuzzDecodeCompletionRequest(f *testing.F) {

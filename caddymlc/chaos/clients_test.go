@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 )
 
 // Stalled readers: clients open long streams and read nothing. With

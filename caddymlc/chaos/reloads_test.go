@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 )
 
 // Rapid reloads: reloads a second apart that move the engines between two

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 

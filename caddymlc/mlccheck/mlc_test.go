@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcstack"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcstack"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // Against MLC's own serving layer (mlc_llm serve's entrypoints and Python
-// engine, over a stand-in core: internal/mlcstack) with engine mlc, every
+// engine, over a stand-in core: internal/testkit/mlcstack) with engine mlc, every
 // check that uses MLC's API passes, and the checks of caddy-mlc's
 // extensions are skipped, saying so.
 func TestMLCServingLayer(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcschema"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	// The mlc_router handler the test's Caddyfile names, and its app.
 	_ "github.com/caddy-mlc/caddy-mlc/caddymlc"
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )

@@ -33,7 +33,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/filelock"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/filelock"
 )
 
 // RequireEnv, when set, turns a missing Python, MLC source tree or
@@ -87,7 +87,7 @@ deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian
 type Stack struct {
 	Python    string // the interpreter
 	MLC       string // the MLC source tree (<repo>/../shared/mlc-llm)
-	StandIn   string // the stand-ins (internal/mlcstack/python)
+	StandIn   string // the stand-ins (internal/testkit/mlcstack/python)
 	deps      string // the unpacked Debian root
 	installed []string
 }
@@ -128,7 +128,7 @@ func setup() (*Stack, error) {
 	}
 	st := &Stack{
 		MLC:     filepath.Join(filepath.Dir(root), "shared", "mlc-llm"),
-		StandIn: filepath.Join(root, "internal", "mlcstack", "python"),
+		StandIn: filepath.Join(root, "internal", "testkit", "mlcstack", "python"),
 	}
 	if _, err := os.Stat(filepath.Join(st.MLC, "python", "mlc_llm", "serve", "entrypoints", "openai_entrypoints.py")); err != nil {
 		return nil, fmt.Errorf("MLC sources: %w", err)

@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 )
 
 func TestMain(m *testing.M) { enginetest.Main(m) }

