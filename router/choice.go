@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/stopscan"
@@ -80,13 +81,19 @@ func (j *choiceJob) generate(ctx context.Context, out sink) error {
 			return err
 		}
 	}
+	cause := ""
 	for attempt := 1; ; attempt++ {
 		j.st.attempts = attempt
 		req, remaining := j.attemptRequest(attempt)
 		if remaining == 0 {
 			return j.finish(protocol.FinishLength, nil, out)
 		}
-		finished, err := j.attempt(ctx, req, out)
+		actx, span := startSpan(ctx, "mlc.attempt", attribute.Int("mlc.choice", j.index), attribute.Int("mlc.attempt", attempt),
+			attribute.String("mlc.mode", j.c.r.Mode), attribute.String("mlc.model", j.c.r.Model), attribute.String("mlc.retry_cause", cause),
+			attribute.Int("mlc.resumed_tokens", j.before))
+		finished, err := j.attempt(actx, req, out)
+		span.SetAttributes(attribute.Int("mlc.preemptions", j.st.preemptions), attribute.String("mlc.outcome", attemptOutcome(finished, err)))
+		endSpan(span, err)
 		if finished {
 			return err
 		}
@@ -103,8 +110,7 @@ func (j *choiceJob) generate(ctx context.Context, out sink) error {
 		if errors.As(err, &none) {
 			return none.apiError() // it waited in the queue already
 		}
-		cause := retryCause(err)
-		if cause == "" {
+		if cause = retryCause(err); cause == "" {
 			return err
 		}
 		if attempt >= j.maxAttempts {
@@ -120,6 +126,21 @@ func (j *choiceJob) generate(ctx context.Context, out sink) error {
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// attemptOutcome names how an attempt ended, for its span: finished,
+// the retry's cause, or failed.
+func attemptOutcome(finished bool, err error) string {
+	switch {
+	case finished && err == nil:
+		return "finished"
+	case finished:
+		return "failed"
+	}
+	if c := retryCause(err); c != "" {
+		return c
+	}
+	return "failed"
 }
 
 // Causes of a retry, as counted in caddy_mlc_retries_total.

@@ -8,7 +8,7 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 )
 
-// contextWindow returns the most tokens one sequence (prompt and
+// ContextWindow returns the most tokens one sequence (prompt and
 // generation) may hold on the fleet's engines, or 0 when the router
 // cannot know it. The router refuses what does not fit with OpenAI's
 // context_length_exceeded before any engine is asked: MLC's engines do not
@@ -22,7 +22,7 @@ import (
 //     max_total_seq_length; unknown for a model the router cannot read
 //     (an HF:// name) or a sliding-window model (-1).
 //   - command: unknown.
-func contextWindow(kind engine.Kind, model string, engineArgs []string) int {
+func ContextWindow(kind engine.Kind, model string, engineArgs []string) int {
 	switch kind {
 	case engine.KindBuiltin:
 		n, err := builtin.SequenceLimit(append([]string{model}, engineArgs...))

@@ -28,7 +28,7 @@ func TestContextWindow(t *testing.T) {
 		{engine.KindMLC, "HF://org/model", nil, 0},
 		{engine.KindCommand, dir, nil, 0},
 	} {
-		if got := contextWindow(c.kind, c.model, c.args); got != c.want {
+		if got := ContextWindow(c.kind, c.model, c.args); got != c.want {
 			t.Errorf("%s %s %q: %d, want %d", c.kind, c.model, c.args, got, c.want)
 		}
 	}

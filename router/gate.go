@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
@@ -36,8 +37,11 @@ type gate struct {
 // admit reserves the request's tokens in its tenant's budget and waits for
 // its turn at the engines. tokens is what the request may cost: its
 // prompt and all it may generate. It sets the budget's headers on w.
-func (r *Router) admit(ctx context.Context, w http.ResponseWriter, f Facts, tokens int64) (*gate, error) {
-	g := &gate{}
+func (r *Router) admit(ctx context.Context, w http.ResponseWriter, f Facts, tokens int64) (g *gate, err error) {
+	ctx, span := startSpan(ctx, "mlc.admission", attribute.String("mlc.model", r.Model), attribute.String("mlc.tenant", f.Tenant),
+		attribute.Int("mlc.band", f.Band), attribute.Int64("mlc.tokens", tokens))
+	defer func() { endSpan(span, err) }()
+	g = &gate{}
 	if r.budgets != nil {
 		res, dec, err := r.budgets.Reserve(ctx, f.Tenant, tokens)
 		switch {

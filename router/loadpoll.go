@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Load polling: the router's own in-flight counts do not see the work of
@@ -127,6 +128,12 @@ func (u *Upstream) report(extra map[string]json.RawMessage, own int64) bool {
 	l.at, l.ownAtPoll = time.Now(), max(own, 0)
 	u.load.Store(&l)
 	u.unreported.Store(0)
+	if l.pagesTotal > 0 {
+		g := u.kvGauges()
+		g[0].Set(float64(max(l.pagesTotal-l.pagesFree-l.pagesCached, 0)))
+		g[1].Set(float64(l.pagesCached))
+		g[2].Set(float64(l.pagesFree))
+	}
 	if ce := u.fleet.log().Check(zap.DebugLevel, "engine load"); ce != nil {
 		ce.Write(addrField(u), zap.Int("running", l.running), zap.Int("waiting", l.waiting), zap.Int("blocked", l.blocked),
 			zap.Int("prepared", l.prepared), zap.Int("kv_pages_free", l.pagesFree))
@@ -166,6 +173,16 @@ func intExtra(extra map[string]json.RawMessage, key string) (int, bool) {
 	}
 	n, err := strconv.Atoi(string(raw))
 	return n, err == nil
+}
+
+// kvGauges are the engine's caddy_mlc_engine_kv_pages series: used,
+// cached, free; made once, as reports come at every request's end.
+func (u *Upstream) kvGauges() *[3]prometheus.Gauge {
+	u.kvOnce.Do(func() {
+		kv := sharedMetrics().kvPages
+		u.kv = [3]prometheus.Gauge{kv.WithLabelValues(u.addr, "used"), kv.WithLabelValues(u.addr, "cached"), kv.WithLabelValues(u.addr, "free")}
+	})
+	return &u.kv
 }
 
 func addrField(u *Upstream) zap.Field { return zap.String("engine", u.addr) }

@@ -28,6 +28,8 @@ type routerMetrics struct {
 	// engines report them.
 	kvBytes  prometheus.Counter
 	inflight *prometheus.GaugeVec
+	// kvPages are each engine's KV cache pages by state, as it reported.
+	kvPages *prometheus.GaugeVec
 	// engineRequests counts the calls made to each engine.
 	engineRequests *prometheus.CounterVec
 	gpu            gpuMetrics
@@ -85,6 +87,8 @@ func sharedMetrics() *routerMetrics {
 				Help: "KV cache bytes moved from prefill to decode engines, as the engines report them."}),
 			inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_inflight_requests",
 				Help: "Requests in flight per engine, as the router balances them."}, []string{"engine"}),
+			kvPages: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_kv_pages",
+				Help: "KV cache pages of each engine by state (used: held by sequences; cached: kept by the prefix cache, evictable; free), as the engine last reported them."}, []string{"engine", "state"}),
 			gpu: newGPUMetrics(ns, sub),
 			engineRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "engine_requests_total",
 				Help: "Calls made to each engine (a disaggregated request makes one to its decode engine and one to its prefill engine)."}, []string{"engine"}),
@@ -123,7 +127,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight,
+	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.kvPages,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped, m.openFiles, m.openFilesLimit,
 		m.admissionWait, m.waiting, m.rateLimited}, m.gpu.collectors()...) {
 		if err := reg.Register(c); err != nil {

@@ -183,7 +183,7 @@ func New(cfg Config, o Options) (*Router, error) {
 	if err := r.loadTokenizer(); err != nil {
 		return nil, err
 	}
-	r.context = contextWindow(cfg.EngineKind, cfg.Path, cfg.EngineArgs)
+	r.context = ContextWindow(cfg.EngineKind, cfg.Path, cfg.EngineArgs)
 	var err error
 	if r.chatTmpl, err = loadChatTemplate(cfg.Path); err != nil {
 		r.chatErr = err

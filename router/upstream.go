@@ -1,12 +1,14 @@
 package router
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // upstream is one engine as the routers see it: where it is, its first PE
@@ -46,6 +48,9 @@ type Upstream struct {
 	// badStream is the reason the engine's last bad answer was logged
 	// for; nil once it served a call well.
 	badStream atomic.Pointer[string]
+	// kv are its caddy_mlc_engine_kv_pages gauges (see kvGauges).
+	kvOnce sync.Once
+	kv     [3]prometheus.Gauge
 }
 
 // engineLoad is what an engine last said about its own load (the
