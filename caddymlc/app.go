@@ -2,7 +2,6 @@ package caddymlc
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -273,16 +272,6 @@ type pooledFleet struct{ *router.Fleet }
 func (p pooledFleet) Destruct() error {
 	p.Drain(caddy.Exiting())
 	return nil
-}
-
-// builtinProgram is the binary that runs built-in engines: this one, whose
-// mlc-engine subcommand is registered by this package.
-func builtinProgram() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("finding this binary for the built-in engine: %w", err)
-	}
-	return exe, nil
 }
 
 // Interface guards.

@@ -316,20 +316,16 @@ func validateBalance(f float64) error {
 	return nil
 }
 
-func (p *EngineProgram) validate() error {
-	switch engine.Kind(p.Kind) {
-	case engine.KindBuiltin, engine.KindMLC:
-		if len(p.Command) > 0 {
-			return fmt.Errorf("engine %s takes no command", p.Kind)
-		}
-	case engine.KindCommand:
-		if len(p.Command) == 0 || p.Command[0] == "" {
-			return errors.New("engine command needs a program")
-		}
-	default:
-		return fmt.Errorf("engine %q: want builtin, mlc or command", p.Kind)
+func (p *EngineProgram) validate() error { return p.configure(&engine.Spec{}) }
+
+// configure sets the kind and program of spec from p, as its kind does.
+func (p *EngineProgram) configure(spec *engine.Spec) error {
+	k := engine.Kind(p.Kind)
+	if !k.Registered() {
+		return fmt.Errorf("engine %q: want one of %q", p.Kind, engine.Kinds())
 	}
-	return nil
+	spec.Kind = k
+	return k.Driver().Configure(spec, p.Command)
 }
 
 // checkRoles makes sure a disagg router has engines of both roles, listed

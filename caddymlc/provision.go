@@ -134,15 +134,8 @@ func (r ModelConfig) fleetSpec() (engine.Spec, error) {
 		Endpoints:         r.Endpoints,
 		StartupTimeout:    time.Duration(r.StartupTimeout),
 	}
-	switch spec.Kind {
-	case engine.KindBuiltin:
-		exe, err := builtinProgram()
-		if err != nil {
-			return spec, err
-		}
-		spec.Program = exe
-	case engine.KindCommand:
-		spec.Program, spec.Args = r.Engine.Command[0], r.Engine.Command[1:]
+	if err := r.Engine.configure(&spec); err != nil {
+		return spec, err
 	}
 	spec = spec.Normalize()
 	if err := spec.Validate(); err != nil {

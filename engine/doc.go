@@ -29,6 +29,13 @@
 //	mlc      python3 -m mlc_llm serve <model> ... --device cuda:<start> ...
 //	command  <program> <args...> <model> ... --device cuda:<start> ...
 //
+// Each kind is a [Driver] in a file of its own (kind_builtin.go,
+// kind_mlc.go, kind_command.go) that registers it with [RegisterKind]:
+// its command line and environment, its defaults and checks, whether it
+// runs on the CPU or on this machine's GPUs, and what a router in front
+// of it must know (the context window, the tokenizer, a logprobs bound).
+// Adding a kind is adding such a file.
+//
 // See [Spec.Command] for the full argument list. The builtin engine gets no
 // --overrides argument (gpu_memory_utilization means nothing on a CPU).
 // A spec's embedding model reaches every engine as --embedding-model

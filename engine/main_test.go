@@ -188,15 +188,5 @@ func fakeUIDHelper(args []string) int {
 	return 0
 }
 
-// flagValue returns the argument after name.
-func flagValue(args []string, name string) string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == name {
-			return args[i+1]
-		}
-	}
-	return ""
-}
-
 // freePort returns a TCP port that was free a moment ago.
 func freePort(t *testing.T) int { return testnet.FreePort(t) }

@@ -11,21 +11,6 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// Kind says which program runs the fleet's engines.
-type Kind string
-
-// The engine kinds.
-const (
-	// KindBuiltin runs caddy-mlc's own CPU engine: Program (normally the
-	// caddy binary itself) with the subcommand "mlc-engine".
-	KindBuiltin Kind = "builtin"
-	// KindMLC runs MLC-LLM: "python3 -m mlc_llm serve".
-	KindMLC Kind = "mlc"
-	// KindCommand runs Program with Args, followed by the MLC serve
-	// arguments.
-	KindCommand Kind = "command"
-)
-
 // UIDMode says where the NVSHMEM unique id of the world comes from.
 type UIDMode string
 
@@ -51,7 +36,8 @@ const (
 	DefaultStopGrace      = 10 * time.Second
 	DefaultHealthInterval = 2 * time.Second
 	DefaultHangTimeout    = 30 * time.Second
-	// DefaultPython is the interpreter of KindMLC when Program is empty.
+	// DefaultPython is the interpreter of KindMLC when Program is empty,
+	// and the one that asks NVSHMEM for a uid for the other kinds.
 	DefaultPython = "python3"
 )
 
@@ -71,7 +57,8 @@ type Spec struct {
 	// (--embedding-model-lib), which MLC requires with an embedding model
 	// and the builtin engine only records.
 	EmbeddingModelLib string `json:"embedding_model_lib,omitempty"`
-	// Kind selects the engine program; defaults to KindBuiltin.
+	// Kind selects the engine program (see [Driver]); defaults to
+	// KindBuiltin.
 	Kind Kind `json:"kind"`
 	// Program is the binary of KindBuiltin (required) and KindCommand
 	// (required), and the Python interpreter of KindMLC (default python3).
@@ -105,10 +92,7 @@ type Spec struct {
 func (s Spec) Normalize() Spec {
 	n := s
 	n.Kind = orDefault(n.Kind, KindBuiltin)
-	if n.Kind == KindMLC {
-		n.Program = orDefault(n.Program, DefaultPython)
-		n.UID = orDefault(n.UID, UIDNVSHMEM)
-	}
+	n.Kind.Driver().Normalize(&n)
 	n.UID = orDefault(n.UID, UIDRandom)
 	n.PrefixCacheMode = orDefault(n.PrefixCacheMode, PrefixCacheDisable)
 	n.StartupTimeout = orDefault(n.StartupTimeout, DefaultStartupTimeout)
@@ -129,23 +113,17 @@ func (s Spec) Validate() error {
 	if err := ValidateEndpoints(s.Endpoints); err != nil {
 		return err
 	}
-	switch s.Kind {
-	case KindBuiltin, KindCommand, KindMLC:
-	default:
+	if !s.Kind.Registered() {
 		return fmt.Errorf("%w: unknown engine kind %q", ErrInvalidSpec, s.Kind)
 	}
-	if s.Program == "" && s.Kind != KindMLC && s.spawnsAny() {
-		return fmt.Errorf("%w: engine %s needs a program", ErrInvalidSpec, s.Kind)
+	if err := s.Kind.Driver().Validate(s); err != nil {
+		return err
 	}
 	if s.Model == "" && s.spawnsAny() {
 		return fmt.Errorf("%w: no model", ErrInvalidSpec)
 	}
 	if s.EmbeddingModelLib != "" && s.EmbeddingModel == "" {
 		return fmt.Errorf("%w: an embedding model library without an embedding model", ErrInvalidSpec)
-	}
-	if s.Kind == KindMLC && s.EmbeddingModel != "" && s.EmbeddingModelLib == "" && s.spawnsAny() {
-		// mlc_llm serve refuses to start without it.
-		return fmt.Errorf("%w: mlc engines need the embedding model's library (--embedding-model-lib) with an embedding model", ErrInvalidSpec)
 	}
 	if s.PrefixCacheMode != PrefixCacheRadix && s.PrefixCacheMode != PrefixCacheDisable {
 		return fmt.Errorf("%w: prefix cache mode %q (want radix or disable)", ErrInvalidSpec, s.PrefixCacheMode)
@@ -229,6 +207,14 @@ func (s Spec) LocalGPUsNeeded() int {
 		}
 	}
 	return needed
+}
+
+// needsProgram refuses a spec that spawns engines without a program.
+func (s Spec) needsProgram() error {
+	if s.Program == "" && s.spawnsAny() {
+		return fmt.Errorf("%w: engine %s needs a program", ErrInvalidSpec, s.Kind)
+	}
+	return nil
 }
 
 func (s Spec) spawnsAny() bool {

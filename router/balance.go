@@ -6,13 +6,14 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/engine"
 )
 
-// lease is an engine chosen for a call: the engine, the process it was
-// chosen as (health reports name the process, so a restarted engine does
-// not inherit the old one's failures), the hold that counts the call in
-// the engine's load until release, and the route the observers hear of.
+// lease is an engine chosen for an attempt, held until its owner, the
+// strategy that acquired it, releases it (deferred, in one place): the
+// engine's process, the hold that counts the call in the engine's load,
+// and the route the observers hear of. What becomes of the calls made on
+// it (served, failed, the first token, the final usage) its owner reports
+// through it; the engine client knows only where the engine is.
 type lease struct {
-	*Upstream
-	pid     int
+	proc
 	unhold  func() // counts the call back
 	started func() // at the call's first token; nil when nothing counts it
 	routeState
@@ -26,18 +27,19 @@ func (l *lease) firstToken() {
 	l.firstTokenHooks()
 }
 
-// release counts the call back. A route that has not ended by then was
-// dropped. Callers defer it, so the count comes back on success, error,
-// retry, disconnect and panic alike; it is idempotent.
-func (l *lease) release() {
-	l.fail(ErrRouteDropped)
-	l.unhold()
-}
-
-// drop ends the route with err and releases the engine.
-func (l *lease) drop(err error) {
+// release ends the lease: a route that has not ended by then fails with
+// err, or ErrRouteDropped when err is nil (the attempt went on without
+// this engine, or was abandoned before calling it), and the call is
+// counted back. Its owner defers it, so the count comes back on success,
+// error, retry, disconnect and panic alike; it is idempotent.
+func (l *lease) release(err error) {
+	if err == nil {
+		err = ErrRouteDropped
+	}
 	l.fail(err)
-	l.release()
+	if l.unhold != nil {
+		l.unhold()
+	}
 }
 
 // pickOptions say what a call needs.
@@ -104,7 +106,7 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 			best = r.choose(role, Tier(tier), cs, o.req, now)
 		}
 		best.breaker.admit(best.pid)
-		l := &lease{Upstream: best.Upstream, pid: best.pid}
+		l := &lease{proc: proc(best)}
 		l.unhold, l.started = best.hold()
 		if len(r.observers) > 0 {
 			l.hooks = r.observers

@@ -18,11 +18,18 @@ import (
 // their health checks, and waits until all are ready.
 func externalFleet(t *testing.T, n int) *Fleet {
 	t.Helper()
+	return fleetServing(t, n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"object":"list","data":[]}`))
+	}))
+}
+
+// fleetServing starts a live fleet of n external engines served by h,
+// which answers their health checks too, and waits until all are ready.
+func fleetServing(t *testing.T, n int, h http.Handler) *Fleet {
+	t.Helper()
 	var eps []engine.Endpoint
 	for range n {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Write([]byte(`{"object":"list","data":[]}`))
-		}))
+		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
 		host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 		p, _ := strconv.Atoi(port)
@@ -75,7 +82,7 @@ func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 	for range 3 {
 		l := r.pick("", pickOptions{})
 		seen[l.index] = true
-		l.release()
+		l.release(nil)
 	}
 	if len(seen) != 3 {
 		t.Fatalf("three picks at equal load chose %v", seen)
@@ -84,15 +91,15 @@ func TestPickSpreadsTiesAndPrefersTheLeastLoaded(t *testing.T) {
 	var held []*lease
 	for _, i := range []int{0, 0, 1, 1, 2} {
 		release, _ := lf.upstreams[i].hold()
-		held = append(held, &lease{Upstream: lf.upstreams[i], unhold: release})
+		held = append(held, &lease{proc: proc{Upstream: lf.upstreams[i]}, unhold: release})
 	}
 	if l := r.pick("", pickOptions{}); l.index != 2 {
 		t.Fatalf("picked %d, want the least loaded (2)", l.index)
 	} else {
-		l.release()
+		l.release(nil)
 	}
 	for _, h := range held {
-		h.release()
+		h.release(nil)
 	}
 	for i, u := range lf.upstreams {
 		if n := u.inflight.Load(); n != 0 {
@@ -109,7 +116,7 @@ func TestPickWeighsCallsStillPrefilling(t *testing.T) {
 	r := testRouter(t, lf, LeastLoaded{})
 	var held []*lease
 	for _, i := range []int{0, 0, 1, 1, 1, 1, 1} { // decoding: engine 0 two calls, engine 1 five
-		l := &lease{Upstream: lf.upstreams[i]}
+		l := &lease{proc: proc{Upstream: lf.upstreams[i]}}
 		l.unhold, l.started = lf.upstreams[i].hold()
 		l.firstToken()
 		held = append(held, l)
@@ -135,8 +142,8 @@ func TestPickWeighsCallsStillPrefilling(t *testing.T) {
 		t.Fatalf("picked %d after engine 0's prefill, want 0", third.index)
 	}
 	for _, l := range append(held, first, second, third) {
-		l.release()
-		l.release()
+		l.release(nil)
+		l.release(nil)
 	}
 	for i, u := range lf.upstreams {
 		if n, p := u.inflight.Load(), u.prefilling.Load(); n != 0 || p != 0 {
@@ -154,7 +161,7 @@ func TestPickTiers(t *testing.T) {
 		if l == nil {
 			return -1
 		}
-		l.release()
+		l.release(nil)
 		return l.index
 	}
 	// An engine that failed this request is chosen only if nothing else is.

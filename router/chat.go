@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -85,15 +84,19 @@ func (r *Router) decodeChat(hreq *http.Request) (_ *protocol.ChatCompletionReque
 // The router asks engines for a chat's top_logprobs as the logprobs of a
 // completion request. The built-in engine serves them up to the chat
 // bound (20); MLC-LLM's engines validate a completion's logprobs against
-// its own bound (5), so with them more is a 400 here, naming the chat
-// field, rather than fewer alternatives than asked for or an engine's
-// error about a field the client did not send.
+// its own bound (5; engine.Traits.MaxLogprobs), so with them more is a
+// 400 here, naming the chat field, rather than fewer alternatives than
+// asked for or an engine's error about a field the client did not send.
 func (r *Router) checkTopLogprobs(k *int) *protocol.Error {
-	if k == nil || *k <= protocol.MaxCompletionLogprobs || r.EngineKind != engine.KindMLC {
+	if k == nil || *k <= protocol.MaxCompletionLogprobs {
 		return nil
 	}
-	return protocol.InvalidRequest("top_logprobs", "top_logprobs must be at most %d with MLC-LLM engines (they serve a chat's logprobs through completion requests, which MLC bounds at %d), got %d",
-		protocol.MaxCompletionLogprobs, protocol.MaxCompletionLogprobs, *k).WithCode(protocol.CodeIntegerAboveMax)
+	bound := r.EngineKind.Driver().Traits().MaxLogprobs
+	if bound == 0 || *k <= bound {
+		return nil
+	}
+	return protocol.InvalidRequest("top_logprobs", "top_logprobs must be at most %d with %s engines (they serve a chat's logprobs through completion requests, which they bound at %d), got %d",
+		bound, r.EngineKind, bound, *k).WithCode(protocol.CodeIntegerAboveMax)
 }
 
 // renderChat returns the prompt ids of the conversation and the stop

@@ -26,7 +26,7 @@ type choiceJob struct {
 	// What it needs of the router, given, not reached for.
 	tok         Tokenizer // nil: the router has no tokenizer for the model
 	maxAttempts int
-	open        func(context.Context, *protocol.CompletionRequest, map[string]bool) (*chunkStream, error)
+	runAttempt  func(context.Context, *protocol.CompletionRequest, map[string]bool, reader) error
 	metrics     *routerMetrics
 
 	seed      *int64
@@ -265,18 +265,28 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 	j.stop.Drop()
 	j.logprobs.resume(j.delivered.Len())
 	j.base, j.received, j.chunks = j.delivered.Len(), j.delivered.Len(), 0
-	stream, err := j.open(ctx, req, j.avoid)
-	if err != nil {
-		j.blame(err)
-		return false, err
+	read := false
+	err = j.runAttempt(ctx, req, j.avoid, func(g *generation) error {
+		read = true
+		var err error
+		finished, err = j.read(g, out)
+		return err
+	})
+	if !read {
+		j.blame(err) // the engine failed before it generated
 	}
-	defer func() { stream.close(err) }() // the route ends as the attempt does
-	defer out.flush()                    // whatever ends the attempt, the client gets what it was given
-	j.st.servedBy(stream.lease().addr)
+	return finished, err
+}
+
+// read reads the attempt's generation to the client. finished and err are
+// as attempt's; the engine's part ended well when err is nil.
+func (j *choiceJob) read(g *generation, out sink) (finished bool, err error) {
+	defer out.flush() // whatever ends the attempt, the client gets what it was given
+	j.st.servedBy(g.addr())
 	reason := ""
 	var usage *protocol.Usage
 	for {
-		chunk, err := stream.next()
+		chunk, err := g.next()
 		if err == io.EOF {
 			break
 		}
@@ -286,7 +296,6 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 		}
 		if chunk.Usage != nil {
 			usage = chunk.Usage
-			stream.usage(usage)
 		}
 		for _, ch := range chunk.Choices {
 			switch r := ch.Finished(); r {
@@ -315,14 +324,12 @@ func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest
 				}
 			}
 		}
-		if !stream.pending() {
+		if !g.pending() {
 			out.flush()
 		}
 	}
 	if reason == "" {
-		l := stream.lease()
-		l.answerFailed(l.pid, "an answer without a finish reason")
-		return false, &engineError{op: "stream", addr: l.addr, retry: true, err: errors.New("stream ended without a finish reason")}
+		return false, badAnswer("stream", g.addr(), "an answer without a finish reason", errors.New("stream ended without a finish reason"))
 	}
 	if err := j.send(j.stop.Flush(), j.logprobs.take(j.received), out); err != nil {
 		return false, err

@@ -8,8 +8,10 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -20,12 +22,14 @@ import (
 func TestOutOfDescriptorsIsAFast503(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
 		u := &Upstream{fleet: &Fleet{}, addr: "127.0.0.1:1"}
-		l := &lease{Upstream: u, pid: 7, unhold: func() {}}
-		cl := &call{l: l, op: "v1/completions"}
+		p := &proc{Upstream: u, pid: 7}
+		c := newEngineClient(time.Second, zap.NewNop())
+		cl := &call{t: p, op: "v1/completions"}
 		cl.ctx, cl.cancel = context.WithCancelCause(context.Background())
 		before := testutil.ToFloat64(sharedMetrics().dropped.WithLabelValues(dropNoDescriptors))
 		dialErr := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", errno)}
-		err := cl.failure(dialErr)
+		err := c.failure(cl, dialErr)
+		p.judge(err) // what the call's owner does with it
 		var apiErr *protocol.Error
 		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || apiErr.RetryAfter == 0 {
 			t.Fatalf("%v: %#v, want a 503 with Retry-After", errno, err)

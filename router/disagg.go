@@ -52,30 +52,60 @@ func (d *disagg) windowEnd(promptLen int) int {
 	return int((1 - d.balance) * float64(promptLen))
 }
 
-func (d *disagg) open(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
+func (d *disagg) run(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool, read reader) (err error) {
 	req := microservingRequest(whole)
 	q := d.r.newRequest(ctx, req)
-	n := len(q.Prompt)
-	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, req: q, needPages: pagesFor(n)})
+	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	defer func() { dec.release(err) }()
 	dec.routed() // every way on calls it: prep_recv, or a completion
+	end, local, err := d.prepare(ctx, dec, q, req, avoid)
+	switch {
+	case err != nil:
+		return err
+	case local != "":
+		return d.r.prefillLocally(ctx, dec, whole, local, read)
+	}
+	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
+	t0 := time.Now()
+	g, err := d.r.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream)
+	if err != nil {
+		// The engine may have started the generation, which holds the
+		// reservation now: only the release extension is safe.
+		d.r.releaseUnknown(dec, req)
+		return err
+	}
+	if req.Stream {
+		d.r.metrics.steps.WithLabelValues("start_generate").Observe(time.Since(t0).Seconds())
+	}
+	return g.consume(read)
+}
+
+// prepare has the decode engine reserve the KV of the prompt's window
+// (prep_recv) and a prefill engine compute it (remote_send), which it
+// holds for that call only. It returns the window's end; or local, why
+// the decode engine is to prefill the request itself instead (a reason
+// of caddy_mlc_local_prefills_total); or the error that ends the attempt.
+func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *protocol.CompletionRequest, avoid map[string]bool) (end int, local string, err error) {
+	n := len(q.Prompt)
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
-	end := protocol.ResolveIndex(prep.End, n)
+	end = protocol.ResolveIndex(prep.End, n)
 	if end <= 0 {
-		return d.r.prefillLocally(ctx, dec, whole, "empty_window")
+		return 0, "empty_window", nil
 	}
 	if dec.pe.Load() < 0 {
-		return d.r.prefillLocally(ctx, dec, whole, "unknown_pe")
+		return 0, "unknown_pe", nil
 	}
 	pre := d.r.pick(engine.RolePrefill, pickOptions{avoid: avoid, req: q, exclude: dec.Upstream, noBroken: true})
 	if pre == nil {
-		return d.r.prefillLocally(ctx, dec, whole, "no_prefill_engine")
+		return 0, "no_prefill_engine", nil
 	}
+	var sendErr error
+	defer func() { pre.release(sendErr) }()
 	if d.prefillBusy(pre, dec, n) {
-		pre.release()
-		return d.r.prefillLocally(ctx, dec, whole, "prefill_busy")
+		return 0, "prefill_busy", nil // pre is never routed
 	}
 	prep.Stream, prep.StreamOptions = false, nil
 	var recv protocol.PrepRecvResponse
@@ -84,62 +114,39 @@ func (d *disagg) open(ctx context.Context, whole *protocol.CompletionRequest, av
 	// may serve it all the same (MLC's does, and aborting its request
 	// then frees nothing of the reservation), and a reservation the
 	// router knows of is one it can give back.
-	if err := d.r.client.post(context.WithoutCancel(ctx), dec, protocol.PathPrepRecv, prep, &recv); err != nil {
-		pre.release()
+	if err := d.r.post(context.WithoutCancel(ctx), &dec.proc, protocol.PathPrepRecv, prep, &recv); err != nil {
 		d.r.releaseUnknown(dec, req)
-		dec.drop(err)
-		return nil, err
+		return 0, "", err
 	}
 	if ctx.Err() != nil {
-		pre.release()
 		d.r.releaseReservation(dec, req, end)
-		dec.drop(context.Cause(ctx))
-		return nil, context.Cause(ctx)
+		return 0, "", context.Cause(ctx)
 	}
 	if recv.PrefixMatchedLength > end || recv.PrefixMatchedLength < 0 {
-		pre.release()
 		d.r.releaseReservation(dec, req, end)
-		err := &engineError{op: "prep_recv", addr: dec.addr, retry: true,
+		return 0, "", &engineError{op: "prep_recv", addr: dec.addr, retry: true,
 			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
-		dec.drop(err)
-		return nil, err
 	}
 	d.r.metrics.steps.WithLabelValues("prep_recv").Observe(time.Since(t0).Seconds())
 	dec.matched(recv.PrefixMatchedLength)
-	if recv.PrefixMatchedLength < end {
-		pre.routed()
-		err := d.remoteSend(ctx, pre, dec, req, recv, end)
-		if err != nil {
-			pre.drop(err)
-			d.r.releaseReservation(dec, req, end)
-			if ctx.Err() != nil {
-				dec.drop(context.Cause(ctx))
-				return nil, context.Cause(ctx)
-			}
-			if err := d.decodeAtFault(pre, dec, err); err != nil {
-				dec.drop(err)
-				return nil, err
-			}
-			d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
-				zap.String("user", userOf(req)), addrField(pre.Upstream), zap.Error(err))
-			return d.r.prefillLocally(ctx, dec, whole, "remote_send_failed")
-		}
+	if recv.PrefixMatchedLength == end {
+		return end, "", nil // the decode engine's prefix cache holds the window
+	}
+	pre.routed()
+	if sendErr = d.remoteSend(ctx, pre, dec, req, recv, end); sendErr == nil {
 		pre.finish(nil)
+		return end, "", nil
 	}
-	pre.release()
-	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
-	t0 = time.Now()
-	s, err := d.r.client.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream)
-	if err != nil {
-		// The engine may have started the generation, which holds the
-		// reservation now: only the release extension is safe.
-		d.r.releaseUnknown(dec, req)
-		return nil, err
+	d.r.releaseReservation(dec, req, end)
+	if ctx.Err() != nil {
+		return 0, "", context.Cause(ctx)
 	}
-	if req.Stream {
-		d.r.metrics.steps.WithLabelValues("start_generate").Observe(time.Since(t0).Seconds())
+	if err := d.decodeAtFault(pre, dec, sendErr); err != nil {
+		return 0, "", err
 	}
-	return s, nil
+	d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
+		zap.String("user", userOf(req)), addrField(pre.Upstream), zap.Error(sendErr))
+	return 0, "remote_send_failed", nil
 }
 
 // microservingRequest is req as a microserving call carries it: with a
@@ -188,7 +195,7 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 	for try := 1; ; try++ {
 		var ack protocol.CompletionResponse
 		t0 := time.Now()
-		err := d.r.client.post(ctx, pre, protocol.PathCompletions, send, &ack)
+		err := d.r.post(ctx, &pre.proc, protocol.PathCompletions, send, &ack)
 		if err == nil && preempted(&ack) {
 			err = &engineError{op: "remote_send", addr: pre.addr, retry: true, preempted: true,
 				err: errors.New("the prefill engine preempted the send (finish_reason preempt)")}
@@ -248,21 +255,25 @@ func (d *disagg) decodeAtFault(pre, dec *lease, err error) error {
 	if engine.Probe(context.Background(), d.r.client.http, dec.url, decodeCheckTimeout) == nil {
 		return nil
 	}
-	pre.breaker.forgive(pre.pid)
-	dec.failed(dec.pid)
+	pre.forgive()
+	dec.failed()
 	return &engineError{op: "remote_send", addr: dec.addr, retry: true, timeout: true,
 		err: fmt.Errorf("the KV transfer to %s got no answer, nor did the engine: %w", dec.addr, err)}
 }
 
 // prefillLocally serves the whole request on the decode engine l, which
 // then prefills it itself: MLC's plain /v1/completions, which every engine
-// serves.
-func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, reason string) (*chunkStream, error) {
+// serves. The caller holds l.
+func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, reason string, read reader) error {
 	r.metrics.localPrefills.WithLabelValues(reason).Inc()
 	// A user of its own: the attempt's may still name a reservation on
 	// this engine (a remote_send that failed), and MLC takes the user as
 	// the request's id, which must be unique.
 	local := *req
 	local.User = new(userOf(req) + "-local")
-	return r.client.generate(ctx, l, protocol.PathCompletions, &local, req.Stream)
+	g, err := r.generate(ctx, l, protocol.PathCompletions, &local, req.Stream)
+	if err != nil {
+		return err
+	}
+	return g.consume(read)
 }

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -25,21 +24,14 @@ import (
 // and the tokens of one input (0: unknown, the engine judges).
 type embeddingBounds struct{ dim, maxTokens int }
 
-// loadEmbeddingBounds reads the bounds of the built-in engine's
-// embedding models; other engines' stay unknown.
+// loadEmbeddingBounds reads the bounds of the embedding model, as the
+// engines' kind knows them (the built-in engine's); unknown otherwise.
 func loadEmbeddingBounds(kind engine.Kind, model, lib string) embeddingBounds {
-	if kind != engine.KindBuiltin || model == "" {
+	if model == "" {
 		return embeddingBounds{}
 	}
-	args := []string{"--embedding-model", model}
-	if lib != "" {
-		args = append(args, "--embedding-model-lib", lib)
-	}
-	info, err := builtin.EmbeddingModelInfo(args)
-	if err != nil || info == nil {
-		return embeddingBounds{}
-	}
-	return embeddingBounds{dim: info.Dim, maxTokens: info.MaxTokens}
+	dim, maxTokens := kind.Driver().EmbeddingBounds(model, lib)
+	return embeddingBounds{dim: dim, maxTokens: maxTokens}
 }
 
 // serveEmbeddings answers POST /v1/embeddings.
@@ -134,28 +126,37 @@ func (r *Router) embed(ctx context.Context, id string, req *protocol.EmbeddingRe
 	for attempt := 1; attempt <= r.MaxAttempts; attempt++ {
 		user := id + "-" + strconv.Itoa(attempt)
 		req.User = &user
-		l, err := r.target().acquire(ctx, "", pickOptions{avoid: avoid, req: &Request{ID: user, Model: r.Model}})
-		if errors.Is(err, errDraining) {
+		addr, err := r.target().embedOn(ctx, pickOptions{avoid: avoid, req: &Request{ID: user, Model: r.Model}}, req, out)
+		switch {
+		case errors.Is(err, errDraining):
 			attempt-- // the successor's engines take it; no attempt spent
 			continue
-		}
-		if err != nil {
+		case err == nil:
+			return addr, attempt, nil
+		case addr == "": // no engine
 			return "", attempt - 1, err
 		}
-		l.routed()
-		err = r.client.post(ctx, l, protocol.PathEmbeddings, req, out)
-		if err == nil {
-			l.finish(nil)
-			l.release()
-			return l.addr, attempt, nil
-		}
-		l.drop(err)
 		last = err
 		if retryCause(err) == "" || ctx.Err() != nil {
-			return l.addr, attempt, err
+			return addr, attempt, err
 		}
 		r.metrics.retry(retryCause(err))
-		avoid[l.addr] = true
+		avoid[addr] = true
 	}
 	return "", r.MaxAttempts, last
+}
+
+// embedOn runs one attempt on an engine it acquires, and releases it.
+// addr is the engine's, "" when none was acquired.
+func (r *Router) embedOn(ctx context.Context, o pickOptions, req *protocol.EmbeddingRequest, out *protocol.EmbeddingResponse) (addr string, err error) {
+	l, err := r.acquire(ctx, "", o)
+	if err != nil {
+		return "", err
+	}
+	defer func() { l.release(err) }()
+	l.routed()
+	if err = r.post(ctx, &l.proc, protocol.PathEmbeddings, req, out); err == nil {
+		l.finish(nil)
+	}
+	return l.addr, err
 }

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/dustin/go-humanize"
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // DefaultEngineTimeout bounds how long an engine may keep a call waiting
@@ -38,13 +40,28 @@ const maxEngineErrorBody = 64 << 10
 
 // engineClient speaks the MLC serve API to engines. Every call is bounded
 // by the engine timeout: to its first byte, and between the chunks of a
-// stream.
+// stream. It knows where an engine is and how long it may stay silent,
+// nothing of the balancer: what a call says of the engine (its verdict,
+// its first token, its load) the caller reads from what it returns, and
+// reports through its lease.
 type engineClient struct {
 	http    *http.Client
 	timeout time.Duration
+	log     *zap.Logger // for what is nobody's fault but the router's (out of descriptors)
 }
 
-func newEngineClient(timeout time.Duration) *engineClient {
+// target is an engine as the engine client sees it.
+type target interface {
+	// Addr is the engine's host:port, which its errors name.
+	Addr() string
+	// baseURL is where its API is.
+	baseURL() string
+	// alive reports that the engine still runs the process the call
+	// went to, and is ready: the watchdog of a whole generation asks.
+	alive() bool
+}
+
+func newEngineClient(timeout time.Duration, log *zap.Logger) *engineClient {
 	tr := &http.Transport{
 		Proxy:               nil, // engines are reached directly, never through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -55,7 +72,7 @@ func newEngineClient(timeout time.Duration) *engineClient {
 		IdleConnTimeout:    engineIdleTimeout,
 		DisableCompression: true,
 	}
-	return &engineClient{http: &http.Client{Transport: tr}, timeout: timeout}
+	return &engineClient{http: &http.Client{Transport: tr}, timeout: timeout, log: log}
 }
 
 // close drops idle connections.
@@ -66,14 +83,24 @@ func (c *engineClient) close() { c.http.CloseIdleConnections() }
 // the engine's own OpenAI error, passed to the client when no retry is
 // made. preempted marks an engine that dropped the call for lack of KV
 // memory: not a failure of the engine, and retried as a preemption.
+// verdict is what the call says of the engine's health, bad why its
+// answer was bad (verdictBadAnswer).
 type engineError struct {
 	op        string
 	addr      string
 	retry     bool
 	preempted bool
 	timeout   bool
+	verdict   verdict
+	bad       string
 	apiErr    *protocol.Error
 	err       error
+}
+
+// badAnswer is the error of a call the engine answered, but not as an
+// engine must: retried, and a failure for the breaker.
+func badAnswer(op, addr, reason string, err error) *engineError {
+	return &engineError{op: op, addr: addr, retry: true, verdict: verdictBadAnswer, bad: reason, err: err}
 }
 
 func (e *engineError) Error() string {
@@ -98,7 +125,7 @@ var errEngineSilent = errors.New("engine timeout: no answer")
 // long it takes: its watchdog instead checks, every timeout, that the
 // engine still answers its health probes (same process, ready).
 type call struct {
-	l      *lease
+	t      target
 	op     string
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -110,21 +137,18 @@ type call struct {
 	wait   *engineWait // the choice's clock of time spent waiting on engines
 }
 
-// start posts body as JSON to path on the engine of l.
-func (c *engineClient) start(ctx context.Context, l *lease, path string, body any) (*call, error) {
-	return c.startCall(ctx, l, path, body, false)
-}
-
-func (c *engineClient) startCall(ctx context.Context, l *lease, path string, body any, whole bool) (*call, error) {
+// start posts body as JSON to path on the engine t. whole marks a
+// generation answered at its end.
+func (c *engineClient) start(ctx context.Context, t target, path string, body any, whole bool) (*call, error) {
 	op := strings.TrimPrefix(path, "/")
 	b, err := protocol.AppendJSON(nil, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", op, err)
 	}
-	cl := &call{l: l, op: op, began: time.Now(), quiet: c.timeout, whole: whole, wait: engineWaitOf(ctx)}
+	cl := &call{t: t, op: op, began: time.Now(), quiet: c.timeout, whole: whole, wait: engineWaitOf(ctx)}
 	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
 	cl.dog = time.AfterFunc(c.timeout, cl.bark)
-	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, l.url+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, t.baseURL()+path, bytes.NewReader(b))
 	if err != nil {
 		cl.end()
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -134,16 +158,15 @@ func (c *engineClient) startCall(ctx context.Context, l *lease, path string, bod
 	resp, err := c.http.Do(req)
 	cl.wait.since(t0)
 	if err != nil {
-		err = cl.failure(err)
+		err = c.failure(cl, err)
 		cl.end()
 		return nil, err
 	}
 	cl.resp = resp
 	if resp.StatusCode == http.StatusOK {
 		// Alive; whether it served the call well is known only once
-		// its answer was read (served, answerFailed).
+		// its answer was read.
 		cl.progress()
-		l.fleet.Served(l.index)
 		return cl, nil
 	}
 	defer cl.end()
@@ -152,19 +175,15 @@ func (c *engineClient) startCall(ctx context.Context, l *lease, path string, bod
 	if apiErr == nil {
 		apiErr = protocol.Errorf(resp.StatusCode, protocol.ErrTypeServer, "engine answered %s: %s", resp.Status, bytes.TrimSpace(raw))
 	}
-	ee := &engineError{op: op, addr: l.addr, apiErr: apiErr, err: apiErr}
+	ee := &engineError{op: op, addr: t.Addr(), apiErr: apiErr, err: apiErr, verdict: verdictServed}
 	switch {
 	case apiErr.Code != nil && *apiErr.Code == protocol.FinishPreempt:
-		ee.retry, ee.preempted = true, true
-		l.served(l.pid) // it answered: busy, not broken
+		ee.retry, ee.preempted = true, true // it answered: busy, not broken
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout:
 		// The engine's trouble: another attempt may succeed.
-		ee.retry = true
-		l.failed(l.pid)
-	default:
-		// About the request: it would fail anywhere.
-		l.served(l.pid)
+		ee.retry, ee.verdict = true, verdictFailed
 	}
+	// Otherwise it is about the request: it would fail anywhere.
 	return nil, ee
 }
 
@@ -174,7 +193,7 @@ func (cl *call) progress() { cl.dog.Reset(cl.quiet) }
 // bark is the watchdog's: the engine was silent for the timeout.
 func (cl *call) bark() {
 	if cl.whole {
-		if ready, pid := cl.l.status(); ready && pid == cl.l.pid {
+		if cl.t.alive() {
 			cl.dog.Reset(cl.quiet) // still generating, by its health
 			return
 		}
@@ -184,20 +203,19 @@ func (cl *call) bark() {
 
 // failure turns a transport error into an engineError, telling a silent
 // engine (its fault) from a caller that went away (nobody's).
-func (cl *call) failure(err error) error {
-	ee := &engineError{op: cl.op, addr: cl.l.addr, err: err}
+func (c *engineClient) failure(cl *call, err error) error {
+	ee := &engineError{op: cl.op, addr: cl.t.Addr(), err: err}
 	switch cause := context.Cause(cl.ctx); {
 	case errors.Is(cause, errEngineSilent):
 		ee.retry, ee.timeout = true, true
+		ee.verdict, ee.bad = verdictBadAnswer, "no answer, or no token, within the engine timeout"
 		ee.err = fmt.Errorf("%w for %v", errEngineSilent, time.Since(cl.began).Round(time.Millisecond))
-		cl.l.answerFailed(cl.l.pid, "no answer, or no token, within the engine timeout")
 	case cause != nil:
 		ee.err = cause // the client left or the attempt was given up
 	case outOfDescriptors(err):
-		return noDescriptors(cl.l.fleet.log(), err) // the router's trouble, not the engine's
+		return noDescriptors(c.log, err) // the router's trouble, not the engine's
 	default:
-		ee.retry = true
-		cl.l.failed(cl.l.pid)
+		ee.retry, ee.verdict = true, verdictFailed
 	}
 	return ee
 }
@@ -211,9 +229,10 @@ func (cl *call) end() {
 	cl.cancel(nil)
 }
 
-// post makes a non-streamed call and decodes its JSON answer into out.
-func (c *engineClient) post(ctx context.Context, l *lease, path string, body, out any) error {
-	cl, err := c.start(ctx, l, path, body)
+// post makes a non-streamed call and decodes its JSON answer into out. A
+// nil error means the engine served the call.
+func (c *engineClient) post(ctx context.Context, t target, path string, body, out any) error {
+	cl, err := c.start(ctx, t, path, body, false)
 	if err != nil {
 		return err
 	}
@@ -223,12 +242,10 @@ func (c *engineClient) post(ctx context.Context, l *lease, path string, body, ou
 	cl.wait.since(t0)
 	if err != nil {
 		if cl.ctx.Err() != nil {
-			return cl.failure(err)
+			return c.failure(cl, err)
 		}
-		l.answerFailed(l.pid, "malformed JSON answer")
-		return &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
+		return badAnswer(cl.op, t.Addr(), "malformed JSON answer", fmt.Errorf("decoding the answer: %w", err))
 	}
-	l.served(l.pid)
 	return nil
 }
 
@@ -249,26 +266,18 @@ const maxEngineAnswer = 64 << 20
 // generate makes a completion call and returns its chunks: the events of
 // a stream, or, for a request that does not stream, its one answer (MLC's
 // router makes one call for a client that does not stream: no chunk to
-// rebuild the answer from). The returned stream owns the lease: closing
-// it releases the engine; on error the route fails and the lease is
-// released at once.
-func (c *engineClient) generate(ctx context.Context, l *lease, path string, body any, stream bool) (*chunkStream, error) {
-	open := c.whole
+// rebuild the answer from). The caller closes the stream.
+func (c *engineClient) generate(ctx context.Context, t target, path string, body any, stream bool) (*chunkStream, error) {
 	if stream {
-		open = c.stream
+		return c.stream(ctx, t, path, body)
 	}
-	s, err := open(ctx, l, path, body)
-	if err != nil {
-		l.drop(err)
-		return nil, err
-	}
-	return s, nil
+	return c.whole(ctx, t, path, body)
 }
 
 // whole makes a completion call answered at its end, and returns the
 // answer as a stream of one chunk.
-func (c *engineClient) whole(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
-	cl, err := c.startCall(ctx, l, path, body, true)
+func (c *engineClient) whole(ctx context.Context, t target, path string, body any) (*chunkStream, error) {
+	cl, err := c.start(ctx, t, path, body, true)
 	if err != nil {
 		return nil, err
 	}
@@ -278,16 +287,14 @@ func (c *engineClient) whole(ctx context.Context, l *lease, path string, body an
 	cl.wait.since(t0)
 	if err != nil {
 		if cl.ctx.Err() != nil {
-			err = cl.failure(err)
+			err = c.failure(cl, err)
 		} else {
-			l.answerFailed(l.pid, "malformed JSON answer")
-			err = &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("decoding the answer: %w", err)}
+			err = badAnswer(cl.op, t.Addr(), "malformed JSON answer", fmt.Errorf("decoding the answer: %w", err))
 		}
 		cl.end()
 		return nil, err
 	}
-	cl.l.served(cl.l.pid)
-	return &chunkStream{cl: cl, answer: &answer}, nil
+	return &chunkStream{c: c, cl: cl, answer: &answer}, nil
 }
 
 // decodeAnswer reads a whole generation's answer: the common shape with
@@ -307,52 +314,43 @@ func decodeAnswer(body io.Reader, answer *protocol.CompletionResponse) error {
 }
 
 // stream makes a streamed completion call and returns its chunks.
-func (c *engineClient) stream(ctx context.Context, l *lease, path string, body any) (*chunkStream, error) {
-	cl, err := c.start(ctx, l, path, body)
+func (c *engineClient) stream(ctx context.Context, t target, path string, body any) (*chunkStream, error) {
+	cl, err := c.start(ctx, t, path, body, false)
 	if err != nil {
 		return nil, err
 	}
 	if ct := cl.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		cl.end()
-		l.answerFailed(l.pid, "a stream answered with another content type")
-		return nil, &engineError{op: cl.op, addr: l.addr, retry: true, err: fmt.Errorf("answer is %q, not an event stream", ct)}
+		return nil, badAnswer(cl.op, t.Addr(), "a stream answered with another content type", fmt.Errorf("answer is %q, not an event stream", ct))
 	}
-	return &chunkStream{cl: cl, sse: protocol.NewSSEReader(cl.resp.Body, 0)}, nil
+	return &chunkStream{c: c, cl: cl, sse: protocol.NewSSEReader(cl.resp.Body, 0)}, nil
 }
 
 // chunkStream reads the completion chunks of an engine's event stream,
 // or hands out the one answer of a whole generation.
 type chunkStream struct {
+	c   *engineClient
 	cl  *call
 	sse *protocol.SSEReader
 	// last is the last chunk scanned, whose id, object, model and array
 	// of choices the next chunk reuses (see protocol.ScanCompletionChunk).
 	last     protocol.CompletionResponse
 	answer   *protocol.CompletionResponse // a whole generation's, until handed out
-	final    *protocol.Usage              // the engine's final usage, once it came
 	ended    bool                         // the stream's [DONE] came
 	finished bool                         // a chunk carried a finish reason
+	moved    bool                         // the last chunk showed the generation moving
 }
 
-// usage reads the engine's final usage: the built-in engine reports its
-// load in it, and the observers get it when the route finishes.
-func (s *chunkStream) usage(u *protocol.Usage) {
-	if u == nil {
-		return
-	}
-	s.final = u
-	// The built-in engine reports its load as the request ends, which it
-	// no longer counts; our own count still holds it until close.
-	s.cl.l.report(u.Extra, s.cl.l.inflight.Load()-1)
-}
-
-// lease returns the engine the stream comes from.
-func (s *chunkStream) lease() *lease { return s.cl.l }
+// complete reports that the engine answered the call in full: a whole
+// answer, or a stream that ended with [DONE] after its finish reason.
+func (s *chunkStream) complete() bool { return s.sse == nil || s.ended && s.finished }
 
 // next returns the next chunk, io.EOF after [DONE], or an engineError when
 // the stream breaks, falls silent or carries an error event. The chunk is
-// valid until the next call (its usage stays valid).
+// valid until the next call (its usage stays valid). After a chunk, moved
+// reports whether it showed the generation moving (see progress).
 func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
+	s.moved = false
 	if s.sse == nil {
 		a := s.answer
 		if a == nil {
@@ -364,23 +362,21 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	t0 := time.Now()
 	data, err := s.sse.Next()
 	s.cl.wait.since(t0)
+	addr := s.cl.t.Addr()
 	if err != nil {
 		if s.cl.ctx.Err() != nil {
-			return nil, s.cl.failure(err)
+			return nil, s.c.failure(s.cl, err)
 		}
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // an engine always ends with [DONE]
 		}
-		s.cl.l.answerFailed(s.cl.l.pid, "the stream broke off before [DONE]")
-		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: err}
+		return nil, badAnswer("stream", addr, "the stream broke off before [DONE]", err)
 	}
 	if protocol.IsDone(data) {
 		s.ended = true
 		if !s.finished {
-			s.cl.l.answerFailed(s.cl.l.pid, "the stream ended without a finish reason")
-			return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: errors.New("stream ended without a finish reason")}
+			return nil, badAnswer("stream", addr, "the stream ended without a finish reason", errors.New("stream ended without a finish reason"))
 		}
-		s.cl.l.served(s.cl.l.pid)
 		return nil, io.EOF
 	}
 	if protocol.ScanCompletionChunk(data, &s.last) {
@@ -391,15 +387,14 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 	// ends the stream.
 	var chunk engineChunk
 	if err := json.Unmarshal(data, &chunk); err != nil {
-		s.cl.l.answerFailed(s.cl.l.pid, "a malformed event in the stream")
-		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, err: fmt.Errorf("bad chunk: %w", err)}
+		return nil, badAnswer("stream", addr, "a malformed event in the stream", fmt.Errorf("bad chunk: %w", err))
 	}
 	if chunk.Error != nil {
 		apiErr := protocol.ParseError(http.StatusBadGateway, data)
 		if apiErr == nil {
 			apiErr = protocol.Errorf(http.StatusBadGateway, protocol.ErrTypeServer, "engine stream error: %s", chunk.Error)
 		}
-		return nil, &engineError{op: "stream", addr: s.cl.l.addr, retry: true, apiErr: apiErr, err: apiErr}
+		return nil, &engineError{op: "stream", addr: addr, retry: true, apiErr: apiErr, err: apiErr}
 	}
 	s.progress(&chunk.CompletionResponse)
 	return &chunk.CompletionResponse, nil
@@ -419,12 +414,10 @@ func (s *chunkStream) progress(c *protocol.CompletionResponse) {
 		}
 		moved = moved || ch.Text != "" || ch.FinishReason != nil || ch.Logprobs.Len() > 0
 	}
-	if !moved {
-		return
+	if moved {
+		s.moved = true
+		s.cl.progress()
 	}
-	s.cl.progress()
-	s.cl.l.fleet.Served(s.cl.l.index)
-	s.cl.l.firstToken()
 }
 
 // drainTimeout bounds the wait for the end of a stream's body after its
@@ -461,16 +454,8 @@ type engineChunk struct {
 func (s *chunkStream) pending() bool { return s.sse != nil && s.sse.Buffered() }
 
 // close ends the stream, which cancels the engine's request if it still
-// runs, and releases the engine. err is why the attempt ended: nil when
-// the engine's part ended well (its finish reason, a preemption, or a
-// choice complete before the stream's end), which finishes the route;
-// otherwise the route fails with it.
-func (s *chunkStream) close(err error) {
-	if err == nil {
-		s.cl.l.finish(s.final)
-	} else {
-		s.cl.l.fail(err)
-	}
+// runs.
+func (s *chunkStream) close() {
 	if s.ended {
 		s.drain()
 	}
@@ -478,5 +463,4 @@ func (s *chunkStream) close(err error) {
 	if s.sse != nil {
 		s.sse.Release()
 	}
-	s.cl.l.release()
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // A stream read to its [DONE] keeps its connection: the next call to the
@@ -42,12 +44,11 @@ func TestStreamsKeepTheirConnection(t *testing.T) {
 
 	lf := externalFleet(t, 1)
 	u := &Upstream{fleet: lf, index: 0, addr: srv.Listener.Addr().String(), url: srv.URL}
-	c := newEngineClient(5 * time.Second)
+	c := newEngineClient(5*time.Second, zap.NewNop())
 	t.Cleanup(c.close)
 	const calls = 5
 	for i := range calls {
-		l := &lease{Upstream: u, unhold: func() {}}
-		s, err := c.stream(context.Background(), l, "/v1/completions", map[string]any{"prompt": []int{1}, "stream": true})
+		s, err := c.stream(context.Background(), &proc{Upstream: u}, "/v1/completions", map[string]any{"prompt": []int{1}, "stream": true})
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
@@ -61,7 +62,7 @@ func TestStreamsKeepTheirConnection(t *testing.T) {
 			}
 		}
 		sawDone <- struct{}{}
-		s.close(nil)
+		s.close()
 	}
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("%d calls in turn opened %d connections, want 1", calls, n)

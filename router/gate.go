@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/router/budget"
 	"github.com/caddy-mlc/caddy-mlc/router/fair"
 )
@@ -142,46 +140,4 @@ func (r *Router) followEngines(closed <-chan struct{}) {
 			return
 		}
 	}
-}
-
-// engineBatch is how many sequences an engine of the fleet runs at once,
-// 0 when the router cannot know: the built-in engine's max_num_sequence
-// for its command line; for MLC's engines --overrides max_num_sequence,
-// or the batch of --mode local (4) or interactive (1), unknown in server
-// mode (MLC sizes it from GPU memory).
-func engineBatch(kind engine.Kind, model string, args []string) int {
-	switch kind {
-	case engine.KindBuiltin:
-		o, err := builtin.ParseArgs(append([]string{model}, args...), io.Discard)
-		if err != nil {
-			return 0
-		}
-		return o.Overrides.MaxNumSequence
-	case engine.KindMLC:
-		if n, ok := overrideInt(args, "max_num_sequence"); ok {
-			return n
-		}
-		switch flagValue(args, "--mode") {
-		case "", "local":
-			return 4
-		case "interactive":
-			return 1
-		}
-	}
-	return 0
-}
-
-// flagValue returns the value of flag in args (--flag v or --flag=v), the
-// last one given.
-func flagValue(args []string, flag string) string {
-	v := ""
-	for i, a := range args {
-		switch {
-		case a == flag && i+1 < len(args):
-			v = args[i+1]
-		case len(a) > len(flag)+1 && a[:len(flag)+1] == flag+"=":
-			v = a[len(flag)+1:]
-		}
-	}
-	return v
 }

@@ -47,7 +47,7 @@ func (g gpuMetrics) collectors() []prometheus.Collector {
 // into the GPU gauges. Only `engine mlc` fleets have GPUs to read; a
 // machine without NVML is said once and not asked again.
 func (lf *Fleet) pollGPUs(ctx context.Context) {
-	if lf.spec.Kind != engine.KindMLC || lf.spec.LocalGPUsNeeded() == 0 {
+	if !lf.spec.Kind.Driver().Traits().UsesGPUs || lf.spec.LocalGPUsNeeded() == 0 {
 		return
 	}
 	goroutine.Go(lf.log(), "GPU metrics", func() {

@@ -152,7 +152,7 @@ func TestPolicySeesCandidates(t *testing.T) {
 	now := time.Now()
 	u1.load.Store(&engineLoad{at: now, running: 3, waiting: 1, pagesFree: 10, pagesCached: 20, pagesTotal: 100})
 	l := r.pick("", pickOptions{})
-	defer l.release()
+	defer l.release(nil)
 	if len(seen) != 2 || l.Upstream != seen[0].Engine.internal() {
 		t.Fatalf("chose %s from %+v, want the first", l.addr, seen)
 	}
@@ -170,7 +170,7 @@ func TestPolicySeesCandidates(t *testing.T) {
 	// A report older than three poll intervals says nothing of now.
 	u1.load.Store(&engineLoad{at: now.Add(-loadStale), running: 3, pagesTotal: 100})
 	l2 := r.pick("", pickOptions{})
-	defer l2.release()
+	defer l2.release(nil)
 	for _, c := range seen {
 		if c.Addr == u1.addr && (c.Others != 0 || !c.Load.At.IsZero()) {
 			t.Fatalf("a stale report seen: %+v", c)

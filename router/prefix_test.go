@@ -70,7 +70,7 @@ func TestPrefixAwarePrefersTheWarmEngineUnlessBusy(t *testing.T) {
 		if l.index != 1 {
 			t.Fatalf("prefix_aware chose engine %d, not the one holding the prompt", l.index)
 		}
-		l.release()
+		l.release(nil)
 	}
 	// Busy enough that the prefix no longer pays: 9 calls cost more than
 	// prefilling 1,024 tokens.
@@ -83,7 +83,7 @@ func TestPrefixAwarePrefersTheWarmEngineUnlessBusy(t *testing.T) {
 	if l.index != 0 {
 		t.Fatalf("prefix_aware chose the busy engine %d", l.index)
 	}
-	l.release()
+	l.release(nil)
 	for _, h := range held {
 		h()
 	}

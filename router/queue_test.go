@@ -37,7 +37,7 @@ func TestQueueWaitsForTheFleet(t *testing.T) {
 	if l, err := <-got, <-errc; err != nil || l == nil || l.Upstream != lf.upstreams[0] {
 		t.Fatalf("acquire after attach: %v %v", l, err)
 	} else {
-		l.release()
+		l.release(nil)
 	}
 	if n := r.queued.Load(); n != 0 {
 		t.Fatalf("%d still queued", n)

@@ -43,7 +43,7 @@ const (
 // that cannot be reached is asked again until it answers, restarts (its
 // KV went with its process) or its own timeout has freed the pages.
 func (r *Router) releaseReservation(l *lease, req *protocol.CompletionRequest, end int) {
-	rel := &release{r: r, u: l.Upstream, pid: l.pid, req: req, end: end}
+	rel := &release{r: r, p: l.proc, req: req, end: end}
 	goroutine.Go(r.logger, "reservation release", rel.run, nil)
 }
 
@@ -58,15 +58,16 @@ func (r *Router) releaseUnknown(l *lease, req *protocol.CompletionRequest) {
 	if l.noRelease.Load() {
 		return
 	}
-	rel := &release{r: r, u: l.Upstream, pid: l.pid, req: req, extensionOnly: true}
+	rel := &release{r: r, p: l.proc, req: req, extensionOnly: true}
 	goroutine.Go(r.logger, "reservation release", rel.run, nil)
 }
 
-// release is one reservation to give back.
+// release is one reservation to give back, on the engine's process p
+// that holds it. Its calls are its own, made on no lease: the lease that
+// asked for the reservation may be released by then.
 type release struct {
 	r   *Router
-	u   *Upstream
-	pid int
+	p   proc
 	req *protocol.CompletionRequest
 	end int
 	// extensionOnly: through the release extension, or not at all.
@@ -84,17 +85,17 @@ func (rel *release) run() {
 		if time.Since(begin) > releaseRetryFor {
 			rel.r.metrics.releases.WithLabelValues("failed").Inc()
 			rel.r.logger.Warn("could not give a reservation back; the engine's own timeout frees it",
-				zap.String("user", userOf(rel.req)), addrField(rel.u))
+				zap.String("user", userOf(rel.req)), addrField(rel.p.Upstream))
 			return
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
-		case <-rel.u.fleet.done:
+		case <-rel.p.fleet.done:
 			t.Stop()
 			return // the engines stopped, and their KV with them
 		}
-		if _, pid := rel.u.status(); pid != rel.pid {
+		if _, pid := rel.p.status(); pid != rel.p.pid {
 			return // the engine restarted: its KV went with the old process
 		}
 	}
@@ -105,25 +106,24 @@ func (rel *release) run() {
 func (rel *release) once() (how string, reached bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	l := &lease{Upstream: rel.u, pid: rel.pid} // for its calls only: never held, never released
 	user := userOf(rel.req)
-	if !rel.u.noRelease.Load() {
+	if !rel.p.noRelease.Load() {
 		var ack protocol.ReleaseResponse
-		err := rel.r.client.post(ctx, l, protocol.PathRelease, protocol.ReleaseRequest{User: user}, &ack)
+		err := rel.r.post(ctx, &rel.p, protocol.PathRelease, protocol.ReleaseRequest{User: user}, &ack)
 		var ee *engineError
 		switch {
 		case err == nil:
 			return "release", true
 		case errors.As(err, &ee) && ee.apiErr != nil && (ee.apiErr.Status == http.StatusNotFound || ee.apiErr.Status == http.StatusMethodNotAllowed):
-			rel.u.noRelease.Store(true)
-			rel.r.logger.Info("engine has no release extension; reservations are given back through start_generate", addrField(rel.u))
+			rel.p.noRelease.Store(true)
+			rel.r.logger.Info("engine has no release extension; reservations are given back through start_generate", addrField(rel.p.Upstream))
 			if rel.extensionOnly {
 				return "failed", true
 			}
 		case errors.As(err, &ee) && ee.apiErr != nil:
 			return "failed", true // it answered, and refused: nothing more to do
 		default:
-			rel.r.logger.Debug("giving a reservation back", zap.String("user", user), addrField(rel.u), zap.Error(err))
+			rel.r.logger.Debug("giving a reservation back", zap.String("user", user), addrField(rel.p.Upstream), zap.Error(err))
 			return "", false
 		}
 	}
@@ -131,21 +131,21 @@ func (rel *release) once() (how string, reached bool) {
 	gen.MaxTokens = new(1)
 	gen.Stream, gen.StreamOptions = false, nil
 	var answer protocol.CompletionResponse
-	err := rel.r.client.post(ctx, l, protocol.PathStartGenerate, gen, &answer)
+	err := rel.r.post(ctx, &rel.p, protocol.PathStartGenerate, gen, &answer)
 	var ee *engineError
 	switch {
 	case err == nil:
 		return "start_generate", true
 	case errors.As(err, &ee) && ee.apiErr != nil:
 		return "failed", true
-	case ctx.Err() != nil && engine.Probe(context.Background(), rel.r.client.http, rel.u.url, releaseTimeout) == nil:
+	case ctx.Err() != nil && engine.Probe(context.Background(), rel.r.client.http, rel.p.url, releaseTimeout) == nil:
 		// The engine is alive and still generating: MLC's start_generate
 		// keeps the max_tokens of the prep_recv. The deadline dropped the
 		// call, and MLC's entrypoint for a whole answer checks for a
 		// client gone at every token and then aborts the request.
 		return "start_generate", true
 	}
-	rel.r.logger.Debug("using up a reservation", zap.String("user", user), addrField(rel.u), zap.Error(err))
+	rel.r.logger.Debug("using up a reservation", zap.String("user", user), addrField(rel.p.Upstream), zap.Error(err))
 	return "", false
 }
 

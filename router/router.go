@@ -66,7 +66,7 @@ type Config struct {
 
 	// MaxInflight bounds the requests the router runs at once on each
 	// generating engine, holding the rest in its fair queue: 0 is the
-	// engine's batch where the router can know it (see engineBatch; a
+	// engine's batch where the router can know it (engine.Driver.Batch; a
 	// fleet the router spawns, none external or discovered), negative is
 	// no bound (the engines queue what they cannot run).
 	MaxInflight int
@@ -91,7 +91,7 @@ type Router struct {
 	tokErr   error
 	chatTmpl chat.Template
 	chatErr  error
-	context  int // tokens one sequence may hold; 0: unknown (see contextWindow)
+	context  int // tokens one sequence may hold; 0: unknown (engine.Driver.ContextWindow)
 	// embedBounds is what the router knows of the embedding model.
 	embedBounds embeddingBounds
 	handle      *Handle
@@ -183,7 +183,12 @@ func New(cfg Config, o Options) (*Router, error) {
 	if err := r.loadTokenizer(); err != nil {
 		return nil, err
 	}
-	r.context = ContextWindow(cfg.EngineKind, cfg.Path, cfg.EngineArgs)
+	// The router refuses what does not fit with OpenAI's
+	// context_length_exceeded before any engine is asked: MLC's engines
+	// do not refuse a max_tokens beyond their context, they stop
+	// generating at its end, and a request must get the same answer
+	// whichever engine serves it.
+	r.context = cfg.EngineKind.Driver().ContextWindow(cfg.Path, cfg.EngineArgs)
 	var err error
 	if r.chatTmpl, err = loadChatTemplate(cfg.Path); err != nil {
 		r.chatErr = err
@@ -208,9 +213,9 @@ func New(cfg Config, o Options) (*Router, error) {
 	case cfg.MaxInflight == 0 && o.Discovered == nil && !slices.ContainsFunc(cfg.Endpoints, func(ep engine.Endpoint) bool { return ep.External }):
 		// Only the router's own engines run its command line; an
 		// external or discovered one's batch is its operator's.
-		r.batch = engineBatch(cfg.EngineKind, cfg.Path, cfg.EngineArgs)
+		r.batch = cfg.EngineKind.Driver().Batch(cfg.Path, cfg.EngineArgs)
 	}
-	r.client = newEngineClient(cfg.EngineTimeout)
+	r.client = newEngineClient(cfg.EngineTimeout, r.logger)
 	r.metrics = sharedMetrics()
 	r.itl = r.metrics.itl.WithLabelValues(cfg.Model, cfg.Mode)
 	r.strategy = r.newStrategy()
@@ -231,7 +236,7 @@ func (r *Router) loadTokenizer() error {
 		r.tok = tok
 		return nil
 	}
-	if r.EngineKind == engine.KindBuiltin {
+	if r.EngineKind.Driver().Traits().NeedsTokenizer {
 		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
 	}
 	r.tokErr = err
@@ -268,10 +273,10 @@ func (r *Router) target() *Router {
 	return t
 }
 
-// open runs an attempt of a request: on r's engines, or, after a reload
+// run runs an attempt of a request: on r's engines, or, after a reload
 // replaced r, on those of the router that took its place.
-func (r *Router) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
-	return r.target().strategy.open(ctx, req, avoid)
+func (r *Router) run(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool, read reader) error {
+	return r.target().strategy.run(ctx, req, avoid, read)
 }
 
 // HandOver makes next the router that takes r's new work once r retires

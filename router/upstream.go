@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -177,34 +175,4 @@ func (u *Upstream) saturated(now time.Time, needPages int) bool {
 		return false
 	}
 	return l.blocked > 0 || l.pagesFree+l.pagesCached < needPages
-}
-
-// served reports a call the engine answered: passive health for the
-// breaker and the fleet.
-func (u *Upstream) served(pid int) {
-	u.breaker.success(pid)
-	u.fleet.Served(u.index)
-	if u.badStream.Load() != nil {
-		u.badStream.Store(nil)
-	}
-}
-
-// answerFailed reports a call whose engine answered, but not as an engine
-// must (malformed or truncated events, no finish, the wrong content type,
-// no token within the engine timeout): a failure for the breaker, logged
-// once per engine and reason until the engine serves a call well again.
-func (u *Upstream) answerFailed(pid int, reason string) {
-	if prev := u.badStream.Swap(&reason); prev == nil || *prev != reason {
-		u.fleet.log().Warn("engine answered badly", addrField(u), zap.Int("pid", pid), zap.String("reason", reason))
-	}
-	u.failed(pid)
-}
-
-// failed reports a call the engine failed.
-func (u *Upstream) failed(pid int) {
-	if u.breaker.failure(pid) {
-		u.fleet.log().Warn("engine taken out of rotation after failures in a row",
-			addrField(u), zap.Int("pid", pid), zap.Int("failures", breakerThreshold))
-		engineChanges.notify()
-	}
 }

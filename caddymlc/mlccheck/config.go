@@ -35,7 +35,7 @@ type handler struct {
 	tok    tokenizer.ModelTokenizer
 	tokErr error
 	// context is the most tokens of a sequence the router lets through
-	// (router.ContextWindow); 0 when it does not know.
+	// (engine.Driver.ContextWindow); 0 when it does not know.
 	context int
 	// vocab is the model's vocabulary size, 0 when unknown.
 	vocab int
@@ -53,8 +53,8 @@ func (r *handler) disagg() bool { return r.cfg.Mode == router.ModeDisagg }
 // radix reports whether the engines run a prefix cache.
 func (r *handler) radix() bool { return r.cfg.PrefixCache == engine.PrefixCacheRadix }
 
-// mlc reports whether the engines are MLC's own: only MLC's API is used.
-func (r *handler) mlc() bool { return r.kind == engine.KindMLC }
+// mlc reports whether the engines serve MLC's API only (MLC's own).
+func (r *handler) mlc() bool { return r.kind.Driver().Traits().Extensions == engine.ExtensionsNone }
 
 // name says which model of which handler this is, for the report.
 func (r *handler) name() string {
@@ -154,7 +154,7 @@ func newHandler(path string, m caddymlc.ModelConfig) *handler {
 	} else {
 		r.vocab = chatConfigVocab(m.Path)
 	}
-	r.context = router.ContextWindow(r.kind, m.Path, m.EngineArgs)
+	r.context = r.kind.Driver().ContextWindow(m.Path, m.EngineArgs)
 	return r
 }
 

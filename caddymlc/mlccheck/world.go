@@ -63,7 +63,7 @@ func (ck *checker) world(ctx context.Context) {
 		case err != nil:
 			ck.fail(CheckNVSHMEMWorld, []int{i}, "query_engine_metrics: %v", err)
 			continue
-		case !ok && r.kind == engine.KindBuiltin:
+		case !ok && r.kind.Driver().Traits().Extensions == engine.ExtensionsAll:
 			ck.fail(CheckNVSHMEMWorld, []int{i}, "the engine reports no NVSHMEM world: it was started without %s, and can neither send nor receive KV", protocol.EnvNVSHMEMConfig)
 			continue
 		case !ok:
