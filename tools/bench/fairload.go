@@ -20,7 +20,6 @@ import (
 // after another until its context ends, and every request is recorded.
 type tenantLoad struct {
 	name string
-	band int
 	wg   sync.WaitGroup
 
 	mu       sync.Mutex
@@ -41,7 +40,7 @@ type fairSample struct {
 // startTenant starts streams clients for tenant in band, each drawing
 // its requests' max_tokens from maxTokens.
 func startTenant(ctx context.Context, r *gatedRouter, tenant string, band, streams int, cfg *config, maxTokens func(*rand.Rand) int) *tenantLoad {
-	l := &tenantLoad{name: tenant, band: band}
+	l := &tenantLoad{name: tenant}
 	words := promptWords()
 	for i := range streams {
 		rng := rand.New(rand.NewPCG(cfg.seed, uint64(i)<<8|uint64(tenant[0])))
