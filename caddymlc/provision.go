@@ -107,6 +107,7 @@ func (r ModelConfig) coreConfig() router.Config {
 		Mode:              r.Mode,
 		PDBalanceFactor:   r.PDBalanceFactor,
 		MaxPrefillQueue:   r.MaxPrefillQueue,
+		MaxInflight:       r.MaxInflight,
 		Endpoints:         r.Endpoints,
 		EngineKind:        engine.Kind(r.Engine.Kind),
 		EngineArgs:        r.EngineArgs,
