@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
