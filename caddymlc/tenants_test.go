@@ -233,3 +233,34 @@ func TestBudgetsRefuseWithOpenAIHeaders(t *testing.T) {
 		t.Errorf("caddy_mlc_rate_limited_total{limit=tokens} = %v", v)
 	}
 }
+
+// A reload keeps the budgets' counts: a tenant that spent its budget is
+// still refused by the new config, the engines kept.
+func TestReloadKeepsBudgets(t *testing.T) {
+	port := freePorts(t, 1)[0]
+	engines := endpointLines(freePorts(t, 2)...)
+	opts := "\t\tmode whole\n\t\ttenant {http.request.header.X-Tenant}\n\t\tbudget B tokens_per_minute 300\n" + engines
+	reloadSite(t, port, opts)
+	t.Cleanup(func() { stopCaddy(t) })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	send := func() int {
+		req, _ := http.NewRequest(http.MethodPost, base+protocol.PathCompletions, strings.NewReader(`{"prompt":"the cat sat","max_tokens":40,"temperature":0}`))
+		req.Header.Set("X-Tenant", "B")
+		resp, err := httpClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor(t, "the first answer", func() bool { return send() == http.StatusOK })
+	for i := 0; send() != http.StatusTooManyRequests; i++ {
+		if i > 20 {
+			t.Fatal("a tenant of 300 tokens a minute was never refused")
+		}
+	}
+	reloadSite(t, port, "\t\tqueue_timeout 25s\n"+opts)
+	if status := send(); status != http.StatusTooManyRequests {
+		t.Fatalf("after the reload the spent budget answered %d: its count was lost", status)
+	}
+}
