@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcschema"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // httpCall makes a request and returns the status and body of the answer.
@@ -91,7 +90,7 @@ func TestAPIPathsModelsAndLimits(t *testing.T) {
 	}{
 		{"POST", "/v1/completion", completeHi, notFound},
 		{"POST", "/v1/completions/", completeHi, notFound},
-		{"POST", "/v1/embeddings", `{"input":"hi"}`, notFound},
+		{"POST", "/v1/embeddings", `{"input":"hi"}`, noModel}, // a model without an embedding_model
 		{"GET", "/v1/", ``, notFound},
 		{"GET", "/v1", ``, notFound},
 		{"GET", "/v1/models/", ``, notFound},
@@ -158,14 +157,10 @@ func TestMaxTokensBeyondTheContext(t *testing.T) {
 	tooMany := apiError{400, protocol.ErrTypeInvalidRequest, protocol.CodeContextLengthExceeded, "max_tokens"}
 	tooLong := apiError{400, protocol.ErrTypeInvalidRequest, protocol.CodeContextLengthExceeded, "prompt"}
 	long := strings.Repeat(" the river", context)
-	for _, mode := range []string{ModeDisagg, ModeRoundRobin} {
+	for _, mode := range []string{router.ModeDisagg, router.ModeWhole} {
 		t.Run(mode, func(t *testing.T) {
 			s := startSite(t, 2, fmt.Sprintf("\t\t\tmode %s\n\t\t\tengine_args --overrides max_total_seq_length=%d;context_window_size=%d\n", mode, 4*context, context))
-			m := sharedMetrics()
-			retries := func() float64 {
-				return testutil.ToFloat64(m.retries.WithLabelValues(causeFailure)) + testutil.ToFloat64(m.retries.WithLabelValues(causePreempt)) +
-					testutil.ToFloat64(m.retries.WithLabelValues(causeTimeout))
-			}
+			retries := func() float64 { return metricValue(t, "caddy_mlc_retries_total") }
 			before := retries()
 			for _, c := range []struct {
 				path, body string
@@ -216,27 +211,4 @@ func lastUsage(t *testing.T, raw []byte) protocol.Usage {
 		}
 	}
 	return u
-}
-
-// A chat's top_logprobs above the completions bound is served by the
-// built-in engine (and engines the router cannot tell), refused with a
-// 400 naming top_logprobs for MLC-LLM's engines, which bound a
-// completion's logprobs at 5: never fewer alternatives than asked for.
-func TestTopLogprobsBoundByEngine(t *testing.T) {
-	for _, c := range []struct {
-		kind string
-		k    int
-		ok   bool
-	}{
-		{"builtin", protocol.MaxChatTopLogprobs, true},
-		{"command", protocol.MaxChatTopLogprobs, true},
-		{"mlc", protocol.MaxCompletionLogprobs, true},
-		{"mlc", protocol.MaxCompletionLogprobs + 1, false},
-	} {
-		r := &Router{Engine: &EngineProgram{Kind: c.kind}}
-		e := r.checkTopLogprobs(&c.k)
-		if (e == nil) != c.ok || e != nil && (e.Status != 400 || deref(e.Param) != "top_logprobs" || deref(e.Code) != protocol.CodeIntegerAboveMax) {
-			t.Errorf("%s engines, top_logprobs %d: %+v", c.kind, c.k, e)
-		}
-	}
 }

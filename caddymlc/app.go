@@ -2,7 +2,6 @@ package caddymlc
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // fleets holds the engine fleets of every loaded config, keyed by
@@ -38,9 +38,9 @@ type App struct {
 	ctx     caddy.Context
 	logger  *zap.Logger
 	mu      sync.Mutex
-	handles map[string]*fleetHandle // by spec key
-	routers []*Router               // in provisioning order
-	held    []string                // keys whose fleets this config holds
+	handles map[string]*router.Handle // by spec key
+	models  []*served                 // in provisioning order
+	held    []string                  // keys whose fleets this config holds
 	// watching: this config holds the process's descriptor watch.
 	watching bool
 }
@@ -54,38 +54,27 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
-	a.handles = map[string]*fleetHandle{}
+	a.handles = map[string]*router.Handle{}
 	return nil
 }
 
-// fleetHandle is the routers' way to their fleet: nil until the app
-// starts (or for a router with only dynamic engines). Routers with the
-// same engines share one.
-type fleetHandle struct {
-	spec engine.Spec
-	lf   atomic.Pointer[liveFleet]
-}
-
-// get returns the fleet, or nil before the config started.
-func (h *fleetHandle) get() *liveFleet { return h.lf.Load() }
-
-// adoptRouter adds a router of this config: it is started and stopped
-// with it, and handed over to its successor after a reload.
-func (a *App) adoptRouter(r *Router) {
+// adopt adds a model of this config: it is started and stopped with it,
+// and handed over to its successor after a reload.
+func (a *App) adopt(s *served) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.routers = append(a.routers, r)
+	a.models = append(a.models, s)
 }
 
 // register adds a fleet, to be started with the config.
-func (a *App) register(spec engine.Spec) *fleetHandle {
+func (a *App) register(spec engine.Spec) *router.Handle {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := spec.Key()
 	if h, ok := a.handles[key]; ok {
 		return h
 	}
-	h := &fleetHandle{spec: spec}
+	h := router.NewHandle(spec)
 	a.handles[key] = h
 	return h
 }
@@ -100,30 +89,29 @@ func (a *App) Start() error {
 	}
 	grace := a.drainGrace()
 	for key, h := range a.handles {
-		lf, err := a.acquire(key, h.spec)
+		lf, err := a.acquire(key, h.Spec())
 		if err != nil {
 			a.releaseAll()
 			return err
 		}
 		a.held = append(a.held, key)
-		lf.grace.Store(int64(grace))
+		lf.SetGrace(grace)
 		// The fleet logs through the newest config that holds it: a
 		// stopped config's log outputs may be closed.
-		lf.logger.Store(a.logger.Named("engine"))
-		if err := lf.Reconfigure(h.spec, lf.log()); err != nil {
+		lf.SetLogger(a.logger.Named("engine"))
+		if err := lf.Reconfigure(h.Spec(), lf.Log()); err != nil {
 			a.logger.Warn("updating the supervision settings of a kept fleet", zap.Error(err))
 		}
-		h.lf.Store(lf)
+		h.Set(lf)
 	}
-	engineChanges.notify()
 	holdDescriptorWatch(a.logger)
 	a.watching = true
 	current.Store(a)
-	for _, r := range a.routers {
-		if r.dynamic != nil {
-			r.dynamic.start()
+	for _, s := range a.models {
+		if s.dynamic != nil {
+			s.dynamic.start()
 		}
-		r.logStart(a.listenAddrs(r))
+		s.logStart(a.listenAddrs(s.owner))
 	}
 	return nil
 }
@@ -132,7 +120,7 @@ func (a *App) Start() error {
 func (a *App) checkPorts() error {
 	owner := map[string]string{}
 	for key, h := range a.handles {
-		for _, ep := range h.spec.Endpoints {
+		for _, ep := range h.Spec().Endpoints {
 			if other, ok := owner[ep.Addr()]; ok && other != key {
 				return fmt.Errorf("mlc: endpoint %s belongs to two mlc_router blocks with different engines; give them the same engine settings, or other ports", ep.Addr())
 			}
@@ -144,18 +132,18 @@ func (a *App) checkPorts() error {
 
 // acquire returns the fleet of spec, starting it if no loaded config has
 // it yet.
-func (a *App) acquire(key string, spec engine.Spec) (*liveFleet, error) {
+func (a *App) acquire(key string, spec engine.Spec) (*router.Fleet, error) {
 	val, loaded, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
-		lf, err := newLiveFleet(spec, a.logger.Named("engine"))
+		lf, err := router.NewFleet(spec, a.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}
 		// On a reload (a config runs) a port still taken waits; at the
 		// first start it fails, as a port held by another program would.
-		if err := lf.start(current.Load() != nil); err != nil {
+		if err := lf.Launch(current.Load() != nil); err != nil {
 			return nil, err
 		}
-		return lf, nil
+		return pooledFleet{lf}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -163,17 +151,17 @@ func (a *App) acquire(key string, spec engine.Spec) (*liveFleet, error) {
 	if loaded {
 		a.logger.Info("keeping the running engines", zap.String("fleet", key), zap.Int("engines", len(spec.Endpoints)))
 	}
-	return val.(*liveFleet), nil
+	return val.(pooledFleet).Fleet, nil
 }
 
-// drainGrace is Caddy's grace_period when set, else DefaultDrainGrace.
+// drainGrace is Caddy's grace_period when set, else router.DefaultDrainGrace.
 func (a *App) drainGrace() time.Duration {
 	if app, err := a.ctx.AppIfConfigured("http"); err == nil {
 		if h, ok := app.(*caddyhttp.App); ok && h.GracePeriod > 0 {
 			return time.Duration(h.GracePeriod)
 		}
 	}
-	return DefaultDrainGrace
+	return router.DefaultDrainGrace
 }
 
 // Stop hands this config's routers over to the config that replaced it,
@@ -183,16 +171,15 @@ func (a *App) Stop() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if next := current.Load(); next != nil && next != a {
-		next.succeed(a.routers)
+		next.succeed(a.models)
 	}
-	for _, r := range a.routers {
-		r.retired.Store(true)
+	for _, s := range a.models {
+		s.core.Retire()
 	}
-	engineChanges.notify()
 	current.CompareAndSwap(a, nil)
-	for _, r := range a.routers {
-		if r.dynamic != nil {
-			r.dynamic.stop()
+	for _, s := range a.models {
+		if s.dynamic != nil {
+			s.dynamic.stop()
 		}
 	}
 	a.releaseAll()
@@ -203,27 +190,27 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// succeed makes a's routers the successors of old routers: the k-th old
+// succeed makes a's models the successors of old ones: the k-th old
 // router of a model is replaced by the k-th new router of that model (or
 // the last one). Routers of a model the new config does not serve have no
 // successor and keep serving on their engines while those drain.
-func (a *App) succeed(old []*Router) {
+func (a *App) succeed(old []*served) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	seen := map[string]int{}
 	for _, o := range old {
-		k := seen[o.Model]
-		seen[o.Model]++
-		var same []*Router
-		for _, r := range a.routers {
-			if r.Model == o.Model {
-				same = append(same, r)
+		k := seen[o.cfg.Model]
+		seen[o.cfg.Model]++
+		var same []*served
+		for _, s := range a.models {
+			if s.cfg.Model == o.cfg.Model {
+				same = append(same, s)
 			}
 		}
 		if len(same) == 0 {
 			continue
 		}
-		o.next.Store(same[min(k, len(same)-1)])
+		o.core.HandOver(same[min(k, len(same)-1)].core)
 	}
 }
 
@@ -275,19 +262,21 @@ func routesHold(routes caddyhttp.RouteList, r *Router) bool {
 	return false
 }
 
-// builtinProgram is the binary that runs built-in engines: this one, whose
-// mlc-engine subcommand is registered by this package.
-func builtinProgram() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("finding this binary for the built-in engine: %w", err)
-	}
-	return exe, nil
+// pooledFleet is a fleet in a usage pool: when no config holds it any
+// more it drains, then stops its engines (router.Fleet.Drain). During a
+// reload that returns at once; when Caddy exits it drains and stops
+// before returning, so that no engine outlives Caddy.
+type pooledFleet struct{ *router.Fleet }
+
+// Destruct drains the fleet and stops its engines.
+func (p pooledFleet) Destruct() error {
+	p.Drain(caddy.Exiting())
+	return nil
 }
 
 // Interface guards.
 var (
 	_ caddy.App         = (*App)(nil)
 	_ caddy.Provisioner = (*App)(nil)
-	_ caddy.Destructor  = (*liveFleet)(nil)
+	_ caddy.Destructor  = pooledFleet{}
 )

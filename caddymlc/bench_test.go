@@ -17,7 +17,7 @@ func BenchmarkServe(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			opts := "\t\t\tmode " + mode + "\n"
 			if mode == "direct" {
-				opts = "\t\t\tmode round_robin\n"
+				opts = "\t\t\tmode whole\n"
 			}
 			s := startSite(b, 2, opts)
 			url := s.base

@@ -3,6 +3,7 @@ package caddymlc
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/dustin/go-humanize"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // parseCaddyfile sets up the handler from Caddyfile tokens (see
@@ -29,8 +31,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //
 //	mlc_router [<matcher>] {
 //	    model             <path|name>
+//	    path              <path>     (what the engines load; default: the model's name)
 //	    model_lib         <path>
-//	    mode              disagg|round_robin
+//	    embedding_model   <path> [model_lib <lib>]
+//	    mode              disagg|whole   (round_robin, round-robin: MLC's names of whole)
 //	    pd_balance_factor <float in [0,1)>
 //	    max_prefill_queue <n>|off
 //	    prefix_cache      [radix|disable]
@@ -49,6 +53,25 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    max_body_size     <size>
 //	    body_timeout      <duration>
 //	    client_timeout    <duration>
+//	    max_inflight      <n>|off    (requests each generating engine runs at once; default: its batch)
+//	    health_uri        <path>     (readiness: 200 when every model can serve, else 503)
+//	    tenant            <placeholder>
+//	    priority          <placeholder>
+//	    tenant_weight     <tenant> <weight>
+//	    tenant_priority   <tenant> <band>
+//	    budget            <tenant|pattern|*> [tokens_per_minute <n>] [requests_per_minute <n>] [shared]
+//	}
+//
+// Several models, each with its own engines, take a block each; the
+// options outside the blocks apply to every model that does not set them:
+//
+//	mlc_router {
+//	    model <name> {
+//	        <options of one model, as above>
+//	        default                  (the model of requests that name none; default: the first)
+//	    }
+//	    model <name> { ... }
+//	    <options for every model>
 //	}
 func (r *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
@@ -58,19 +81,35 @@ func (r *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	for d.NextBlock(0) {
 		name := d.Val()
-		parse, ok := subdirectives[name]
-		if !ok {
-			return d.Errf("unknown subdirective %q", name)
+		switch name {
+		case "model":
+			if err := r.parseModel(d); err != nil {
+				return err
+			}
+			continue
+		case "tenant", "priority", "tenant_weight", "tenant_priority", "budget":
+			if err := r.Tenancy.parse(d, seen); err != nil {
+				return err
+			}
+			continue
+		case "health_uri":
+			if seen[name] {
+				return d.Errf("%s given twice", name)
+			}
+			seen[name] = true
+			if err := oneArg(d, &r.HealthURI); err != nil {
+				return err
+			}
+			if !strings.HasPrefix(r.HealthURI, "/") {
+				return d.Errf("health_uri %q: want a path", r.HealthURI)
+			}
+			continue
 		}
-		if seen[name] && name != "endpoint" && name != "dynamic" {
-			return d.Errf("%s given twice", name)
-		}
-		seen[name] = true
-		if err := parse(r, d); err != nil {
+		if err := parseOption(&r.ModelConfig, d, seen); err != nil {
 			return err
 		}
 	}
-	if err := r.withDefaults().validate(); err != nil {
+	if _, err := r.models(); err != nil {
 		// A whole-block error points at the directive's line.
 		d.Reset()
 		d.Next()
@@ -79,28 +118,119 @@ func (r *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
+// parseOption reads one option line into m; seen holds the options
+// already given in the same block.
+func parseOption(m *ModelConfig, d *caddyfile.Dispenser, seen map[string]bool) error {
+	name := d.Val()
+	parse, ok := subdirectives[name]
+	if !ok {
+		return d.Errf("unknown subdirective %q", name)
+	}
+	if seen[name] && name != "endpoint" && name != "dynamic" {
+		return d.Errf("%s given twice", name)
+	}
+	seen[name] = true
+	return parse(m, d)
+}
+
+// parseModel reads `model <name>` (the single-model form) or `model
+// <name> { <options> }` (one model of several, with its own engines). A
+// model block's errors point at its lines, and its endpoints may not be
+// another model's.
+func (r *Router) parseModel(d *caddyfile.Dispenser) error {
+	line := d.Line()
+	var name string
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	name = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	nesting := d.Nesting()
+	if !d.NextBlock(nesting) {
+		if r.Model != "" {
+			return d.Errf("model given twice (several models take a block each: model <name> { ... })")
+		}
+		r.Model = name
+		return nil
+	}
+	m := ModelConfig{Model: name}
+	seen := map[string]bool{}
+	for ok := true; ok; ok = d.NextBlock(nesting) {
+		if err := parseOption(&m, d, seen); err != nil {
+			return err
+		}
+	}
+	for _, other := range r.Models {
+		if other.Model == name {
+			return d.Errf("model %s given twice", name)
+		}
+		for _, ep := range m.Endpoints {
+			for _, o := range other.Endpoints {
+				if o.Addr() == ep.Addr() {
+					return d.Errf("model %s (line %d): endpoint %s is model %s's too: give each model its own engines", name, line, ep.Addr(), other.Model)
+				}
+			}
+		}
+	}
+	r.Models = append(r.Models, m)
+	return nil
+}
+
+// parseDefault reads `default`: the model of requests that name none.
+func parseDefault(m *ModelConfig, d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	m.Default = true
+	return nil
+}
+
+// parseEmbeddingModel reads `embedding_model <path> [model_lib <lib>]`.
+func parseEmbeddingModel(m *ModelConfig, d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	m.EmbeddingModel = d.Val()
+	if !d.NextArg() {
+		return nil
+	}
+	if d.Val() != "model_lib" || !d.NextArg() {
+		return d.Errf("embedding_model %s: want model_lib <lib> after the path", m.EmbeddingModel)
+	}
+	m.EmbeddingModelLib = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
 // subdirectives parse one line of the block each; the dispenser is on the
 // subdirective's name.
-var subdirectives = map[string]func(*Router, *caddyfile.Dispenser) error{
-	"model":             func(r *Router, d *caddyfile.Dispenser) error { return oneArg(d, &r.Model) },
-	"model_lib":         func(r *Router, d *caddyfile.Dispenser) error { return oneArg(d, &r.ModelLib) },
+var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
+	"path":              func(r *ModelConfig, d *caddyfile.Dispenser) error { return oneArg(d, &r.Path) },
+	"default":           parseDefault,
+	"model_lib":         func(r *ModelConfig, d *caddyfile.Dispenser) error { return oneArg(d, &r.ModelLib) },
+	"embedding_model":   parseEmbeddingModel,
 	"mode":              parseMode,
 	"pd_balance_factor": parseBalance,
 	"max_prefill_queue": parseMaxPrefillQueue,
+	"max_inflight":      parseMaxInflight,
 	"prefix_cache":      parsePrefixCache,
 	"engine":            parseEngine,
 	"engine_args":       parseEngineArgs,
 	"endpoint":          parseEndpoint,
 	"dynamic":           parseDynamic,
 	"policy":            parsePolicy,
-	"startup_timeout":   durationOption(func(r *Router) *caddy.Duration { return &r.StartupTimeout }),
-	"engine_timeout":    durationOption(func(r *Router) *caddy.Duration { return &r.EngineTimeout }),
-	"queue_timeout":     durationOption(func(r *Router) *caddy.Duration { return &r.QueueTimeout }),
-	"queue_size":        intOption(func(r *Router) *int { return &r.QueueSize }),
-	"max_attempts":      intOption(func(r *Router) *int { return &r.MaxAttempts }),
+	"startup_timeout":   durationOption(func(r *ModelConfig) *caddy.Duration { return &r.StartupTimeout }),
+	"engine_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.EngineTimeout }),
+	"queue_timeout":     durationOption(func(r *ModelConfig) *caddy.Duration { return &r.QueueTimeout }),
+	"queue_size":        intOption(func(r *ModelConfig) *int { return &r.QueueSize }),
+	"max_attempts":      intOption(func(r *ModelConfig) *int { return &r.MaxAttempts }),
 	"max_body_size":     parseMaxBodySize,
-	"body_timeout":      durationOption(func(r *Router) *caddy.Duration { return &r.BodyTimeout }),
-	"client_timeout":    durationOption(func(r *Router) *caddy.Duration { return &r.ClientTimeout }),
+	"body_timeout":      durationOption(func(r *ModelConfig) *caddy.Duration { return &r.BodyTimeout }),
+	"client_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.ClientTimeout }),
 }
 
 func oneArg(d *caddyfile.Dispenser, dst *string) error {
@@ -114,21 +244,21 @@ func oneArg(d *caddyfile.Dispenser, dst *string) error {
 	return nil
 }
 
-func parseMode(r *Router, d *caddyfile.Dispenser) error {
+func parseMode(r *ModelConfig, d *caddyfile.Dispenser) error {
 	if err := oneArg(d, &r.Mode); err != nil {
 		return err
 	}
 	switch r.Mode {
-	case ModeDisagg, ModeRoundRobin:
-	case "round-robin":
-		r.Mode = ModeRoundRobin
+	case router.ModeDisagg, router.ModeWhole:
+	case "round-robin", router.ModeRoundRobin:
+		r.Mode = router.ModeWhole
 	default:
-		return d.Errf("mode %q: want disagg or round_robin", r.Mode)
+		return d.Errf("mode %q: want disagg or whole (round_robin, MLC's round-robin)", r.Mode)
 	}
 	return nil
 }
 
-func parseBalance(r *Router, d *caddyfile.Dispenser) error {
+func parseBalance(r *ModelConfig, d *caddyfile.Dispenser) error {
 	var s string
 	if err := oneArg(d, &s); err != nil {
 		return err
@@ -144,7 +274,7 @@ func parseBalance(r *Router, d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func parseMaxPrefillQueue(r *Router, d *caddyfile.Dispenser) error {
+func parseMaxPrefillQueue(r *ModelConfig, d *caddyfile.Dispenser) error {
 	var s string
 	if err := oneArg(d, &s); err != nil {
 		return err
@@ -161,7 +291,7 @@ func parseMaxPrefillQueue(r *Router, d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func parsePrefixCache(r *Router, d *caddyfile.Dispenser) error {
+func parsePrefixCache(r *ModelConfig, d *caddyfile.Dispenser) error {
 	r.PrefixCache = engine.PrefixCacheRadix
 	if !d.NextArg() {
 		return nil
@@ -178,7 +308,7 @@ func parsePrefixCache(r *Router, d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func parseEngine(r *Router, d *caddyfile.Dispenser) error {
+func parseEngine(r *ModelConfig, d *caddyfile.Dispenser) error {
 	if !d.NextArg() {
 		return d.ArgErr()
 	}
@@ -191,7 +321,7 @@ func parseEngine(r *Router, d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func parseEngineArgs(r *Router, d *caddyfile.Dispenser) error {
+func parseEngineArgs(r *ModelConfig, d *caddyfile.Dispenser) error {
 	args := d.RemainingArgs()
 	if len(args) == 0 {
 		return d.ArgErr()
@@ -200,7 +330,7 @@ func parseEngineArgs(r *Router, d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func parseEndpoint(r *Router, d *caddyfile.Dispenser) error {
+func parseEndpoint(r *ModelConfig, d *caddyfile.Dispenser) error {
 	if !d.NextArg() {
 		return d.ArgErr()
 	}
@@ -255,7 +385,7 @@ func endpointOption(d *caddyfile.Dispenser, ep *engine.Endpoint) error {
 // parseDynamic reads `dynamic [role] <source> ...`: reverse_proxy's own
 // dynamic subdirective (any http.reverse_proxy.upstreams module, with its
 // arguments and block), with a role in front.
-func parseDynamic(r *Router, d *caddyfile.Dispenser) error {
+func parseDynamic(r *ModelConfig, d *caddyfile.Dispenser) error {
 	if !d.NextArg() {
 		return d.ArgErr()
 	}
@@ -291,7 +421,7 @@ func parseDynamic(r *Router, d *caddyfile.Dispenser) error {
 // parsePolicy reads `policy <name> [args...]`: the selection policy
 // module of that name, with its own Caddyfile arguments if it reads any
 // (as reverse_proxy's lb_policy).
-func parsePolicy(r *Router, d *caddyfile.Dispenser) error {
+func parsePolicy(r *ModelConfig, d *caddyfile.Dispenser) error {
 	if !d.NextArg() {
 		return d.ArgErr()
 	}
@@ -309,7 +439,7 @@ func parsePolicy(r *Router, d *caddyfile.Dispenser) error {
 	} else if len(d.NextSegment()) > 1 {
 		return d.Errf("policy %s takes no arguments", name)
 	}
-	if _, ok := mod.(Policy); !ok {
+	if _, ok := mod.(router.Policy); !ok {
 		return d.Errf("module %s (%T) is not a selection policy", modID, mod)
 	}
 	r.PolicyRaw = caddyconfig.JSONModuleObject(mod, "policy", name, nil)
@@ -317,8 +447,8 @@ func parsePolicy(r *Router, d *caddyfile.Dispenser) error {
 }
 
 // durationOption parses "<name> <duration>" (positive) into field.
-func durationOption(field func(*Router) *caddy.Duration) func(*Router, *caddyfile.Dispenser) error {
-	return func(r *Router, d *caddyfile.Dispenser) error {
+func durationOption(field func(*ModelConfig) *caddy.Duration) func(*ModelConfig, *caddyfile.Dispenser) error {
+	return func(r *ModelConfig, d *caddyfile.Dispenser) error {
 		name := d.Val()
 		var s string
 		if err := oneArg(d, &s); err != nil {
@@ -337,8 +467,8 @@ func durationOption(field func(*Router) *caddy.Duration) func(*Router, *caddyfil
 }
 
 // intOption parses "<name> <n>" (at least 1) into field.
-func intOption(field func(*Router) *int) func(*Router, *caddyfile.Dispenser) error {
-	return func(r *Router, d *caddyfile.Dispenser) error {
+func intOption(field func(*ModelConfig) *int) func(*ModelConfig, *caddyfile.Dispenser) error {
+	return func(r *ModelConfig, d *caddyfile.Dispenser) error {
 		name := d.Val()
 		var s string
 		if err := oneArg(d, &s); err != nil {
@@ -353,7 +483,7 @@ func intOption(field func(*Router) *int) func(*Router, *caddyfile.Dispenser) err
 	}
 }
 
-func parseMaxBodySize(r *Router, d *caddyfile.Dispenser) error {
+func parseMaxBodySize(r *ModelConfig, d *caddyfile.Dispenser) error {
 	var s string
 	if err := oneArg(d, &s); err != nil {
 		return err
@@ -363,5 +493,23 @@ func parseMaxBodySize(r *Router, d *caddyfile.Dispenser) error {
 		return d.Errf("max_body_size %q: want a size such as 4MiB", s)
 	}
 	r.MaxBodySize = int64(n)
+	return nil
+}
+
+// parseMaxInflight reads `max_inflight <n>|off`.
+func parseMaxInflight(r *ModelConfig, d *caddyfile.Dispenser) error {
+	var v string
+	if err := oneArg(d, &v); err != nil {
+		return err
+	}
+	if v == "off" {
+		r.MaxInflight = -1
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return d.Errf("max_inflight %q: want an integer of at least 1, or off", v)
+	}
+	r.MaxInflight = n
 	return nil
 }

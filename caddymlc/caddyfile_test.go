@@ -14,6 +14,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -42,8 +43,8 @@ func TestCaddyfileParses(t *testing.T) {
 	if err := r.UnmarshalCaddyfile(d); err != nil {
 		t.Fatal(err)
 	}
-	want := Router{
-		Model: "tiny", ModelLib: "lib.so", Mode: ModeRoundRobin, PDBalanceFactor: 0.25,
+	want := Router{ModelConfig: ModelConfig{
+		Model: "tiny", ModelLib: "lib.so", Mode: router.ModeWhole, PDBalanceFactor: 0.25,
 		MaxPrefillQueue: 3, PrefixCache: "radix",
 		Engine:     &EngineProgram{Kind: "command", Command: []string{"/bin/engine", "--flag", "x"}},
 		EngineArgs: []string{"--overrides", "max_total_seq_length=512"},
@@ -53,7 +54,7 @@ func TestCaddyfileParses(t *testing.T) {
 		},
 		StartupTimeout: 30e9, EngineTimeout: 4e9, QueueTimeout: 60e9, QueueSize: 10, MaxAttempts: 5, MaxBodySize: 1 << 20,
 		PolicyRaw: json.RawMessage(`{"policy":"round_robin"}`),
-	}
+	}}
 	if !reflect.DeepEqual(r, want) {
 		t.Fatalf("got  %+v\nwant %+v", r, want)
 	}
@@ -95,6 +96,12 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"queue size", "model tiny\nqueue_size 0", `queue_size "0": want an integer`, 3},
 		{"body size", "model tiny\nmax_body_size lots", `max_body_size "lots"`, 3},
 		{"twice", "model tiny\nmodel other", "model given twice", 3},
+		{"models share an endpoint", "model a {\nendpoint h:1 role any\n}\nmodel b {\nendpoint h:2 role any\nendpoint h:1 role any\n}", "model b (line 5): endpoint h:1 is model a's too", 8},
+		{"model block twice", "model a {\nendpoint h:1 role any\n}\nmodel a {\nendpoint h:2 role any\n}", "model a given twice", 7},
+		{"model block and single", "model tiny\nmodel a {\nendpoint h:1 role any\n}", "with model blocks, name every model in its own block", 1},
+		{"two defaults", "model a {\nendpoint h:1 role any\ndefault\n}\nmodel b {\nendpoint h:2 role any\ndefault\n}", "more than one model is marked default", 1},
+		{"health uri", "model tiny\nhealth_uri healthz", `health_uri "healthz": want a path`, 3},
+		{"embedding model lib", "model tiny\nembedding_model e lib x", "want model_lib <lib> after the path", 3},
 		{"policy unknown", "model tiny\npolicy fastest", `policy "fastest": no selection policy of that name (module http.handlers.mlc_router.selection_policies.fastest)`, 3},
 		{"policy args", "model tiny\npolicy least_loaded 2", "wrong argument count", 3},
 		{"policy missing", "model tiny\npolicy", "wrong argument count", 3},
@@ -146,7 +153,7 @@ func TestSplitRoles(t *testing.T) {
 		{[]string{"prefill", "prefill", "decode"}, []int{0, 1}, []int{2}},
 	}
 	for _, c := range cases {
-		p, d, err := splitRoles(eps(c.roles...))
+		p, d, err := router.SplitRoles(eps(c.roles...))
 		if err != nil || !reflect.DeepEqual(p, c.prefill) || !reflect.DeepEqual(d, c.decode) {
 			t.Fatalf("%q: prefill %v decode %v err %v", c.roles, p, d, err)
 		}
@@ -154,11 +161,11 @@ func TestSplitRoles(t *testing.T) {
 }
 
 func TestJSONValidate(t *testing.T) {
-	good := Router{Model: "tiny", Endpoints: []engine.Endpoint{{Host: "h", Port: 1}, {Host: "h", Port: 2}}}
-	if err := good.Validate(); err != nil {
+	good := ModelConfig{Model: "tiny", Endpoints: []engine.Endpoint{{Host: "h", Port: 1}, {Host: "h", Port: 2}}}
+	if err := (&Router{ModelConfig: good}).Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for name, bad := range map[string]Router{
+	for name, bad := range map[string]ModelConfig{
 		"model":         {Endpoints: good.Endpoints},
 		"mode":          {Model: "m", Mode: "x", Endpoints: good.Endpoints},
 		"balance":       {Model: "m", PDBalanceFactor: 1.5, Endpoints: good.Endpoints},
@@ -168,7 +175,7 @@ func TestJSONValidate(t *testing.T) {
 		"attempts":      {Model: "m", MaxAttempts: -1, Endpoints: good.Endpoints},
 		"engine":        {Model: "m", Engine: &EngineProgram{Kind: "x"}, Endpoints: good.Endpoints},
 	} {
-		if err := bad.Validate(); err == nil {
+		if err := (&Router{ModelConfig: bad}).Validate(); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 
@@ -96,7 +95,7 @@ func post(t *testing.T, url string, body any, status int) []byte {
 // renders the conversation and sends the completion, the engine renders
 // it the same way (chat.Completion) behind its /v1/chat/completions.
 func TestChatIsTheEngineChat(t *testing.T) {
-	s := startSite(t, 1, "\t\t\tmode "+ModeRoundRobin+"\n")
+	s := startSite(t, 1, "\t\t\tmode whole\n")
 	msgs := []any{map[string]any{"role": "user", "content": "where does the river go"}}
 	base := map[string]any{"messages": msgs, "max_tokens": 12, "temperature": 0}
 	first := chatText(t, post(t, s.base+"/v1/chat/completions", base, 200))
@@ -111,35 +110,6 @@ func TestChatIsTheEngineChat(t *testing.T) {
 		if strings.Join(router, "|") != strings.Join(engine, "|") {
 			t.Errorf("%v: router %q, engine %q", body, router, engine)
 		}
-	}
-}
-
-// The router turns a chat into the completion chat.Completion makes of
-// it, the conversion the built-in engine serves chats with.
-func TestPrepareChatIsChatCompletion(t *testing.T) {
-	tok, _ := tokenizer.ForModel("tiny")
-	r := &Router{Model: "tiny", tok: tok, chatTmpl: chat.Tiny()}
-	body := `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"stop":"x","max_tokens":3,"n":2,"logprobs":true,"top_logprobs":1}`
-	hreq, _ := http.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
-	got, prompt, perr := r.prepareChat(hreq)
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	var creq protocol.ChatCompletionRequest
-	if err := json.Unmarshal([]byte(body), &creq); err != nil {
-		t.Fatal(err)
-	}
-	if perr := creq.Validate(); perr != nil {
-		t.Fatal(perr)
-	}
-	want, perr := chat.Completion(chat.Tiny(), tok, &creq)
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	g, _ := json.Marshal(got)
-	w, _ := json.Marshal(want)
-	if !bytes.Equal(g, w) || !slices.Equal(prompt, want.Prompt.IDs) {
-		t.Errorf("router %s\nchat.Completion %s", g, w)
 	}
 }
 

@@ -11,22 +11,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 )
 
 // A body that never ends, chunked or shorter than its Content-Length, is
 // answered 408 within body_timeout, and the connection is closed.
 func TestSlowBodyIsAnswered(t *testing.T) {
-	s := startSite(t, 2, "\t\t\tmode round_robin\n\t\t\tbody_timeout 1s\n")
+	s := startSite(t, 2, "\t\t\tmode whole\n\t\t\tbody_timeout 1s\n")
 	addr := strings.TrimPrefix(s.base, "http://")
 	for _, c := range []struct{ name, head, part string }{
 		{"chunked", "Transfer-Encoding: chunked\r\n", "10\r\n{\"prompt\":\"the \r\n"},
 		{"short", "Content-Length: 100\r\n", `{"prompt":"the `},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := testutil.ToFloat64(sharedMetrics().dropped.WithLabelValues(dropSlowBody))
+			before := metricValue(t, "caddy_mlc_clients_dropped_total", "reason", "slow_body")
 			conn, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +49,7 @@ func TestSlowBodyIsAnswered(t *testing.T) {
 			if _, err := br.ReadByte(); err == nil {
 				t.Error("the connection stayed open after the 408")
 			}
-			if d := testutil.ToFloat64(sharedMetrics().dropped.WithLabelValues(dropSlowBody)) - before; d != 1 {
+			if d := metricValue(t, "caddy_mlc_clients_dropped_total", "reason", "slow_body") - before; d != 1 {
 				t.Errorf("clients_dropped_total{reason=slow_body} grew by %v", d)
 			}
 		})
@@ -71,7 +69,7 @@ func TestSlowBodyIsAnswered(t *testing.T) {
 func TestStalledClientsAreLetGo(t *testing.T) {
 	s := startSite(t, 2, "\t\t\tmode disagg\n\t\t\tclient_timeout 1s\n")
 	addr := strings.TrimPrefix(s.base, "http://")
-	before := testutil.ToFloat64(sharedMetrics().dropped.WithLabelValues(dropStalled))
+	before := metricValue(t, "caddy_mlc_clients_dropped_total", "reason", "stalled")
 	const clients = 6
 	body := mustJSON(map[string]any{"prompt": "a long long story about the sea", "max_tokens": 4000, "temperature": 0, "stream": true})
 	for range clients {
@@ -93,7 +91,7 @@ func TestStalledClientsAreLetGo(t *testing.T) {
 		}
 		return true
 	})
-	if d := testutil.ToFloat64(sharedMetrics().dropped.WithLabelValues(dropStalled)) - before; d != clients {
+	if d := metricValue(t, "caddy_mlc_clients_dropped_total", "reason", "stalled") - before; d != clients {
 		t.Errorf("clients_dropped_total{reason=stalled} grew by %v, want %d", d, clients)
 	}
 	for i, n := range liveInflight() {

@@ -8,50 +8,86 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
-)
-
-// Routing modes.
-const (
-	// ModeDisagg runs prefill and decode on different engines: prep_recv on
-	// the decode engine, remote_send on the prefill engine, start_generate
-	// on the decode engine (MLC's "disagg").
-	ModeDisagg = "disagg"
-	// ModeRoundRobin sends each whole request to the least-loaded engine
-	// (MLC's "round-robin").
-	ModeRoundRobin = "round_robin"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // Defaults of the configuration.
 const (
 	DefaultHost           = "127.0.0.1"
 	DefaultPort           = 8080
-	DefaultMaxAttempts    = 16
+	DefaultMaxAttempts    = router.DefaultMaxAttempts
 	DefaultStartupTimeout = caddy.Duration(120e9)
 )
 
-// Router is the mlc_router handler. Its JSON fields are the configuration;
-// each names the `mlc_llm router` option it stands for.
+// Router is the mlc_router handler. Its JSON fields are the configuration:
+// one model (the fields of ModelConfig, inline), or several (Models), each
+// with its own engines, whose unset options take the inline ones.
 type Router struct {
-	// Model is the model served: "tiny" (the built-in engine's embedded
-	// model) or a model directory or name given to every engine. Required.
-	// MLC: the positional model argument.
-	Model string `json:"model"`
+	ModelConfig
+
+	// Models are the models served, each with its own fleet: a request
+	// goes to the model its "model" field names, or to the default
+	// model when it names none. With Models, the inline options apply to
+	// every model that does not set them (endpoints and dynamic sources
+	// excepted: each model lists its own), and the inline model is empty.
+	Models []ModelConfig `json:"models,omitempty"`
+
+	// HealthURI is a path answered with the router's readiness, for a
+	// load balancer or a Kubernetes readiness probe: 200 when every model
+	// has what it needs to serve (a ready engine; in disagg a decode
+	// engine, which can prefill alone), else 503 with a JSON body that
+	// names what is missing. It asks no engine. Empty: none.
+	HealthURI string `json:"health_uri,omitempty"`
+
+	// Tenancy says who each request is for and what tenants may spend
+	// (tenants.go).
+	Tenancy
+
+	// Set by Provision.
+	logger *zap.Logger
+	served []*served
+	front  *router.Models
+	held   []string // usage pool keys of the shared queues and budgets
+}
+
+// ModelConfig is one model and its fleet. Each field names the `mlc_llm
+// router` option it stands for.
+type ModelConfig struct {
+	// Model is the model's name, which clients send and answers carry:
+	// "tiny" (the built-in engine's embedded model) or a model directory
+	// or name. Required. MLC: the positional model argument.
+	Model string `json:"model,omitempty"`
+
+	// Path is what the engines load, when it differs from the name
+	// clients use; default: Model.
+	Path string `json:"path,omitempty"`
+
+	// Default makes this the model of requests that name none (default:
+	// the first model).
+	Default bool `json:"default,omitempty"`
+
+	// EmbeddingModel is an embedding model the engines load beside the
+	// chat model, served at /v1/embeddings under this model's name.
+	// MLC: --embedding-model.
+	EmbeddingModel string `json:"embedding_model,omitempty"`
+
+	// EmbeddingModelLib is the embedding model's compiled library.
+	// MLC: --embedding-model-lib.
+	EmbeddingModelLib string `json:"embedding_model_lib,omitempty"`
 
 	// ModelLib is the compiled model library given to every engine.
 	// MLC: --model-lib.
 	ModelLib string `json:"model_lib,omitempty"`
 
-	// Mode is "disagg" (the default) or "round_robin".
+	// Mode is "disagg" (the default) or "whole": each whole request to
+	// one engine, chosen by the policy. MLC's name of whole,
+	// "round-robin" (or "round_robin"), is accepted for it.
 	// MLC: --router-mode (disagg|round-robin).
 	Mode string `json:"mode,omitempty"`
 
@@ -61,13 +97,22 @@ type Router struct {
 	// MLC: --pd-balance-factor.
 	PDBalanceFactor float64 `json:"pd_balance_factor,omitempty"`
 
+	// MaxInflight bounds the requests the router runs at once on each
+	// generating engine (a decode engine in disagg, any engine in whole
+	// mode), holding the rest in its own fair queue: default (0) the
+	// engine's batch where the router can know it: for engines it spawns
+	// (none external or dynamic), the built-in engine's max_num_sequence,
+	// MLC's --overrides max_num_sequence or --mode local/interactive;
+	// -1 (Caddyfile: off) no bound.
+	MaxInflight int `json:"max_inflight,omitempty"`
+
 	// MaxPrefillQueue is conditional disaggregation: when every prefill
 	// engine already has this many calls in flight (remote_sends queued or
 	// computing, from this router and, as the engines report it, from
 	// others), the decode engine prefills the request itself, unless it
 	// is saturated. Prefill then never queues deeper than this while a
 	// decode engine has room, and a prefill engine that is the fleet's
-	// bottleneck shares its work. Default 2 (DefaultMaxPrefillQueue); -1
+	// bottleneck shares its work. Default 2 (router.DefaultMaxPrefillQueue); -1
 	// (Caddyfile: off) always disaggregates, as MLC's router does.
 	// Not an MLC option (NVIDIA Dynamo's max_prefill_queue_size).
 	MaxPrefillQueue int `json:"max_prefill_queue,omitempty"`
@@ -117,7 +162,7 @@ type Router struct {
 	// EngineTimeout bounds how long an engine may keep a call waiting for
 	// its first byte, and the longest silence inside a stream. A stream
 	// whose engine falls silent is resumed on another engine, exactly as
-	// a preempted one. Default 15s (see DefaultEngineTimeout).
+	// a preempted one. Default 15s (see router.DefaultEngineTimeout).
 	EngineTimeout caddy.Duration `json:"engine_timeout,omitempty"`
 
 	// QueueTimeout bounds how long a request waits for an engine when none
@@ -133,36 +178,14 @@ type Router struct {
 	// then the client gets a 408 and the connection closes. Caddy's own
 	// servers { timeouts { read_body } } bounds the whole request read
 	// and applies too, whichever ends first. Default 20s (see
-	// DefaultBodyTimeout).
+	// router.DefaultBodyTimeout).
 	BodyTimeout caddy.Duration `json:"body_timeout,omitempty"`
 
 	// ClientTimeout bounds how long a client may go without accepting a
 	// byte of its answer; then the router lets it go as if it had left:
 	// the engines stop generating for it and free its KV. Default 30s
-	// (see DefaultClientTimeout).
+	// (see router.DefaultClientTimeout).
 	ClientTimeout caddy.Duration `json:"client_timeout,omitempty"`
-
-	// Set by Provision.
-	logger   *zap.Logger
-	tok      Tokenizer // nil when it could not be loaded (see tokErr)
-	tokErr   error
-	chatTmpl chat.Template
-	chatErr  error
-	context  int // tokens one sequence may hold; 0: unknown (see contextWindow)
-	handle   *fleetHandle
-	roles    map[string][]int // endpoint indexes by the role a call needs
-	policy   Policy
-	// observers are the hooks of the policy and of the router's own
-	// bookkeeping (see Observer); readsPrefixes says the policy reads
-	// Candidate.PrefixHit.
-	observers     observers
-	readsPrefixes bool
-	itl           prometheus.Observer // this mode's inter-token latency
-	dynamic       *dynamicSet
-	*routerState
-	client   *engineClient
-	strategy strategy
-	metrics  *routerMetrics
 }
 
 // EngineProgram selects the engine program.
@@ -175,23 +198,18 @@ type EngineProgram struct {
 	Command []string `json:"command,omitempty"`
 }
 
-// routerState is what a provisioned router changes while it serves.
-type routerState struct {
-	next     atomic.Pointer[Router] // the router that took over after a reload
-	retired  atomic.Bool            // its config stopped: new work goes to next
-	queued   atomic.Int64           // requests waiting for an engine
-	pickMu   sync.Mutex             // makes choosing an engine and holding it atomic
-	rotation atomic.Uint64          // where ties start
-}
-
-// withDefaults returns a copy of r's configuration with defaults applied.
-func (r Router) withDefaults() Router {
-	c := r
-	if c.Mode == "" {
-		c.Mode = ModeDisagg
+// withDefaults returns a copy of the model's configuration with defaults
+// applied.
+func (m ModelConfig) withDefaults() ModelConfig {
+	c := m
+	if c.Path == "" {
+		c.Path = c.Model
 	}
-	if c.Mode == "round-robin" {
-		c.Mode = ModeRoundRobin
+	if c.Mode == "" {
+		c.Mode = router.ModeDisagg
+	}
+	if c.Mode == "round-robin" || c.Mode == router.ModeRoundRobin {
+		c.Mode = router.ModeWhole
 	}
 	if c.PrefixCache == "" {
 		c.PrefixCache = engine.PrefixCacheDisable
@@ -219,22 +237,22 @@ func (r Router) withDefaults() Router {
 		c.MaxBodySize = protocol.DefaultMaxBodyBytes
 	}
 	if c.EngineTimeout == 0 {
-		c.EngineTimeout = caddy.Duration(DefaultEngineTimeout)
+		c.EngineTimeout = caddy.Duration(router.DefaultEngineTimeout)
 	}
 	if c.QueueTimeout == 0 {
-		c.QueueTimeout = caddy.Duration(DefaultQueueTimeout)
+		c.QueueTimeout = caddy.Duration(router.DefaultQueueTimeout)
 	}
 	if c.QueueSize == 0 {
-		c.QueueSize = DefaultQueueSize
+		c.QueueSize = router.DefaultQueueSize
 	}
 	if c.BodyTimeout == 0 {
-		c.BodyTimeout = caddy.Duration(DefaultBodyTimeout)
+		c.BodyTimeout = caddy.Duration(router.DefaultBodyTimeout)
 	}
 	if c.ClientTimeout == 0 {
-		c.ClientTimeout = caddy.Duration(DefaultClientTimeout)
+		c.ClientTimeout = caddy.Duration(router.DefaultClientTimeout)
 	}
 	if c.MaxPrefillQueue == 0 {
-		c.MaxPrefillQueue = DefaultMaxPrefillQueue
+		c.MaxPrefillQueue = router.DefaultMaxPrefillQueue
 	}
 	return c
 }
@@ -242,15 +260,16 @@ func (r Router) withDefaults() Router {
 // Validate checks the configuration. The Caddyfile adapter runs the same
 // checks, so a Caddyfile error points at its line.
 func (r *Router) Validate() error {
-	return r.withDefaults().validate()
+	_, err := r.models()
+	return err
 }
 
-func (c Router) validate() error {
+func (c ModelConfig) validate() error {
 	if strings.TrimSpace(c.Model) == "" {
 		return errors.New("mlc_router: model is required")
 	}
-	if c.Mode != ModeDisagg && c.Mode != ModeRoundRobin {
-		return fmt.Errorf("mlc_router: mode %q: want disagg or round_robin", c.Mode)
+	if c.Mode != router.ModeDisagg && c.Mode != router.ModeWhole {
+		return fmt.Errorf("mlc_router: mode %q: want disagg or whole (round_robin, MLC's round-robin)", c.Mode)
 	}
 	if err := validateBalance(c.PDBalanceFactor); err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
@@ -278,6 +297,9 @@ func (c Router) validate() error {
 	if c.MaxBodySize < 0 {
 		return fmt.Errorf("mlc_router: max_body_size must not be negative")
 	}
+	if c.MaxInflight < -1 {
+		return fmt.Errorf("mlc_router: max_inflight must be at least 1, or -1 (off), got %d", c.MaxInflight)
+	}
 	if c.MaxPrefillQueue < -1 {
 		return fmt.Errorf("mlc_router: max_prefill_queue must be at least 1, or -1 (off), got %d", c.MaxPrefillQueue)
 	}
@@ -294,96 +316,34 @@ func validateBalance(f float64) error {
 	return nil
 }
 
-func (p *EngineProgram) validate() error {
-	switch engine.Kind(p.Kind) {
-	case engine.KindBuiltin, engine.KindMLC:
-		if len(p.Command) > 0 {
-			return fmt.Errorf("engine %s takes no command", p.Kind)
-		}
-	case engine.KindCommand:
-		if len(p.Command) == 0 || p.Command[0] == "" {
-			return errors.New("engine command needs a program")
-		}
-	default:
-		return fmt.Errorf("engine %q: want builtin, mlc or command", p.Kind)
-	}
-	return nil
-}
+func (p *EngineProgram) validate() error { return p.configure(&engine.Spec{}) }
 
-// splitRoles returns the indices of the endpoints that may prefill and
-// that may decode. With no role given anywhere, MLC's rule holds: the
-// first endpoint prefills, the others decode. Otherwise an endpoint without
-// a role, or with role "any", may do both.
-func splitRoles(eps []engine.Endpoint) (prefill, decode []int, err error) {
-	explicit := false
-	for _, ep := range eps {
-		if ep.Role != "" {
-			explicit = true
-		}
+// configure sets the kind and program of spec from p, as its kind does.
+func (p *EngineProgram) configure(spec *engine.Spec) error {
+	k := engine.Kind(p.Kind)
+	if !k.Registered() {
+		return fmt.Errorf("engine %q: want one of %q", p.Kind, engine.Kinds())
 	}
-	for i, ep := range eps {
-		role := ep.Role
-		if role == "" {
-			role = engine.RoleAny
-		}
-		if !explicit {
-			role = engine.RoleDecode
-			if i == 0 {
-				role = engine.RolePrefill
-			}
-		}
-		if role == engine.RolePrefill || role == engine.RoleAny {
-			prefill = append(prefill, i)
-		}
-		if role == engine.RoleDecode || role == engine.RoleAny {
-			decode = append(decode, i)
-		}
-	}
-	switch {
-	case len(eps) == 0:
-		return nil, nil, errors.New("disagg mode needs endpoints")
-	case len(prefill) == 0:
-		return nil, nil, missingRole(engine.RolePrefill, len(eps), explicit)
-	case len(decode) == 0:
-		return nil, nil, missingRole(engine.RoleDecode, len(eps), explicit)
-	}
-	return prefill, decode, nil
+	spec.Kind = k
+	return k.Driver().Configure(spec, p.Command)
 }
 
 // checkRoles makes sure a disagg router has engines of both roles, listed
 // or found by a dynamic source.
-func (c Router) checkRoles() error {
-	if c.Mode != ModeDisagg {
+func (c ModelConfig) checkRoles() error {
+	if c.Mode != router.ModeDisagg {
 		return nil
 	}
 	if c.Dynamic == nil {
-		_, _, err := splitRoles(c.Endpoints)
+		_, _, err := router.SplitRoles(c.Endpoints)
 		return err
 	}
 	for _, role := range []string{engine.RolePrefill, engine.RoleDecode} {
-		if !c.Dynamic.has(role) && len(roleIndexes(c.Mode, c.Endpoints)[role]) == 0 {
+		if !c.Dynamic.has(role) && len(router.RoleIndexes(c.Mode, c.Endpoints)[role]) == 0 {
 			return fmt.Errorf("disagg mode needs %s engines: list one with role %s or any, or add a dynamic source for %s or any engines", role, role, role)
 		}
 	}
 	return nil
-}
-
-// missingRole says that no endpoint can take role, with the fix that fits
-// the config as written: a lone endpoint without roles needs a second one
-// (MLC's rule then gives it decode) or role any; with roles given, one
-// endpoint must take the missing role, which for a lone endpoint means
-// adding one.
-func missingRole(role string, endpoints int, explicit bool) error {
-	var hint string
-	switch {
-	case !explicit:
-		hint = "add a second endpoint (the first prefills, the others decode), or give this one role any"
-	case endpoints == 1:
-		hint = fmt.Sprintf("add an endpoint with role %s, or give this one role any", role)
-	default:
-		hint = fmt.Sprintf("give one of them role %s (or any)", role)
-	}
-	return fmt.Errorf("disagg mode needs an endpoint that can %s: %s", role, hint)
 }
 
 // parseEndpointAddr splits host:port.

@@ -16,7 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // DescriptorReserve is a listener wrapper that makes running out of file
@@ -64,10 +64,6 @@ type DescriptorReserve struct {
 	log *zap.Logger
 }
 
-// dropNotAccepted counts the clients the listener answered 503 for want
-// of a descriptor to accept them with (caddy_mlc_clients_dropped_total).
-const dropNotAccepted = "not_accepted"
-
 const (
 	defaultRefusalTimeout = time.Second
 	// refusalLogEvery rate-limits the Error line about refused clients.
@@ -90,7 +86,7 @@ func (DescriptorReserve) CaddyModule() caddy.ModuleInfo {
 // Provision sets the logger and registers the metric.
 func (d *DescriptorReserve) Provision(ctx caddy.Context) error {
 	d.log = ctx.Logger()
-	return sharedMetrics().register(ctx.GetMetricsRegistry())
+	return router.RegisterMetrics(ctx.GetMetricsRegistry())
 }
 
 // UnmarshalCaddyfile reads `mlc_descriptor_reserve [{ timeout <duration> }]`.
@@ -225,7 +221,7 @@ func (l *reserveListener) Accept() (net.Conn, error) {
 		c, err := l.Listener.Accept()
 		cause := err
 		if err != nil {
-			if !outOfDescriptors(err) {
+			if !router.OutOfDescriptors(err) {
 				return nil, err
 			}
 			if !spares.borrow() {
@@ -244,7 +240,7 @@ func (l *reserveListener) Accept() (net.Conn, error) {
 			c, err = l.Listener.Accept()
 			t.Stop()
 			if err != nil {
-				if outOfDescriptors(err) {
+				if router.OutOfDescriptors(err) {
 					continue
 				}
 				spares.refill()
@@ -289,7 +285,7 @@ func (l *reserveListener) refuse(c net.Conn, cause error) {
 	how, err := l.answer(c)
 	stop.Stop()
 	_ = c.Close()
-	sharedMetrics().dropped.WithLabelValues(dropNotAccepted).Inc()
+	router.DropNotAccepted()
 
 	l.mu.Lock()
 	l.refused++
@@ -346,9 +342,10 @@ func refuseHTTP1(c net.Conn, br *bufio.Reader) (string, error) {
 	if req.ProtoMajor != 1 {
 		return "closed: HTTP/2 without TLS", nil
 	}
-	body := append(acceptRefusal().Body(), '\n')
+	e := router.NoDescriptorsError()
+	body := append(e.Body(), '\n')
 	head := fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nRetry-After: %d\r\nConnection: close\r\nContent-Length: %d\r\n\r\n",
-		int((retryAfter+time.Second-1)/time.Second), len(body))
+		int((e.RetryAfter+time.Second-1)/time.Second), len(body))
 	out := []byte(head)
 	if req.Method != http.MethodHead {
 		out = append(out, body...)
@@ -369,15 +366,6 @@ func refuseHTTP1(c net.Conn, br *bufio.Reader) (string, error) {
 	return "503", nil
 }
 
-// acceptRefusal is the answer to a client the listener cannot accept: as
-// the router's own when it cannot reach an engine for want of descriptors.
-func acceptRefusal() *protocol.Error {
-	e := protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
-		"the server is out of file descriptors; retry later").WithCode(dropNoDescriptors)
-	e.RetryAfter = retryAfter
-	return e
-}
-
 // answerH2 answers the 503 to the requests of an HTTP/2 connection
 // through Go's server (Connection: close makes it send GOAWAY), and
 // returns when the connection is closed.
@@ -387,7 +375,7 @@ func (l *reserveListener) answerH2(tc *tls.Conn) error {
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Connection", "close")
-			acceptRefusal().Write(w)
+			router.NoDescriptorsError().Write(w)
 		}),
 		ReadTimeout: l.timeout, WriteTimeout: l.timeout, IdleTimeout: l.timeout,
 		ErrorLog: errLog,

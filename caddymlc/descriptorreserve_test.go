@@ -21,7 +21,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 

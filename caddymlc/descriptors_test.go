@@ -1,77 +1,22 @@
 package caddymlc
 
 import (
-	"context"
-	"errors"
-	"net"
-	"net/http"
-	"os"
-	"syscall"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
-
-// A call that cannot open a connection for want of file descriptors is a
-// fast 503 with Retry-After for the client, counted, and no failure of
-// the engine (its breaker would take a healthy engine out of rotation).
-func TestOutOfDescriptorsIsAFast503(t *testing.T) {
-	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
-		u := &upstream{fleet: &liveFleet{}, addr: "127.0.0.1:1"}
-		l := &lease{upstream: u, pid: 7, unhold: func() {}}
-		cl := &call{l: l, op: "v1/completions"}
-		cl.ctx, cl.cancel = context.WithCancelCause(context.Background())
-		before := testutil.ToFloat64(sharedMetrics().dropped.WithLabelValues(dropNoDescriptors))
-		dialErr := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", errno)}
-		err := cl.failure(dialErr)
-		var apiErr *protocol.Error
-		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || apiErr.RetryAfter == 0 {
-			t.Fatalf("%v: %#v, want a 503 with Retry-After", errno, err)
-		}
-		if retryCause(err) != "" {
-			t.Errorf("%v: retried on another engine", errno)
-		}
-		if f, _ := u.breaker.badness(); f != 0 {
-			t.Errorf("%v: the engine was blamed (%d failures)", errno, f)
-		}
-		if d := testutil.ToFloat64(sharedMetrics().dropped.WithLabelValues(dropNoDescriptors)) - before; d != 1 {
-			t.Errorf("%v: clients_dropped_total{reason=no_descriptors} grew by %v", errno, d)
-		}
-		cl.cancel(nil)
-	}
-}
-
-// The descriptor alarm warns once when the count crosses 90% of the
-// limit, and again only after it fell below 80%.
-func TestDescriptorAlarm(t *testing.T) {
-	var a descriptorAlarmState
-	for i, c := range []struct {
-		open, limit int
-		warn        bool
-	}{
-		{500, 1024, false}, {922, 1024, true}, {1024, 1024, false}, {850, 1024, false},
-		{930, 1024, false}, {800, 1024, false}, {1000, 1024, true}, {10, 0, false},
-	} {
-		if got := a.observe(c.open, c.limit); got != c.warn {
-			t.Errorf("step %d (%d of %d): warn %v, want %v", i, c.open, c.limit, got, c.warn)
-		}
-	}
-}
 
 // A running config publishes the process's open descriptors and limit.
 func TestDescriptorWatchPublishes(t *testing.T) {
-	open, limit, err := openDescriptors()
+	open, limit, err := router.OpenDescriptors()
 	if err != nil {
 		t.Skipf("no descriptor count here: %v", err)
 	}
-	startSite(t, 2, "\t\t\tmode round_robin\n")
-	m := sharedMetrics()
+	startSite(t, 2, "\t\t\tmode whole\n")
 	waitFor(t, "the descriptor watch to publish", func() bool {
-		return testutil.ToFloat64(m.openFilesLimit) == float64(limit) && testutil.ToFloat64(m.openFiles) > 0
+		return metricValue(t, "caddy_mlc_open_files_limit") == float64(limit) && metricValue(t, "caddy_mlc_open_files") > 0
 	})
-	if got := testutil.ToFloat64(m.openFiles); got < float64(open)/2 {
+	if got := metricValue(t, "caddy_mlc_open_files"); got < float64(open)/2 {
 		t.Errorf("open_files %v, this process has %d open", got, open)
 	}
 }

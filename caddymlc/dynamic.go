@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // DynamicEngines are engines found while Caddy runs, by reverse_proxy's
@@ -72,22 +73,23 @@ var dynamicFleets = caddy.NewUsagePool()
 
 // dynamicSet is a router's discovered engines.
 type dynamicSet struct {
-	r       *Router
-	sources map[string]reverseproxy.UpstreamSource // by role, "" for any
-	engines atomic.Pointer[map[string][]*upstream] // by role asked: "", prefill, decode
+	r       *served
+	sources map[string]reverseproxy.UpstreamSource        // by role, "" for any
+	engines atomic.Pointer[map[string][]*router.Upstream] // by role asked: "", prefill, decode
 
 	mu     sync.Mutex
-	held   map[string]*liveFleet // by address
+	held   map[string]*router.Fleet // by address
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// provisionDynamic loads the router's dynamic sources.
-func (r *Router) provisionDynamic(ctx caddy.Context) error {
+// provisionDynamic loads the model's dynamic sources.
+func (s *served) provisionDynamic(ctx caddy.Context) error {
+	r := &s.cfg
 	if r.Dynamic == nil {
 		return nil
 	}
-	d := &dynamicSet{r: r, sources: map[string]reverseproxy.UpstreamSource{}, held: map[string]*liveFleet{}}
+	d := &dynamicSet{r: s, sources: map[string]reverseproxy.UpstreamSource{}, held: map[string]*router.Fleet{}}
 	for _, src := range []struct {
 		role, field string
 		raw         json.RawMessage
@@ -97,7 +99,7 @@ func (r *Router) provisionDynamic(ctx caddy.Context) error {
 		}
 		mod, err := ctx.LoadModule(r.Dynamic, src.field)
 		if err != nil {
-			return fmt.Errorf("mlc_router: loading the dynamic %s engines: %w", roleName(src.role), err)
+			return fmt.Errorf("mlc_router: loading the dynamic %s engines: %w", router.RoleName(src.role), err)
 		}
 		d.sources[src.role] = mod.(reverseproxy.UpstreamSource)
 		if r.Dynamic.loaded == nil {
@@ -105,13 +107,13 @@ func (r *Router) provisionDynamic(ctx caddy.Context) error {
 		}
 		r.Dynamic.loaded[src.role] = true
 	}
-	d.engines.Store(&map[string][]*upstream{})
-	r.dynamic = d
+	d.engines.Store(&map[string][]*router.Upstream{})
+	s.dynamic = d
 	return nil
 }
 
-// engines returns the discovered engines that may serve role.
-func (d *dynamicSet) list(role string) []*upstream { return (*d.engines.Load())[role] }
+// Engines returns the discovered engines that may serve role.
+func (d *dynamicSet) Engines(role string) []*router.Upstream { return (*d.engines.Load())[role] }
 
 // start finds the engines now, then keeps looking until stop.
 func (d *dynamicSet) start() {
@@ -146,7 +148,7 @@ func (d *dynamicSet) stop() {
 	for addr := range d.held {
 		d.release(addr)
 	}
-	d.engines.Store(&map[string][]*upstream{})
+	d.engines.Store(&map[string][]*router.Upstream{})
 }
 
 // refresh asks every source and reconciles the engines with its answers.
@@ -158,7 +160,7 @@ func (d *dynamicSet) refresh(ctx context.Context) {
 		if err != nil {
 			// Keep what was found: a resolver's hiccup is no reason to
 			// drop every engine.
-			d.r.logger.Warn("finding dynamic engines", zap.String("role", roleName(role)), zap.Error(err))
+			d.r.logger.Warn("finding dynamic engines", zap.String("role", router.RoleName(role)), zap.Error(err))
 			return
 		}
 		for _, u := range ups {
@@ -175,7 +177,7 @@ func (d *dynamicSet) refresh(ctx context.Context) {
 			changed = true
 		}
 	}
-	byRole := map[string][]*upstream{}
+	byRole := map[string][]*router.Upstream{}
 	for addr, rs := range roles {
 		lf := d.held[addr]
 		if lf == nil {
@@ -185,10 +187,10 @@ func (d *dynamicSet) refresh(ctx context.Context) {
 				continue
 			}
 			d.held[addr] = lf
-			d.r.logger.Info("dynamic engine found", zap.String("engine", addr), zap.Strings("roles", roleNames(rs)))
+			d.r.logger.Info("dynamic engine found", zap.String("engine", addr), zap.Strings("roles", router.RoleNames(rs)))
 			changed = true
 		}
-		u := lf.upstreams[0]
+		u := lf.Upstreams()[0]
 		byRole[""] = append(byRole[""], u)
 		for _, asked := range []string{engine.RolePrefill, engine.RoleDecode} {
 			if slices.Contains(rs, asked) || slices.Contains(rs, "") {
@@ -198,13 +200,13 @@ func (d *dynamicSet) refresh(ctx context.Context) {
 	}
 	if old := *d.engines.Load(); changed || !sameEngines(old, byRole) {
 		d.engines.Store(&byRole)
-		engineChanges.notify()
+		router.EnginesChanged()
 	}
 }
 
 // acquire returns the watched engine at addr, starting to watch it if no
 // router does yet.
-func (d *dynamicSet) acquire(addr string) (*liveFleet, error) {
+func (d *dynamicSet) acquire(addr string) (*router.Fleet, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -213,23 +215,23 @@ func (d *dynamicSet) acquire(addr string) (*liveFleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := engine.Spec{Model: d.r.Model, Kind: engine.Kind(d.r.Engine.Kind),
+	spec := engine.Spec{Model: d.r.cfg.Path, Kind: engine.Kind(d.r.cfg.Engine.Kind),
 		Endpoints: []engine.Endpoint{{Host: host, Port: port, GPUs: 1, External: true}}}.Normalize()
 	val, _, err := dynamicFleets.LoadOrNew("mlc-dynamic-"+addr, func() (caddy.Destructor, error) {
-		lf, err := newLiveFleet(spec, d.r.logger.Named("engine"))
+		lf, err := router.NewFleet(spec, d.r.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}
-		lf.upstreams[0].pe.Store(-1) // unknown until the engine reports it
-		if err := lf.startNow(); err != nil {
+		lf.ForgetPEs()
+		if err := lf.LaunchNow(); err != nil {
 			return nil, err
 		}
-		return lf, nil
+		return pooledFleet{lf}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return val.(*liveFleet), nil
+	return val.(pooledFleet).Fleet, nil
 }
 
 // release lets go of the engine at addr; the caller holds d.mu.
@@ -247,7 +249,7 @@ func discoveryRequest(ctx context.Context) *http.Request {
 	return req.WithContext(context.WithValue(ctx, caddy.ReplacerCtxKey, caddy.NewReplacer()))
 }
 
-func sameEngines(a, b map[string][]*upstream) bool {
+func sameEngines(a, b map[string][]*router.Upstream) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -263,19 +265,4 @@ func sameEngines(a, b map[string][]*upstream) bool {
 		}
 	}
 	return true
-}
-
-func roleName(role string) string {
-	if role == "" {
-		return engine.RoleAny
-	}
-	return role
-}
-
-func roleNames(roles []string) []string {
-	out := make([]string, len(roles))
-	for i, r := range roles {
-		out[i] = roleName(r)
-	}
-	return out
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 func oneFleet(t testing.TB) *engine.Fleet {
@@ -115,7 +116,7 @@ func TestReloadSharesEngines(t *testing.T) {
 // An engine killed with SIGKILL is restarted; meanwhile the router serves
 // every request on the other engine.
 func TestKilledEngineIsRoutedAround(t *testing.T) {
-	s := startSite(t, 2, "\t\t\tmode round_robin\n")
+	s := startSite(t, 2, "\t\t\tmode whole\n")
 	f := oneFleet(t)
 	pid := f.PID(0)
 	ch := f.Changed()
@@ -140,7 +141,7 @@ func TestKilledEngineIsRoutedAround(t *testing.T) {
 
 func TestAdminStatus(t *testing.T) {
 	startSite(t, 2, "\t\t\tmode disagg\n")
-	st := statusOfLive()
+	st := router.Statuses()
 	if len(st) != 1 || len(st[0].Engines) != 2 {
 		t.Fatalf("%+v", st)
 	}
@@ -184,12 +185,12 @@ func TestEngineDeathMidStreamIsResumed(t *testing.T) {
 	body := greedy("a tale of two rivers and the mill between them", 1500) // long enough to outlast the kill
 	want := reference(s, s.engines[1], body)
 	serving := func() int {
-		for i, e := range statusOfLive()[0].Engines {
+		for i, e := range router.Statuses()[0].Engines {
 			if e.Role == "decode" && e.InFlight == 1 {
 				return i
 			}
 		}
-		t.Fatalf("no decode engine is serving: %+v", statusOfLive())
+		t.Fatalf("no decode engine is serving: %+v", router.Statuses())
 		return -1
 	}
 	got, err := streamKilling(t, s, body, serving)

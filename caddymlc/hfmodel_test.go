@@ -7,7 +7,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
-	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 

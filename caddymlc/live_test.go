@@ -4,17 +4,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
+
+// liveRouter returns the one live routing core and its fleet.
+func liveRouter(t *testing.T) (*router.Router, *router.Fleet) {
+	t.Helper()
+	rs := router.Live()
+	if len(rs) != 1 {
+		t.Fatalf("%d live routers, want 1", len(rs))
+	}
+	return rs[0], rs[0].Fleet()
+}
 
 // liveFleets returns the fleets of the live routers, each once.
 func liveFleets() []*engine.Fleet {
-	live.Lock()
-	defer live.Unlock()
-	seen := map[*liveFleet]bool{}
+	seen := map[*router.Fleet]bool{}
 	var out []*engine.Fleet
-	for r := range live.routers {
-		if lf := r.handle.get(); lf != nil && !seen[lf] {
+	for _, r := range router.Live() {
+		if lf := r.Fleet(); lf != nil && !seen[lf] {
 			seen[lf] = true
 			out = append(out, lf.Fleet)
 		}
@@ -25,18 +37,16 @@ func liveFleets() []*engine.Fleet {
 // liveInflight returns the in-flight count of every engine of every live
 // router's fleet.
 func liveInflight() []int64 {
-	live.Lock()
-	defer live.Unlock()
 	var out []int64
-	seen := map[*liveFleet]bool{}
-	for r := range live.routers {
-		lf := r.handle.get()
+	seen := map[*router.Fleet]bool{}
+	for _, r := range router.Live() {
+		lf := r.Fleet()
 		if lf == nil || seen[lf] {
 			continue
 		}
 		seen[lf] = true
-		for _, u := range lf.upstreams {
-			out = append(out, u.inflight.Load())
+		for _, u := range lf.Upstreams() {
+			out = append(out, u.InFlight())
 		}
 	}
 	return out
@@ -44,35 +54,97 @@ func liveInflight() []int64 {
 
 // runningFleets returns the fleets whose engines run or start, draining
 // ones included.
-func runningFleets() []*liveFleet {
-	running.Lock()
-	defer running.Unlock()
-	var out []*liveFleet
-	for lf := range running.fleets {
-		out = append(out, lf)
-	}
-	return out
-}
+func runningFleets() []*router.Fleet { return router.Running() }
 
 // waitDrained waits until every fleet of old that no live router uses
 // any more has stopped its engines.
-func waitDrained(t testing.TB, old []*liveFleet) {
+func waitDrained(t testing.TB, old []*router.Fleet) {
 	t.Helper()
-	inUse := map[*liveFleet]bool{}
-	live.Lock()
-	for r := range live.routers {
-		inUse[r.handle.get()] = true
+	inUse := map[*router.Fleet]bool{}
+	for _, r := range router.Live() {
+		inUse[r.Fleet()] = true
 	}
-	live.Unlock()
 	deadline := time.After(time.Minute)
 	for _, lf := range old {
 		if inUse[lf] {
 			continue
 		}
 		select {
-		case <-lf.done:
+		case <-lf.Done():
 		case <-deadline:
 			t.Fatalf("the engines of a replaced fleet did not stop")
 		}
 	}
+}
+
+// metricsRegistry holds the router's metrics for tests to read, as
+// Caddy's registry does for /metrics.
+var metricsRegistry = func() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	if err := router.RegisterMetrics(reg); err != nil {
+		panic(err)
+	}
+	return reg
+}()
+
+// metricValue returns the value of the series name{labels} (a counter,
+// a gauge, or a histogram's count), 0 when it does not exist yet.
+func metricValue(t testing.TB, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := metricsRegistry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, labels) {
+				switch {
+				case m.Counter != nil:
+					return m.Counter.GetValue()
+				case m.Gauge != nil:
+					return m.Gauge.GetValue()
+				case m.Histogram != nil:
+					return float64(m.Histogram.GetSampleCount())
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// metricHistogram returns the histogram name{labels}, empty when it does
+// not exist yet.
+func metricHistogram(t testing.TB, name string, labels ...string) *dto.Histogram {
+	t.Helper()
+	families, err := metricsRegistry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if f.GetName() == name && m.Histogram != nil && hasLabels(m, labels) {
+				return m.Histogram
+			}
+		}
+	}
+	return &dto.Histogram{}
+}
+
+// hasLabels reports whether m has every name=value pair of labels.
+func hasLabels(m *dto.Metric, labels []string) bool {
+	for i := 0; i+1 < len(labels); i += 2 {
+		found := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // sameLogprobs compares logprobs exactly: the tokens, their offsets
@@ -87,7 +86,7 @@ func whole(t *testing.T, raw []byte) protocol.CompletionResponse {
 // the client gets (the echoed prompt included), in the chat shape for
 // chat, with up to 20 alternatives there.
 func TestLogprobsThroughTheRouter(t *testing.T) {
-	for _, mode := range []string{ModeDisagg, ModeRoundRobin} {
+	for _, mode := range []string{router.ModeDisagg, router.ModeWhole} {
 		t.Run(mode, func(t *testing.T) {
 			s := startSite(t, 2, "\t\t\tmode "+mode+"\n")
 			body := with(greedy("the quick brown fox", 24), "logprobs", 3)
@@ -154,13 +153,13 @@ func TestLogprobsAcrossAResumedAttempt(t *testing.T) {
 	for _, c := range []struct {
 		mode    string
 		engines int
-	}{{ModeDisagg, 3}, {ModeRoundRobin, 2}} {
+	}{{router.ModeDisagg, 3}, {router.ModeWhole, 2}} {
 		t.Run(c.mode, func(t *testing.T) {
 			s := startSite(t, c.engines, "\t\t\tmode "+c.mode+"\n")
 			body := with(greedy("a tale of two rivers and the mill between them", 1500), "logprobs", 2) // long enough to outlast the kill
 			want := whole(t, post(t, s.engines[1]+protocol.PathCompletions, body, 200)).Choices[0]
-			failures := sharedMetrics().retries.WithLabelValues(causeFailure)
-			before := testutil.ToFloat64(failures)
+			failures := func() float64 { return metricValue(t, "caddy_mlc_retries_total", "cause", "failure") }
+			before := failures()
 			got, err := streamKilling(t, s, body, func() int { return servingEngine(t) })
 			if err != nil || !got.done || got.errBody != nil {
 				t.Fatalf("stream: %v %+v", err, got.errBody)
@@ -169,7 +168,7 @@ func TestLogprobsAcrossAResumedAttempt(t *testing.T) {
 			if text != want.Text {
 				t.Fatalf("after the kill:\n got  %q\n want %q", text, want.Text)
 			}
-			if testutil.ToFloat64(failures) == before {
+			if failures() == before {
 				t.Fatal("no attempt was retried: the test did not resume anything")
 			}
 			sameLogprobs(t, "resumed", lp, want.Logprobs, 0)
@@ -181,11 +180,11 @@ func TestLogprobsAcrossAResumedAttempt(t *testing.T) {
 // flight.
 func servingEngine(t *testing.T) int {
 	t.Helper()
-	for i, e := range statusOfLive()[0].Engines {
+	for i, e := range router.Statuses()[0].Engines {
 		if e.Role != "prefill" && e.InFlight == 1 {
 			return i
 		}
 	}
-	t.Fatalf("no engine is generating: %+v", statusOfLive())
+	t.Fatalf("no engine is generating: %+v", router.Statuses())
 	return -1
 }

@@ -3,7 +3,7 @@ package caddymlc
 import (
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 )
 
 // TestMain lets the test binary be the engine program and a second Caddy.

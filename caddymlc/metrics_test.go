@@ -10,36 +10,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // The router's metrics count requests, tokens and retries, and the
 // in-flight gauge comes back to 0.
 func TestMetricsCount(t *testing.T) {
 	s := startSite(t, 2, "\t\t\tmode disagg\n")
-	m := sharedMetrics()
-	ok := m.requests.WithLabelValues(ModeDisagg, "ok")
-	bad := m.requests.WithLabelValues(ModeDisagg, "client_error")
-	okBefore, badBefore, tokBefore := testutil.ToFloat64(ok), testutil.ToFloat64(bad), testutil.ToFloat64(m.tokens)
+	ok := func() float64 {
+		return metricValue(t, "caddy_mlc_requests_total", "model", "tiny", "mode", router.ModeDisagg, "outcome", "ok")
+	}
+	bad := func() float64 {
+		return metricValue(t, "caddy_mlc_requests_total", "model", "tiny", "mode", router.ModeDisagg, "outcome", "client_error")
+	}
+	tokens := func() float64 { return metricValue(t, "caddy_mlc_completion_tokens_total") }
+	okBefore, badBefore, tokBefore := ok(), bad(), tokens()
 	if _, err := s.stream(context.Background(), s.base, greedy("count me", 5)); err != nil {
 		t.Fatal(err)
 	}
 	post(t, s.base+"/v1/completions", map[string]any{"prompt": ""}, 400)
-	if d := testutil.ToFloat64(ok) - okBefore; d != 1 {
+	if d := ok() - okBefore; d != 1 {
 		t.Fatalf("ok requests +%v, want +1", d)
 	}
-	if d := testutil.ToFloat64(bad) - badBefore; d != 1 {
+	if d := bad() - badBefore; d != 1 {
 		t.Fatalf("client errors +%v, want +1", d)
 	}
-	if d := testutil.ToFloat64(m.tokens) - tokBefore; d != 5 {
+	if d := tokens() - tokBefore; d != 5 {
 		t.Fatalf("tokens +%v, want +5", d)
 	}
-	for _, e := range statusOfLive()[0].Engines {
-		if g := testutil.ToFloat64(m.inflight.WithLabelValues(e.Addr)); g != 0 {
+	for _, e := range router.Statuses()[0].Engines {
+		if g := metricValue(t, "caddy_mlc_engine_inflight_requests", "engine", e.Addr); g != 0 {
 			t.Fatalf("in-flight gauge of %s is %v", e.Addr, g)
 		}
 	}
@@ -78,42 +81,36 @@ func TestRouterOverheadExcludesEngineWait(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	port := freePorts(t, 1)[0]
-	reloadSite(t, port, fmt.Sprintf("\t\tmode round_robin\n\t\tendpoint %s external\n", srv.Listener.Addr()))
+	reloadSite(t, port, fmt.Sprintf("\t\tmode whole\n\t\tendpoint %s external\n", srv.Listener.Addr()))
 	t.Cleanup(func() { stopCaddy(t) })
-	m := sharedMetrics()
-	ttft, own := m.ttft.WithLabelValues(ModeRoundRobin), m.ownTime.WithLabelValues(ModeRoundRobin)
+	ttft := func() *dto.Histogram {
+		return metricHistogram(t, "caddy_mlc_time_to_first_token_seconds", "mode", router.ModeWhole)
+	}
+	own := func() *dto.Histogram {
+		return metricHistogram(t, "caddy_mlc_router_overhead_seconds", "mode", router.ModeWhole)
+	}
 	for _, stream := range []bool{false, true} {
-		ttftBefore, ownBefore := histogramOf(t, ttft), histogramOf(t, own)
+		ttftBefore, ownBefore := ttft(), own()
 		body := greedy("how long", 2)
 		body["stream"] = stream
 		answer := post(t, fmt.Sprintf("http://127.0.0.1:%d/v1/completions", port), body, http.StatusOK)
 		if !strings.Contains(string(answer), "slow") || !strings.Contains(string(answer), "engine") {
 			t.Fatalf("stream %v: answer %s", stream, answer)
 		}
-		ttftAfter, ownAfter := histogramOf(t, ttft), histogramOf(t, own)
+		ttftAfter, ownAfter := ttft(), own()
 		if ttftAfter.GetSampleCount()-ttftBefore.GetSampleCount() != 1 || ownAfter.GetSampleCount()-ownBefore.GetSampleCount() != 1 {
 			t.Fatalf("stream %v: observations: time to first token +%d, router overhead +%d; want +1 each", stream,
 				ttftAfter.GetSampleCount()-ttftBefore.GetSampleCount(), ownAfter.GetSampleCount()-ownBefore.GetSampleCount())
 		}
 		first := time.Duration((ttftAfter.GetSampleSum() - ttftBefore.GetSampleSum()) * float64(time.Second))
-		router := time.Duration((ownAfter.GetSampleSum() - ownBefore.GetSampleSum()) * float64(time.Second))
-		t.Logf("stream %v: time to first token %v, the router's part %v", stream, first, router)
+		routerPart := time.Duration((ownAfter.GetSampleSum() - ownBefore.GetSampleSum()) * float64(time.Second))
+		t.Logf("stream %v: time to first token %v, the router's part %v", stream, first, routerPart)
 		if first < engineDelay {
 			t.Fatalf("stream %v: time to first token %v, under the engine's own %v", stream, first, engineDelay)
 		}
-		if router <= 0 || router > first-engineDelay {
+		if routerPart <= 0 || routerPart > first-engineDelay {
 			t.Fatalf("stream %v: the router's part %v: want within (0, %v] (the time to first token %v less the engine's %v)",
-				stream, router, first-engineDelay, first, engineDelay)
+				stream, routerPart, first-engineDelay, first, engineDelay)
 		}
 	}
-}
-
-// histogramOf reads a histogram's count and sum.
-func histogramOf(t *testing.T, o prometheus.Observer) *dto.Histogram {
-	t.Helper()
-	var m dto.Metric
-	if err := o.(prometheus.Metric).Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetHistogram()
 }

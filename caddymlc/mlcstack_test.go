@@ -15,14 +15,15 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcstack"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcstack"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // The router in front of MLC-LLM's own serving layer: three `mlc_llm
 // serve` servers (MLC's FastAPI entrypoints and AsyncMLCEngine, run from
 // the MLC sources over a stand-in for MLC's C++ core that asks a built-in
-// engine for the tokens; see internal/mlcstack), in one NVSHMEM world
+// engine for the tokens; see internal/testkit/mlcstack), in one NVSHMEM world
 // (PE i on server i, as `gpus 1` in order gives the router), driven in
 // both modes, each with servers of its own: server 0 prefills and 1 and 2
 // decode in disagg; all three serve whole requests in round_robin. The
@@ -43,7 +44,7 @@ import (
 // test.
 func TestMLCServingLayer(t *testing.T) {
 	st := mlcstack.Setup(t)
-	for _, mode := range []string{ModeDisagg, ModeRoundRobin} {
+	for _, mode := range []string{router.ModeDisagg, router.ModeWhole} {
 		t.Run(mode, func(t *testing.T) {
 			// Servers of their own: what one mode leaves behind is its own.
 			servers := st.Start(t, mlcstack.Options{Servers: 3, MaxTotalSeqLength: mlcKV, Disaggregation: true, PreemptRemoteSends: 5})
@@ -55,7 +56,7 @@ func TestMLCServingLayer(t *testing.T) {
 			// would shrink the KV the storm has.
 			t.Run("preemption_storm", m.storm)
 			t.Run("disconnects", m.disconnects)
-			if mode == ModeDisagg {
+			if mode == router.ModeDisagg {
 				t.Run("disconnect_during_prep_recv", m.disconnectDuringPrepRecv)
 			}
 			m.checkReleased(t)
@@ -85,7 +86,7 @@ func (m *mlcRun) startRouter(t *testing.T, mode string) {
 	var eps strings.Builder
 	for i, s := range m.servers {
 		role := ""
-		if mode == ModeDisagg {
+		if mode == router.ModeDisagg {
 			role = " role decode"
 			if i == 0 {
 				role = " role prefill"

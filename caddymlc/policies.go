@@ -1,142 +1,59 @@
 package caddymlc
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
-// policyNamespace is the Caddy module namespace of selection policies.
+// policyNamespace is the Caddy module namespace of selection policies:
+// `policy <name> [args...]` in a Caddyfile loads the module of that name
+// (its caddyfile.Unmarshaler, if it has one, reads the arguments), and the
+// JSON form is the module under "policy" with its name inline
+// ({"policy": "least_loaded"}). A module of it implements router.Policy,
+// and may be a caddy.Provisioner, a caddy.Validator and a router.Observer
+// too.
 const policyNamespace = "http.handlers.mlc_router.selection_policies"
 
-// Interface guards.
-var (
-	_ Policy                = (*LeastLoaded)(nil)
-	_ Policy                = (*PrefixAware)(nil)
-	_ Policy                = (*RoundRobin)(nil)
-	_ PrefixReader          = (*PrefixAware)(nil)
-	_ caddyfile.Unmarshaler = (*LeastLoaded)(nil)
-	_ caddyfile.Unmarshaler = (*PrefixAware)(nil)
-	_ caddyfile.Unmarshaler = (*RoundRobin)(nil)
-)
+// LeastLoaded is the least_loaded selection policy module
+// (router.LeastLoaded), the default.
+type LeastLoaded struct{ router.LeastLoaded }
 
-// LeastLoaded chooses the engine with the least work: this Caddy's calls
-// in flight there (one that has not had its first token yet weighing
-// 1+prefillWeight: its prefill is still to come), plus what the engine
-// reports it has from others (other Caddy replicas, reservations). Ties
-// go round. The default policy.
-type LeastLoaded struct{}
+// PrefixAware is the prefix_aware selection policy module
+// (router.PrefixAware).
+type PrefixAware struct{ router.PrefixAware }
+
+// RoundRobin is the round_robin selection policy module
+// (router.RoundRobin): engines in turn, whatever their load.
+type RoundRobin struct{ router.RoundRobin }
 
 // CaddyModule returns the Caddy module information.
 func (LeastLoaded) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  policyNamespace + ".least_loaded",
-		New: func() caddy.Module { return new(LeastLoaded) },
-	}
+	return caddy.ModuleInfo{ID: policyNamespace + ".least_loaded", New: func() caddy.Module { return new(LeastLoaded) }}
 }
 
-// prefillWeight is what a call that has not had its first token yet
-// weighs in LeastLoaded's score on top of its one call. Its prefill is
-// work the engine has still to do, and a request sent after it waits for
-// it: without the extra weight, requests that arrive together (a burst,
-// or clients whose streams ended in the same step) all go to the engine
-// that has just freed the most room, and queue there behind each other's
-// prefills while the other engines only decode. With 1 (a prefilling
-// call counting twice) an engine three calls lighter still took two
-// prefills of a burst in one step; with 4 a burst's prefills spread
-// almost as evenly as round robin's, while the calls still even out as
-// they decode: side by side in one bench run, time to first token p50
-// fell 1.3-3 ms (10-20%) at 16 and 64 concurrent against 1, with the
-// same throughput and p99; 8 was no better than 4 and its p99 worse
-// (tools/bench/README.md).
-const prefillWeight = 4
+// CaddyModule returns the Caddy module information.
+func (PrefixAware) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: policyNamespace + ".prefix_aware", New: func() caddy.Module { return new(PrefixAware) }}
+}
 
-// Choose returns the engine of least score; scanning in the router's
-// rotating order makes ties go round the engines, so that a burst at
-// equal load spreads instead of piling on the first.
-func (LeastLoaded) Choose(_ *Request, cands []Candidate) int {
-	score := func(c *Candidate) float64 { return c.Calls() + prefillWeight*float64(c.Prefilling) }
-	best, bestScore := 0, score(&cands[0])
-	for i := 1; i < len(cands); i++ {
-		if s := score(&cands[i]); s < bestScore {
-			best, bestScore = i, s
-		}
-	}
-	return best
+// CaddyModule returns the Caddy module information.
+func (RoundRobin) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: policyNamespace + ".round_robin", New: func() caddy.Module { return new(RoundRobin) }}
 }
 
 // UnmarshalCaddyfile reads `policy least_loaded`, which takes no
 // arguments.
 func (*LeastLoaded) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return noPolicyArgs(d) }
 
-// PrefixAware weighs load against the prompt prefix each engine is
-// expected to hold in its prefix cache (Candidate.PrefixHit): a request
-// goes where its prefill is cheapest, unless that engine is busier by
-// more than the prefix saves. Its cost of an engine is in prompt tokens
-// to prefill: the prompt minus the expected hit, plus loadTokens for
-// every call in flight there, a call that has not had its first token
-// yet counting twice. The tier already keeps saturated engines out, so a
-// prefix hit never outweighs an engine that cannot take the request.
-type PrefixAware struct{}
-
-// CaddyModule returns the Caddy module information.
-func (PrefixAware) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  policyNamespace + ".prefix_aware",
-		New: func() caddy.Module { return new(PrefixAware) },
-	}
-}
-
-// loadTokens is what one call in flight costs, in tokens to prefill. A
-// request queued behind others waits about as long as a prefill of some
-// hundreds of tokens takes; but a request sent away from the engine that
-// holds its prefix also evicts other prefixes where it lands, which
-// their next requests pay for, so a miss costs about twice its prefill:
-// 128 tokens a call weighs that. (With 256, prefixbench's hit rate fell
-// by a quarter: bursts sent requests away from their prefixes, and the
-// caches thrashed.)
-//
-// A call still prefilling counts twice, less than in LeastLoaded: this
-// cost is in prompt tokens, which already count the prefill of the
-// request to place, and spreading a burst's prefills sends requests away
-// from their prefixes. With LeastLoaded's weight, prefixbench's hit rate
-// fell from 77% to 57% and its throughput by 40%.
-const loadTokens = 128
-
-// Choose returns the engine of least cost; the first of equals.
-func (PrefixAware) Choose(req *Request, cands []Candidate) int {
-	best, bestCost := 0, 0.0
-	for i := range cands {
-		c := &cands[i]
-		load := c.Calls() + float64(c.Prefilling)
-		cost := float64(len(req.Prompt)-max(c.PrefixHit, 0)) + load*loadTokens
-		if i == 0 || cost < bestCost {
-			best, bestCost = i, cost
-		}
-	}
-	return best
-}
-
-// ReadsPrefixHit says that PrefixAware reads Candidate.PrefixHit.
-func (PrefixAware) ReadsPrefixHit() bool { return true }
-
 // UnmarshalCaddyfile reads `policy prefix_aware`, which takes no
 // arguments.
 func (*PrefixAware) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return noPolicyArgs(d) }
-
-// RoundRobin takes the engines in turn, whatever their load: the first
-// candidate, as the router rotates them.
-type RoundRobin struct{}
-
-// CaddyModule returns the Caddy module information.
-func (RoundRobin) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  policyNamespace + ".round_robin",
-		New: func() caddy.Module { return new(RoundRobin) },
-	}
-}
-
-// Choose returns the first candidate.
-func (RoundRobin) Choose(*Request, []Candidate) int { return 0 }
 
 // UnmarshalCaddyfile reads `policy round_robin`, which takes no
 // arguments.
@@ -151,3 +68,45 @@ func noPolicyArgs(d *caddyfile.Dispenser) error {
 	}
 	return nil
 }
+
+// loadPolicy loads the policy module of raw (in the struct of field
+// field), least_loaded for none.
+func loadPolicy(ctx caddy.Context, structPtr any, field string, raw json.RawMessage) (router.Policy, error) {
+	if raw == nil {
+		return new(LeastLoaded), nil
+	}
+	mod, err := ctx.LoadModule(structPtr, field)
+	if err != nil {
+		return nil, fmt.Errorf("mlc_router: loading the selection policy: %w", err)
+	}
+	p, ok := mod.(router.Policy)
+	if !ok {
+		return nil, fmt.Errorf("mlc_router: module %T is not a selection policy", mod)
+	}
+	return p, nil
+}
+
+// modulePolicy returns raw in the module form: a bare policy name, as
+// configs wrote it before policies were modules, becomes the module of
+// that name, and an empty one (or null) the default.
+func modulePolicy(raw json.RawMessage) json.RawMessage {
+	var name string
+	switch {
+	case json.Unmarshal(raw, &name) != nil:
+		return raw
+	case name == "":
+		return nil
+	}
+	return caddyconfig.JSONModuleObject(struct{}{}, "policy", name, nil)
+}
+
+// Interface guards.
+var (
+	_ router.Policy         = (*LeastLoaded)(nil)
+	_ router.Policy         = (*PrefixAware)(nil)
+	_ router.Policy         = (*RoundRobin)(nil)
+	_ router.PrefixReader   = (*PrefixAware)(nil)
+	_ caddyfile.Unmarshaler = (*LeastLoaded)(nil)
+	_ caddyfile.Unmarshaler = (*PrefixAware)(nil)
+	_ caddyfile.Unmarshaler = (*RoundRobin)(nil)
+)

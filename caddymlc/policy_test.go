@@ -30,7 +30,7 @@ func TestPolicyJSON(t *testing.T) {
 				policy = ""
 			}
 			ports := freePorts(t, 2)
-			cf := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode round_robin\n\t\tendpoint 127.0.0.1:%d\n%s\t}\n}\n", ports[0], ports[1], policy)
+			cf := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode whole\n\t\tendpoint 127.0.0.1:%d\n%s\t}\n}\n", ports[0], ports[1], policy)
 			cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -47,8 +47,8 @@ func TestPolicyJSON(t *testing.T) {
 			}
 			t.Cleanup(func() { stopCaddy(t) })
 			r, _ := liveRouter(t)
-			if got := fmt.Sprintf("%T", r.policy); got != tc.want || r.readsPrefixes != tc.prefixes || (len(r.observers) == 1) != tc.prefixes {
-				t.Fatalf("policy %s (reads prefixes %v, %d observers), want %s", got, r.readsPrefixes, len(r.observers), tc.want)
+			if got := fmt.Sprintf("%T", r.Policy()); got != tc.want || r.KeepsPrefixIndex() != tc.prefixes {
+				t.Fatalf("policy %s (reads prefixes %v), want %s", got, r.KeepsPrefixIndex(), tc.want)
 			}
 		})
 	}

@@ -1,131 +1,141 @@
 package caddymlc
 
 import (
-	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
-	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/router/budget"
 )
 
-// Tokenizer turns text into the model's token ids and back; the router
-// tokenizes string prompts with it (MLC's handle_completion, step 1).
-type Tokenizer interface {
-	Encode(text string) []int
-	Decode(ids []int) string
-}
-
-// Provision applies defaults, loads the tokenizer, and registers the
-// engine fleet with the mlc app, which starts it with the config.
+// Provision applies defaults, registers each model's engine fleet with
+// the mlc app (which starts it with the config), loads the selection
+// policies and the dynamic sources, and makes each model's routing core.
 func (r *Router) Provision(ctx caddy.Context) error {
-	*r = r.withDefaults()
-	if err := r.validate(); err != nil {
+	ms, err := r.models()
+	if err != nil {
 		return err
 	}
-	r.routerState = new(routerState)
 	r.logger = ctx.Logger()
 	limitUnsentOnAccept(ctx)
-	if err := r.loadTokenizer(); err != nil {
-		return err
-	}
-	r.context = contextWindow(engine.Kind(r.Engine.Kind), r.Model, r.EngineArgs)
-	var err error
-	if r.chatTmpl, err = loadChatTemplate(r.Model); err != nil {
-		r.chatErr = err
-		r.logger.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
-	}
 	appVal, err := ctx.App("mlc")
 	if err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
 	app := appVal.(*App)
-	r.handle = &fleetHandle{}
-	if len(r.Endpoints) > 0 {
-		spec, err := r.fleetSpec()
-		if err != nil {
-			return err
-		}
-		r.handle = app.register(spec)
-	}
-	if err := r.provisionDynamic(ctx); err != nil {
-		return err
-	}
-	app.adoptRouter(r)
-	r.roles = roleIndexes(r.Mode, r.Endpoints)
-	if err := r.provisionPolicy(ctx); err != nil {
-		return err
-	}
-	r.client = newEngineClient(time.Duration(r.EngineTimeout))
-	r.metrics = sharedMetrics()
-	if err := r.metrics.register(ctx.GetMetricsRegistry()); err != nil {
+	if err := router.RegisterMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}
-	r.itl = r.metrics.itl.WithLabelValues(r.Mode)
-	r.strategy, err = r.newStrategy()
+	budgets, err := r.provisionBudgets()
 	if err != nil {
 		return err
 	}
-	addLive(r)
+	cores := make([]*router.Router, 0, len(ms))
+	for _, m := range ms {
+		s, err := r.provisionModel(ctx, app, m, budgets)
+		if err != nil {
+			return err
+		}
+		r.served = append(r.served, s)
+		cores = append(cores, s.core)
+	}
+	r.front = router.NewModels(cores, defaultModel(ms))
+	for _, s := range r.served {
+		app.adopt(s)
+	}
 	return nil
 }
 
-// loadTokenizer loads the model's tokenizer. The built-in engine cannot
-// run without one, so neither can the router; other engines may load
-// models the router cannot read (an HF:// name, say): the router then
-// serves token-id prompts only, and says so.
-func (r *Router) loadTokenizer() error {
-	tok, err := tokenizer.ForModel(r.Model)
-	if err == nil {
-		r.tok = tok
-		return nil
-	}
-	if r.Engine.Kind == string(engine.KindBuiltin) {
-		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
-	}
-	r.tokErr = err
-	r.logger.Warn("no tokenizer: only token-id prompts are served; string prompts, chat, echo and resuming a partly sent answer are off",
-		zap.String("model", r.Model), zap.Error(err))
-	return nil
+// served is one model of the handler: its config, its routing core, and
+// what the adapter runs for it (its dynamic sources).
+type served struct {
+	owner   *Router
+	cfg     ModelConfig
+	logger  *zap.Logger
+	dynamic *dynamicSet
+	core    *router.Router
 }
 
-// noTokenizer is the answer to a request that needs the tokenizer the
-// router could not load.
-func (r *Router) noTokenizer(param, what string) *protocol.Error {
-	return protocol.InvalidRequest(param, "%s needs the model's tokenizer, which this router could not load (%v); send the prompt as token ids", what, r.tokErr)
+// provisionModel registers the fleet of one model and makes its core.
+func (r *Router) provisionModel(ctx caddy.Context, app *App, m ModelConfig, budgets *budget.Limiter) (*served, error) {
+	s := &served{owner: r, cfg: m, logger: r.logger}
+	if len(r.Models) > 0 {
+		s.logger = r.logger.With(zap.String("model", m.Model))
+	}
+	var handle *router.Handle
+	if len(m.Endpoints) > 0 {
+		spec, err := m.fleetSpec()
+		if err != nil {
+			return nil, err
+		}
+		handle = app.register(spec)
+	}
+	if err := s.provisionDynamic(ctx); err != nil {
+		return nil, err
+	}
+	policy, err := loadPolicy(ctx, &s.cfg, "PolicyRaw", s.cfg.PolicyRaw)
+	if err != nil {
+		return nil, err
+	}
+	queue, err := r.provisionQueue(m)
+	if err != nil {
+		return nil, err
+	}
+	opts := router.Options{Logger: s.logger, Handle: handle, Policy: policy, SetVar: caddyhttp.SetVar, Queue: queue, Budgets: budgets}
+	if s.dynamic != nil {
+		opts.Discovered = s.dynamic
+	}
+	if s.core, err = router.New(m.coreConfig(), opts); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-func (r *Router) newStrategy() (strategy, error) {
-	if r.Mode == ModeRoundRobin {
-		return &wholeRequest{r: r}, nil
+// coreConfig is the routing core's part of the configuration.
+func (r ModelConfig) coreConfig() router.Config {
+	return router.Config{
+		Model:             r.Model,
+		Path:              r.Path,
+		EmbeddingModel:    r.EmbeddingModel,
+		EmbeddingModelLib: r.EmbeddingModelLib,
+		Mode:              r.Mode,
+		PDBalanceFactor:   r.PDBalanceFactor,
+		MaxPrefillQueue:   r.MaxPrefillQueue,
+		MaxInflight:       r.MaxInflight,
+		Endpoints:         r.Endpoints,
+		EngineKind:        engine.Kind(r.Engine.Kind),
+		EngineArgs:        r.EngineArgs,
+		MaxAttempts:       r.MaxAttempts,
+		MaxBodySize:       r.MaxBodySize,
+		EngineTimeout:     time.Duration(r.EngineTimeout),
+		QueueTimeout:      time.Duration(r.QueueTimeout),
+		QueueSize:         r.QueueSize,
+		BodyTimeout:       time.Duration(r.BodyTimeout),
+		ClientTimeout:     time.Duration(r.ClientTimeout),
 	}
-	return &disagg{r: r, balance: r.PDBalanceFactor, maxPrefillQueue: r.MaxPrefillQueue}, nil
 }
 
 // fleetSpec is the engine fleet the configuration describes.
-func (r *Router) fleetSpec() (engine.Spec, error) {
+func (r ModelConfig) fleetSpec() (engine.Spec, error) {
 	spec := engine.Spec{
-		Model:           r.Model,
-		ModelLib:        r.ModelLib,
-		Kind:            engine.Kind(r.Engine.Kind),
-		EngineArgs:      r.EngineArgs,
-		PrefixCacheMode: r.PrefixCache,
-		Endpoints:       r.Endpoints,
-		StartupTimeout:  time.Duration(r.StartupTimeout),
+		Model:             r.Path,
+		ModelLib:          r.ModelLib,
+		EmbeddingModel:    r.EmbeddingModel,
+		EmbeddingModelLib: r.EmbeddingModelLib,
+		Kind:              engine.Kind(r.Engine.Kind),
+		EngineArgs:        r.EngineArgs,
+		PrefixCacheMode:   r.PrefixCache,
+		Endpoints:         r.Endpoints,
+		StartupTimeout:    time.Duration(r.StartupTimeout),
 	}
-	switch spec.Kind {
-	case engine.KindBuiltin:
-		exe, err := builtinProgram()
-		if err != nil {
-			return spec, err
-		}
-		spec.Program = exe
-	case engine.KindCommand:
-		spec.Program, spec.Args = r.Engine.Command[0], r.Engine.Command[1:]
+	if err := r.Engine.configure(&spec); err != nil {
+		return spec, err
 	}
 	spec = spec.Normalize()
 	if err := spec.Validate(); err != nil {
@@ -134,44 +144,42 @@ func (r *Router) fleetSpec() (engine.Spec, error) {
 	return spec, nil
 }
 
-// target returns the router that serves a new attempt of r's requests:
-// r, or, once a reload replaced r, the router of the newer config that
-// took its place (its engines may be others). Attempts already running
-// finish where they are: the old engines drain.
-func (r *Router) target() *Router {
-	t := r
-	for range 16 { // a chain of quick reloads; bounded against a cycle
-		if !t.handedOver() {
-			return t
+// ServeHTTP serves the OpenAI-compatible API through the routing cores
+// (the model a request names chooses the core) and the readiness path,
+// and passes every other request to the next handler.
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyhttp.Handler) error {
+	switch {
+	case r.HealthURI != "" && req.URL.Path == r.HealthURI:
+		r.front.ServeReadiness(w, req)
+	case router.Handles(req.URL.Path):
+		if f := r.facts(req); f != (router.Facts{}) {
+			req = req.WithContext(router.WithFacts(req.Context(), f))
 		}
-		t = t.next.Load()
+		r.front.ServeHTTP(w, req)
+	default:
+		return next.ServeHTTP(w, req)
 	}
-	return t
+	return nil
 }
 
-// open runs an attempt of a request: on r's engines, or, after a reload
-// replaced r, on those of the router that took its place.
-func (r *Router) open(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*chunkStream, error) {
-	return r.target().strategy.open(ctx, req, avoid)
-}
-
-// logStart says what the router serves, once its engines run.
-func (r *Router) logStart(listen []string) {
-	roles := r.effectiveRoles()
-	engines := make([]string, len(r.Endpoints))
-	for i, ep := range r.Endpoints {
+// logStart says what the model serves, once its engines run.
+func (s *served) logStart(listen []string) {
+	m := s.cfg
+	roles := s.core.EffectiveRoles()
+	engines := make([]string, len(m.Endpoints))
+	for i, ep := range m.Endpoints {
 		engines[i] = ep.Addr() + " " + roles[i]
 	}
-	r.logger.Info("serving the OpenAI API", zap.Strings("listen", listen), zap.String("model", r.Model),
-		zap.String("mode", r.Mode), zap.Strings("engines", engines),
-		zap.Duration("engine_timeout", time.Duration(r.EngineTimeout)), zap.Duration("queue_timeout", time.Duration(r.QueueTimeout)))
+	s.logger.Info("serving the OpenAI API", zap.Strings("listen", listen), zap.String("model", m.Model),
+		zap.String("mode", m.Mode), zap.Strings("engines", engines),
+		zap.Duration("engine_timeout", time.Duration(m.EngineTimeout)), zap.Duration("queue_timeout", time.Duration(m.QueueTimeout)))
 }
 
-// Cleanup drops idle engine connections; the mlc app releases the fleet.
+// Cleanup drops idle engine connections; the mlc app releases the fleets.
 func (r *Router) Cleanup() error {
-	removeLive(r)
-	if r.client != nil {
-		r.client.close()
+	for _, s := range r.served {
+		s.core.Close()
 	}
+	r.releaseShared()
 	return nil
 }

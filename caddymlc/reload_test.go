@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // loadGen keeps n clients streaming greedy completions through a router
@@ -197,7 +198,7 @@ func TestReloadRouterSettingsKeepsEngines(t *testing.T) {
 	first := pids(oneFleet(t))
 	load := startLoad(t, s, 8)
 	settings := []string{
-		"\t\tmode round_robin\n",
+		"\t\tmode whole\n",
 		"\t\tmode disagg\n\t\tpd_balance_factor 0.3\n",
 		"\t\tmax_attempts 9\n",
 		"\t\tengine_timeout 20s\n\t\tqueue_timeout 10s\n",
@@ -217,22 +218,20 @@ func TestReloadRouterSettingsKeepsEngines(t *testing.T) {
 // only once the old engines on their ports have stopped) are ready.
 func waitReadyFleet(t *testing.T) *engine.Fleet {
 	t.Helper()
-	live.Lock()
-	var lf *liveFleet
-	for r := range live.routers {
-		lf = r.handle.get()
+	var lf *router.Fleet
+	for _, r := range router.Live() {
+		lf = r.Fleet()
 	}
-	live.Unlock()
 	if lf == nil {
 		t.Fatal("no live router with engines")
 	}
 	select {
-	case <-lf.started:
+	case <-lf.Started():
 	case <-time.After(time.Minute):
 		t.Fatal("the new engines did not start")
 	}
-	if lf.startErr != nil {
-		t.Fatalf("engines failed to start: %v", lf.startErr)
+	if err := lf.Failed(); err != nil {
+		t.Fatalf("engines failed to start: %v", err)
 	}
 	return lf.Fleet
 }

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // Two Caddy replicas share three engines. Replica A sends a heavy load,
@@ -40,7 +41,7 @@ func TestReplicasBalanceOnEngineLoad(t *testing.T) {
 
 	// Replica B: another process (this test binary, as `caddy run`).
 	var cf strings.Builder
-	cf.WriteString(fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode round_robin\n", bAdmin, bPort))
+	cf.WriteString(fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode whole\n", bAdmin, bPort))
 	for _, ep := range eps {
 		cf.WriteString("\t\tendpoint " + ep + " external\n")
 	}
@@ -59,7 +60,7 @@ func TestReplicasBalanceOnEngineLoad(t *testing.T) {
 		_ = b.Wait()
 	})
 	// Replica A: this process, engine 0 only.
-	reloadSite(t, aPort, "\t\tmode round_robin\n\t\tendpoint "+eps[0]+" external\n")
+	reloadSite(t, aPort, "\t\tmode whole\n\t\tendpoint "+eps[0]+" external\n")
 	t.Cleanup(func() { stopCaddy(t) })
 
 	bBase := fmt.Sprintf("http://127.0.0.1:%d", bPort)
@@ -131,7 +132,7 @@ func engineRequestsOf(t *testing.T, adminPort int) []int64 {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st []routerStatus
+	var st []router.RouterStatus
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || len(st) != 1 {
 		t.Fatalf("admin status: %v %+v", err, st)
 	}
@@ -152,7 +153,7 @@ func waitReported(t *testing.T, adminPort, i, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var st []routerStatus
+		var st []router.RouterStatus
 		err = json.NewDecoder(resp.Body).Decode(&st)
 		resp.Body.Close()
 		if err != nil || len(st) != 1 {

@@ -48,7 +48,7 @@ func TestRoutedTextEqualsOneEngine(t *testing.T) {
 		{"disagg", "\t\t\tmode disagg\n"},
 		{"disagg_balance", "\t\t\tmode disagg\n\t\t\tpd_balance_factor 0.5\n"},
 		{"disagg_prefix_cache", "\t\t\tmode disagg\n\t\t\tprefix_cache radix\n"},
-		{"round_robin", "\t\t\tmode round_robin\n"},
+		{"round_robin", "\t\t\tmode whole\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startSite(t, 2, tc.opts)

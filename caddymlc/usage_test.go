@@ -13,13 +13,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // routerVars are the request variables the router sets.
-var routerVars = []string{varRequestID, varOutcome, varEngine, varAttempts, varPreemptions, varPromptTokens, varCompletionTokens}
+var routerVars = []string{router.VarRequestID, router.VarOutcome, router.VarEngine, router.VarAttempts, router.VarPreemptions, router.VarPromptTokens, router.VarCompletionTokens}
 
 // startLoggedSite starts a disaggregated router on two engines whose
 // access log (JSON, in a file) carries the router's request variables,
@@ -75,7 +74,7 @@ func accessLog(t *testing.T, path string) map[string]map[string]any {
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
 		}
-		if id, ok := e[varRequestID].(string); ok {
+		if id, ok := e[router.VarRequestID].(string); ok {
 			out[id] = e
 		}
 	}
@@ -109,8 +108,8 @@ func TestRequestVariablesReachTheAccessLog(t *testing.T) {
 		t.Fatalf("no access log entry for %s: %v", got.ID, entries)
 	}
 	decode := strings.TrimPrefix(s.engines[1], "http://")
-	want := map[string]any{varOutcome: "ok", varEngine: decode, varAttempts: 1.0, varPreemptions: 0.0,
-		varPromptTokens: float64(got.Usage.PromptTokens), varCompletionTokens: 5.0}
+	want := map[string]any{router.VarOutcome: "ok", router.VarEngine: decode, router.VarAttempts: 1.0, router.VarPreemptions: 0.0,
+		router.VarPromptTokens: float64(got.Usage.PromptTokens), router.VarCompletionTokens: 5.0}
 	for k, v := range want {
 		if e[k] != v {
 			t.Errorf("%s = %v (%T), want %v; entry %v", k, e[k], e[k], v, e)
@@ -122,8 +121,7 @@ func TestRequestVariablesReachTheAccessLog(t *testing.T) {
 // are counted, in the metrics and in the request's variables, not 0.
 func TestUsageCountsWhatALeavingClientGot(t *testing.T) {
 	s, logPath := startLoggedSite(t)
-	m := sharedMetrics()
-	tokensBefore := testutil.ToFloat64(m.tokens)
+	tokensBefore := metricValue(t, "caddy_mlc_completion_tokens_total")
 	const maxTokens, read = 2000, 40
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -151,15 +149,15 @@ func TestUsageCountsWhatALeavingClientGot(t *testing.T) {
 	resp.Body.Close()
 
 	e := waitLogged(t, logPath, 1)[id]
-	if e == nil || e[varOutcome] != "canceled" {
+	if e == nil || e[router.VarOutcome] != "canceled" {
 		t.Fatalf("access log entry of %s: %v", id, e)
 	}
-	counted := testutil.ToFloat64(m.tokens) - tokensBefore
+	counted := metricValue(t, "caddy_mlc_completion_tokens_total") - tokensBefore
 	if counted < read || counted >= maxTokens {
 		t.Fatalf("%v tokens counted for a client that read %d chunks of a %d-token answer", counted, read, maxTokens)
 	}
-	if e[varCompletionTokens] != counted {
-		t.Fatalf("the request's %s is %v, the metric counted %v", varCompletionTokens, e[varCompletionTokens], counted)
+	if e[router.VarCompletionTokens] != counted {
+		t.Fatalf("the request's %s is %v, the metric counted %v", router.VarCompletionTokens, e[router.VarCompletionTokens], counted)
 	}
 	t.Logf("the client read %d chunks; %v tokens were delivered and counted", read, counted)
 }

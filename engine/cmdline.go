@@ -4,16 +4,13 @@ import (
 	"strconv"
 )
 
-// BuiltinSubcommand is the subcommand of the caddy binary that runs the
-// builtin engine.
-const BuiltinSubcommand = "mlc-engine"
-
 // GPUMemoryUtilization is the --overrides value given to GPU engines, as
 // MLC's router does.
 const GPUMemoryUtilization = "gpu_memory_utilization=0.8"
 
 // Command returns the program and arguments that start engine i of a
-// normalized spec:
+// normalized spec, as its kind's [Driver] makes them of the serve
+// arguments:
 //
 //	builtin: <program> mlc-engine <serve args with --device cpu>
 //	mlc:     <python> -m mlc_llm serve <serve args>
@@ -21,22 +18,15 @@ const GPUMemoryUtilization = "gpu_memory_utilization=0.8"
 //
 // The serve arguments are MLC's:
 //
-//	<model> [--model-lib PATH] --device cuda:<start> --enable-debug
+//	<model> [--model-lib PATH] [--embedding-model PATH
+//	[--embedding-model-lib PATH]] --device cuda:<start> --enable-debug
 //	--mode server --prefix-cache-mode radix|disable
 //	--overrides gpu_memory_utilization=0.8 --host H --port P <engine_args...>
 //
 // For the builtin engine the device is "cpu" and the --overrides argument
 // is left out: gpu_memory_utilization means nothing to a CPU engine.
 func (s Spec) Command(i int) (program string, args []string) {
-	switch s.Kind {
-	case KindBuiltin:
-		args = append([]string{BuiltinSubcommand}, s.serveArgs(i, "cpu", false)...)
-	case KindMLC:
-		args = append([]string{"-m", "mlc_llm", "serve"}, s.serveArgs(i, s.cudaDevice(i), true)...)
-	default:
-		args = append(append([]string(nil), s.Args...), s.serveArgs(i, s.cudaDevice(i), true)...)
-	}
-	return s.Program, args
+	return s.Kind.Driver().Command(s, i)
 }
 
 // cudaDevice returns the first CUDA device of engine i.
@@ -50,6 +40,12 @@ func (s Spec) serveArgs(i int, device string, gpuOverrides bool) []string {
 	args := []string{s.Model}
 	if s.ModelLib != "" {
 		args = append(args, "--model-lib", s.ModelLib)
+	}
+	if s.EmbeddingModel != "" {
+		args = append(args, "--embedding-model", s.EmbeddingModel)
+		if s.EmbeddingModelLib != "" {
+			args = append(args, "--embedding-model-lib", s.EmbeddingModelLib)
+		}
 	}
 	args = append(args,
 		"--device", device,

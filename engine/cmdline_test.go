@@ -51,11 +51,42 @@ func TestCommandLines(t *testing.T) {
 	}
 }
 
+// The embedding model follows the model library, as MLC's flags do, in
+// every kind of engine.
+func TestCommandLineEmbeddingModel(t *testing.T) {
+	for _, tc := range []struct {
+		kind    Kind
+		lib     string
+		want    string
+		notWant string
+	}{
+		{KindMLC, "e.so", "m --embedding-model dist/e --embedding-model-lib e.so --device cuda:0 ", ""},
+		{KindBuiltin, "", "mlc-engine m --embedding-model dist/e --device cpu ", "--embedding-model-lib"},
+		{KindBuiltin, "e.so", "mlc-engine m --embedding-model dist/e --embedding-model-lib e.so --device cpu ", ""},
+		{KindCommand, "e.so", "run m --embedding-model dist/e --embedding-model-lib e.so --device cuda:0 ", ""},
+	} {
+		s := Spec{Model: "m", Kind: tc.kind, Program: "p", EmbeddingModel: "dist/e", EmbeddingModelLib: tc.lib,
+			Endpoints: []Endpoint{{Host: "h", Port: 1, GPUs: 1}}}
+		if tc.kind == KindCommand {
+			s.Args = []string{"run"}
+		}
+		s = s.Normalize()
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		_, args := s.Command(0)
+		line := strings.Join(args, " ")
+		if !strings.Contains(line, tc.want) || tc.notWant != "" && strings.Contains(line, tc.notWant) {
+			t.Errorf("%s: %q, want %q", tc.kind, line, tc.want)
+		}
+	}
+}
+
 func TestCommandLineDefaults(t *testing.T) {
 	s := Spec{Model: "m", Kind: KindMLC, Endpoints: []Endpoint{{Host: "h", Port: 1, GPUs: 1}}}.Normalize()
 	_, args := s.Command(0)
-	if slices.Contains(args, "--model-lib") || !slices.Contains(args, "disable") {
-		t.Errorf("args = %q, want no --model-lib and prefix cache disabled", args)
+	if slices.Contains(args, "--model-lib") || slices.Contains(args, "--embedding-model") || !slices.Contains(args, "disable") {
+		t.Errorf("args = %q, want no --model-lib, no --embedding-model and prefix cache disabled", args)
 	}
 }
 

@@ -29,8 +29,19 @@
 //	mlc      python3 -m mlc_llm serve <model> ... --device cuda:<start> ...
 //	command  <program> <args...> <model> ... --device cuda:<start> ...
 //
+// Each kind is a [Driver] in a file of its own (kind_builtin.go,
+// kind_mlc.go, kind_command.go) that registers it with [RegisterKind]:
+// its command line and environment, its defaults and checks, whether it
+// runs on the CPU or on this machine's GPUs, and what a router in front
+// of it must know (the context window, the tokenizer, a logprobs bound).
+// Adding a kind is adding such a file.
+//
 // See [Spec.Command] for the full argument list. The builtin engine gets no
 // --overrides argument (gpu_memory_utilization means nothing on a CPU).
+// A spec's embedding model reaches every engine as --embedding-model
+// (and --embedding-model-lib), which MLC and the builtin engine serve at
+// POST /v1/embeddings; MLC needs the library, so a spec of mlc engines
+// without it is invalid.
 // Every engine gets MLC_NVSHMEM_INIT_CONFIG_JSON_STR; builtin and command
 // engines also get MLC_BUILTIN_PEERS_JSON (see [Spec.Env]). The unique id
 // is random for builtin and command engines and comes from NVSHMEM itself
@@ -56,7 +67,8 @@
 // # Reloads
 //
 // [Spec.Key] covers only what defines the processes: kind, program,
-// arguments, model, model library, engine arguments, prefix cache mode,
+// arguments, model, model library, embedding model and library, engine
+// arguments, prefix cache mode,
 // endpoints (host, port, GPUs, external) and uid source. The Caddy module
 // shares a [Fleet] across config reloads by that key, so a reload that
 // changes only roles, timeouts, health settings or router settings keeps

@@ -27,7 +27,8 @@ type Options struct {
 	// HTTPClient is used for readiness and health checks. The default
 	// ignores proxy environment variables.
 	HTTPClient *http.Client
-	// Inventory lists this machine's GPUs before KindMLC engines start;
+	// Inventory lists this machine's GPUs before engines that use them
+	// (KindMLC) start;
 	// defaults to [Inventory].
 	Inventory func(*zap.Logger) ([]GPU, error)
 	// OnStateChange, if set, is called after every state change of an
@@ -207,7 +208,7 @@ func (f *Fleet) start(ctx context.Context) error {
 // deviceWord names what the endpoints' "gpus" count: NVSHMEM PEs for the
 // builtin engine, which runs on the CPU, GPUs for the others.
 func (f *Fleet) deviceWord() string {
-	if f.spec.Kind == KindBuiltin {
+	if f.spec.Kind.Driver().Traits().OnCPU {
 		return "pes"
 	}
 	return "gpus"

@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 )
 
 // Environment variables of the test binary re-executed as a fake engine or
@@ -34,6 +35,7 @@ const (
 	envSpam          = "FLEET_TEST_SPAM"            // "1": engines write 4 MiB before listening
 	envImpostorPort  = "FLEET_TEST_IMPOSTOR_PORT"   // the engine on this port is beaten to it
 	envImpostor      = "FLEET_TEST_IMPOSTOR"        // "1": run the impostor
+	envRealBuiltin   = "FLEET_TEST_REAL_BUILTIN"    // "1": run the real built-in engine
 )
 
 // fakeUID is what the fake uid helper prints.
@@ -47,6 +49,8 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeUIDHelper(os.Args[1:]))
 	case os.Getenv(envImpostor) == "1":
 		os.Exit(impostor(os.Args[1:]))
+	case os.Getenv(envRealBuiltin) == "1" && len(os.Args) > 1 && os.Args[1] == BuiltinSubcommand:
+		os.Exit(builtin.Main(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }
@@ -182,16 +186,6 @@ func fakeUIDHelper(args []string) int {
 	fmt.Println(string(b))
 	io.Copy(io.Discard, os.Stdin)
 	return 0
-}
-
-// flagValue returns the argument after name.
-func flagValue(args []string, name string) string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == name {
-			return args[i+1]
-		}
-	}
-	return ""
 }
 
 // freePort returns a TCP port that was free a moment ago.

@@ -12,10 +12,10 @@ import (
 
 // Env returns the environment variables, as KEY=VALUE, that engine i of a
 // normalized spec gets on top of the fleet's own environment. Every kind
-// gets MLC_NVSHMEM_INIT_CONFIG_JSON_STR; the builtin and command kinds
-// also get MLC_BUILTIN_PEERS_JSON (a command may wrap the builtin engine,
-// and MLC ignores the variable). Restarts reuse the same uid, so a
-// restarted engine rejoins the same world.
+// gets MLC_NVSHMEM_INIT_CONFIG_JSON_STR, and then what its [Driver] adds:
+// the builtin and command kinds MLC_BUILTIN_PEERS_JSON (a command may
+// wrap the builtin engine, and MLC ignores the variable). Restarts reuse
+// the same uid, so a restarted engine rejoins the same world.
 func (s Spec) Env(i int, uid []int) ([]string, error) {
 	starts := s.DeviceIDStarts()
 	cfg, err := json.Marshal(protocol.NVSHMEMConfig{UID: uid, NPEs: starts[len(starts)-1], PEStart: starts[i]})
@@ -23,14 +23,20 @@ func (s Spec) Env(i int, uid []int) ([]string, error) {
 		return nil, fmt.Errorf("encode %s: %w", protocol.EnvNVSHMEMConfig, err)
 	}
 	env := []string{protocol.EnvNVSHMEMConfig + "=" + string(cfg)}
-	if s.Kind == KindMLC {
-		return env, nil
+	more, err := s.Kind.Driver().Env(s, i)
+	if err != nil {
+		return nil, err
 	}
+	return append(env, more...), nil
+}
+
+// peersEnv is MLC_BUILTIN_PEERS_JSON: every engine's address and PEs.
+func (s Spec) peersEnv() ([]string, error) {
 	peers, err := json.Marshal(s.Peers())
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", protocol.EnvBuiltinPeers, err)
 	}
-	return append(env, protocol.EnvBuiltinPeers+"="+string(peers)), nil
+	return []string{protocol.EnvBuiltinPeers + "=" + string(peers)}, nil
 }
 
 // Peers returns one [protocol.Peer] per endpoint, in order.

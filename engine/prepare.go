@@ -40,10 +40,7 @@ func (f *Fleet) uidSource() UIDSource {
 	case f.opts.UIDSource != nil:
 		return f.opts.UIDSource
 	case f.spec.UID == UIDNVSHMEM:
-		python := DefaultPython
-		if f.spec.Kind == KindMLC {
-			python = f.spec.Program
-		}
+		python := f.spec.Kind.Driver().NVSHMEMPython(f.spec)
 		return &NVSHMEMHelper{Python: python, Grace: f.settings().StopGrace, logs: f.logger}
 	default:
 		return RandomUID{}
@@ -51,11 +48,12 @@ func (f *Fleet) uidSource() UIDSource {
 }
 
 // checkGPUs logs this machine's GPUs (index, name, memory) and refuses a
-// spec that needs more GPUs than there are. Only MLC engines are checked:
-// builtin engines run on the CPU, and a command may run anything. Without
-// NVML it logs once and lets the engines find out.
+// spec that needs more GPUs than there are. Only engines whose kind uses
+// GPUs are checked (mlc): builtin engines run on the CPU, and a command
+// may run anything. Without NVML it logs once and lets the engines find
+// out.
 func (f *Fleet) checkGPUs() error {
-	if f.spec.Kind != KindMLC {
+	if !f.spec.Kind.Driver().Traits().UsesGPUs {
 		return nil
 	}
 	inventory := f.opts.Inventory

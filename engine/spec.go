@@ -11,21 +11,6 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// Kind says which program runs the fleet's engines.
-type Kind string
-
-// The engine kinds.
-const (
-	// KindBuiltin runs caddy-mlc's own CPU engine: Program (normally the
-	// caddy binary itself) with the subcommand "mlc-engine".
-	KindBuiltin Kind = "builtin"
-	// KindMLC runs MLC-LLM: "python3 -m mlc_llm serve".
-	KindMLC Kind = "mlc"
-	// KindCommand runs Program with Args, followed by the MLC serve
-	// arguments.
-	KindCommand Kind = "command"
-)
-
 // UIDMode says where the NVSHMEM unique id of the world comes from.
 type UIDMode string
 
@@ -51,7 +36,8 @@ const (
 	DefaultStopGrace      = 10 * time.Second
 	DefaultHealthInterval = 2 * time.Second
 	DefaultHangTimeout    = 30 * time.Second
-	// DefaultPython is the interpreter of KindMLC when Program is empty.
+	// DefaultPython is the interpreter of KindMLC when Program is empty,
+	// and the one that asks NVSHMEM for a uid for the other kinds.
 	DefaultPython = "python3"
 )
 
@@ -63,7 +49,16 @@ type Spec struct {
 	Model string `json:"model"`
 	// ModelLib is the compiled model library (--model-lib); optional.
 	ModelLib string `json:"model_lib,omitempty"`
-	// Kind selects the engine program; defaults to KindBuiltin.
+	// EmbeddingModel is the embedding model every engine serves next to
+	// Model at POST /v1/embeddings (--embedding-model): a model
+	// directory, or "tiny-embed" for the builtin engine; optional.
+	EmbeddingModel string `json:"embedding_model,omitempty"`
+	// EmbeddingModelLib is the embedding model's compiled library
+	// (--embedding-model-lib), which MLC requires with an embedding model
+	// and the builtin engine only records.
+	EmbeddingModelLib string `json:"embedding_model_lib,omitempty"`
+	// Kind selects the engine program (see [Driver]); defaults to
+	// KindBuiltin.
 	Kind Kind `json:"kind"`
 	// Program is the binary of KindBuiltin (required) and KindCommand
 	// (required), and the Python interpreter of KindMLC (default python3).
@@ -97,10 +92,7 @@ type Spec struct {
 func (s Spec) Normalize() Spec {
 	n := s
 	n.Kind = orDefault(n.Kind, KindBuiltin)
-	if n.Kind == KindMLC {
-		n.Program = orDefault(n.Program, DefaultPython)
-		n.UID = orDefault(n.UID, UIDNVSHMEM)
-	}
+	n.Kind.Driver().Normalize(&n)
 	n.UID = orDefault(n.UID, UIDRandom)
 	n.PrefixCacheMode = orDefault(n.PrefixCacheMode, PrefixCacheDisable)
 	n.StartupTimeout = orDefault(n.StartupTimeout, DefaultStartupTimeout)
@@ -121,16 +113,17 @@ func (s Spec) Validate() error {
 	if err := ValidateEndpoints(s.Endpoints); err != nil {
 		return err
 	}
-	switch s.Kind {
-	case KindBuiltin, KindCommand, KindMLC:
-	default:
+	if !s.Kind.Registered() {
 		return fmt.Errorf("%w: unknown engine kind %q", ErrInvalidSpec, s.Kind)
 	}
-	if s.Program == "" && s.Kind != KindMLC && s.spawnsAny() {
-		return fmt.Errorf("%w: engine %s needs a program", ErrInvalidSpec, s.Kind)
+	if err := s.Kind.Driver().Validate(s); err != nil {
+		return err
 	}
 	if s.Model == "" && s.spawnsAny() {
 		return fmt.Errorf("%w: no model", ErrInvalidSpec)
+	}
+	if s.EmbeddingModelLib != "" && s.EmbeddingModel == "" {
+		return fmt.Errorf("%w: an embedding model library without an embedding model", ErrInvalidSpec)
 	}
 	if s.PrefixCacheMode != PrefixCacheRadix && s.PrefixCacheMode != PrefixCacheDisable {
 		return fmt.Errorf("%w: prefix cache mode %q (want radix or disable)", ErrInvalidSpec, s.PrefixCacheMode)
@@ -147,10 +140,11 @@ func (s Spec) Validate() error {
 // Key identifies the processes a spec runs: two specs with the same key
 // start the same engines, with the same command lines, environments and
 // NVSHMEM world, on the same ports. It covers the kind, program, arguments,
-// model, model library, engine arguments, prefix cache mode, every
-// endpoint's host, port, GPUs and external flag (which fix the PE
-// numbering) and the uid source; not the roles, timeouts or health
-// settings, which a running fleet takes through [Fleet.Reconfigure]. The
+// model, model library, embedding model and its library, engine
+// arguments, prefix cache mode, every endpoint's host, port, GPUs and
+// external flag (which fix the PE numbering) and the uid source; not the
+// roles, timeouts or health settings, which a running fleet takes
+// through [Fleet.Reconfigure]. The
 // Caddy module keys its fleet pool with it, so that a reload which changes
 // only those keeps the engines (a second fleet with the same key would
 // fight the first for its ports).
@@ -165,15 +159,19 @@ func (s Spec) Key() string {
 
 // identity is what [Spec.Key] hashes: what defines the processes.
 type identity struct {
-	Kind            Kind               `json:"kind"`
-	Program         string             `json:"program"`
-	Args            []string           `json:"args"`
-	Model           string             `json:"model"`
-	ModelLib        string             `json:"model_lib"`
-	EngineArgs      []string           `json:"engine_args"`
-	PrefixCacheMode string             `json:"prefix_cache_mode"`
-	UID             UIDMode            `json:"uid"`
-	Endpoints       []endpointIdentity `json:"endpoints"`
+	Kind     Kind     `json:"kind"`
+	Program  string   `json:"program"`
+	Args     []string `json:"args"`
+	Model    string   `json:"model"`
+	ModelLib string   `json:"model_lib"`
+	// Absent when empty, so that the keys of fleets without them stay
+	// those they were.
+	EmbeddingModel    string             `json:"embedding_model,omitempty"`
+	EmbeddingModelLib string             `json:"embedding_model_lib,omitempty"`
+	EngineArgs        []string           `json:"engine_args"`
+	PrefixCacheMode   string             `json:"prefix_cache_mode"`
+	UID               UIDMode            `json:"uid"`
+	Endpoints         []endpointIdentity `json:"endpoints"`
 }
 
 type endpointIdentity struct {
@@ -185,6 +183,7 @@ type endpointIdentity struct {
 
 func (s Spec) identity() identity {
 	id := identity{Kind: s.Kind, Program: s.Program, Args: s.Args, Model: s.Model, ModelLib: s.ModelLib,
+		EmbeddingModel: s.EmbeddingModel, EmbeddingModelLib: s.EmbeddingModelLib,
 		EngineArgs: s.EngineArgs, PrefixCacheMode: s.PrefixCacheMode, UID: s.UID}
 	for _, ep := range s.Endpoints {
 		id.Endpoints = append(id.Endpoints, endpointIdentity{Host: ep.Host, Port: ep.Port, GPUs: ep.GPUs, External: ep.External})
@@ -208,6 +207,14 @@ func (s Spec) LocalGPUsNeeded() int {
 		}
 	}
 	return needed
+}
+
+// needsProgram refuses a spec that spawns engines without a program.
+func (s Spec) needsProgram() error {
+	if s.Program == "" && s.spawnsAny() {
+		return fmt.Errorf("%w: engine %s needs a program", ErrInvalidSpec, s.Kind)
+	}
+	return nil
 }
 
 func (s Spec) spawnsAny() bool {

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,6 +23,11 @@ func TestSpecKey(t *testing.T) {
 	if again := implicit; implicit.Key() != again.Key() {
 		t.Error("key not stable")
 	}
+	// A fleet without an embedding model keeps the key it had before
+	// specs could name one: a reload into this version keeps its engines.
+	if b, _ := json.Marshal(implicit.Normalize().identity()); strings.Contains(string(b), "embedding") {
+		t.Errorf("identity %s names an embedding model", b)
+	}
 	// What a reload may change on running engines.
 	for name, change := range map[string]func(*Spec){
 		"roles":           func(s *Spec) { s.Endpoints[0].Role, s.Endpoints[1].Role = RolePrefill, RoleDecode },
@@ -38,11 +45,15 @@ func TestSpecKey(t *testing.T) {
 	}
 	// What defines the processes.
 	for name, change := range map[string]func(*Spec){
-		"kind":          func(s *Spec) { s.Kind = KindCommand },
-		"program":       func(s *Spec) { s.Program = "/bin/other" },
-		"args":          func(s *Spec) { s.Args = []string{"-v"} },
-		"model":         func(s *Spec) { s.Model = "n" },
-		"model lib":     func(s *Spec) { s.ModelLib = "lib.so" },
+		"kind":            func(s *Spec) { s.Kind = KindCommand },
+		"program":         func(s *Spec) { s.Program = "/bin/other" },
+		"args":            func(s *Spec) { s.Args = []string{"-v"} },
+		"model":           func(s *Spec) { s.Model = "n" },
+		"model lib":       func(s *Spec) { s.ModelLib = "lib.so" },
+		"embedding model": func(s *Spec) { s.EmbeddingModel = "tiny-embed" },
+		"embedding model lib": func(s *Spec) {
+			s.EmbeddingModel, s.EmbeddingModelLib = "tiny-embed", "embed.so"
+		},
 		"engine args":   func(s *Spec) { s.EngineArgs = []string{"-x"} },
 		"prefix cache":  func(s *Spec) { s.PrefixCacheMode = PrefixCacheRadix },
 		"uid source":    func(s *Spec) { s.UID = UIDNVSHMEM },
@@ -65,11 +76,13 @@ func TestSpecKey(t *testing.T) {
 func TestSpecValidate(t *testing.T) {
 	eps := []Endpoint{{Host: "127.0.0.1", Port: 8080, GPUs: 1}}
 	for name, s := range map[string]Spec{
-		"no program":   {Model: "m", Kind: KindCommand, Endpoints: eps},
-		"no model":     {Program: "p", Endpoints: eps},
-		"kind":         {Model: "m", Kind: "docker", Program: "p", Endpoints: eps},
-		"prefix cache": {Model: "m", Program: "p", PrefixCacheMode: "lru", Endpoints: eps},
-		"endpoints":    {Model: "m", Program: "p"},
+		"no program":                  {Model: "m", Kind: KindCommand, Endpoints: eps},
+		"no model":                    {Program: "p", Endpoints: eps},
+		"kind":                        {Model: "m", Kind: "docker", Program: "p", Endpoints: eps},
+		"prefix cache":                {Model: "m", Program: "p", PrefixCacheMode: "lru", Endpoints: eps},
+		"endpoints":                   {Model: "m", Program: "p"},
+		"embedding lib without model": {Model: "m", Program: "p", EmbeddingModelLib: "e.so", Endpoints: eps},
+		"mlc embedding without lib":   {Model: "m", Kind: KindMLC, EmbeddingModel: "dist/e", Endpoints: eps},
 	} {
 		if err := s.Normalize().Validate(); !errors.Is(err, ErrInvalidSpec) {
 			t.Errorf("%s: err = %v, want ErrInvalidSpec", name, err)
@@ -81,6 +94,15 @@ func TestSpecValidate(t *testing.T) {
 	external := Spec{Endpoints: []Endpoint{{Host: "h", Port: 1, GPUs: 1, External: true}}}
 	if err := external.Normalize().Validate(); err != nil {
 		t.Errorf("all-external fleet without model or program: %v", err)
+	}
+	for name, s := range map[string]Spec{
+		"builtin embedding model without lib": {Model: "m", Program: "p", EmbeddingModel: "tiny-embed", Endpoints: eps},
+		"mlc embedding model with lib":        {Model: "m", Kind: KindMLC, EmbeddingModel: "dist/e", EmbeddingModelLib: "e.so", Endpoints: eps},
+		"command embedding model without lib": {Model: "m", Kind: KindCommand, Program: "p", EmbeddingModel: "dist/e", Endpoints: eps},
+	} {
+		if err := s.Normalize().Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
 

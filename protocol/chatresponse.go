@@ -4,7 +4,7 @@ import "encoding/json"
 
 // The answers of /v1/chat/completions, shaped so that MLC-LLM's
 // ChatCompletionResponse and ChatCompletionStreamResponse models accept
-// them (internal/mlcschema checks that in tests).
+// them (internal/testkit/mlcschema checks that in tests).
 
 // SystemFingerprint names the configuration that answered, in every chat
 // answer's system_fingerprint. MLC-LLM's models require the field (OpenAI

@@ -13,8 +13,9 @@ const (
 // engine reports its load (running, waiting, blocked: what of waiting its
 // last step could not start, prepared, kv_pages_used, kv_pages_cached,
 // kv_pages_free, kv_pages_total, ...) and, as caddy-mlc's extension, its
-// place in its NVSHMEM world (pe_start, npes): the router balances on the
-// load and learns a discovered engine's recv_rank from pe_start. The
+// place in its NVSHMEM world (pe_start, npes, nvshmem_uid_sha256: see
+// ExtraPEStart): the router balances on the load and learns a discovered
+// engine's recv_rank from pe_start; `caddy mlc-check` checks the world. The
 // built-in engine also puts its load (running ... kv_pages_total) in the
 // usage.extra of every request's last event, caddy-mlc's extension too: a
 // router that finds it there skips the poll of an engine whose requests

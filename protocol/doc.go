@@ -12,7 +12,15 @@
 // validators check them, within OpenAI's bounds (MaxN, MaxStopStrings,
 // MaxCompletionLogprobs...), each failure a 400 that names the parameter
 // and carries OpenAI's code. Answers are shaped so that MLC's models
-// accept them; internal/mlcschema checks both sides in tests.
+// accept them; internal/testkit/mlcschema checks both sides in tests.
+//
+// Embeddings (POST /v1/embeddings) come in three pieces a server puts
+// together, the built-in engine's and the router's alike:
+// DecodeEmbeddingRequest checks what needs no model; CheckTokens and
+// CheckDimensions what needs the model's input bound and vector size;
+// NewEmbeddingResponse writes the vectors, truncated to dimensions and
+// renormalised as MLC's server does (TruncateEmbedding), as floats or as
+// base64 of little-endian float32 (EncodeEmbeddingBase64).
 //
 // The package has no Caddy imports: the built-in engine, the router and the
 // tests all share it.

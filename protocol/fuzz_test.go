@@ -9,7 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcschema"
 )
 
 func FuzzDecodeCompletionRequest(f *testing.F) {
@@ -78,6 +78,47 @@ func FuzzValidateChatRequest(f *testing.F) {
 			t.Fatal(err)
 		}
 		if err := mlcschema.CheckChatRequest(out); err != nil {
+			t.Fatalf("valid request that MLC would reject: %v\n%s", err, out)
+		}
+	})
+}
+
+func FuzzDecodeEmbeddingRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"input":"hello","model":"tiny-embed"}`,
+		`{"input":["a",""],"encoding_format":"base64","dimensions":8}`,
+		`{"input":[1,2,3],"user":"u","extra":{"k":[1]}}`,
+		`{"input":[[1],[],[2,3]],"encoding_format":"float"}`,
+		`{"input":[1,null]}`, `{"input":[]}`, `{"input":[[1],"a"]}`, `{"input":`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, e := DecodeEmbeddingRequest(bytes.NewReader(body), 1<<16)
+		if e != nil {
+			if e.Status != 400 || e.Message == "" {
+				t.Fatalf("bad error %+v", e)
+			}
+			return
+		}
+		if n := req.Input.Len(); n == 0 || n > MaxEmbeddingInputs || (!req.Input.List && n != 1) {
+			t.Fatalf("accepted %d inputs (list %v)", n, req.Input.List)
+		}
+		// A valid request re-encodes to one that decodes to the same thing.
+		out, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, e := DecodeEmbeddingRequest(bytes.NewReader(out), 1<<20)
+		if e != nil {
+			t.Fatalf("re-encoded request rejected: %v\n%s", e, out)
+		}
+		out2, _ := json.Marshal(again)
+		if !bytes.Equal(out, out2) {
+			t.Fatalf("not stable:\n%s\n%s", out, out2)
+		}
+		// What the router forwards, MLC-LLM's model accepts.
+		if err := mlcschema.CheckEmbeddingRequest(out); err != nil {
 			t.Fatalf("valid request that MLC would reject: %v\n%s", err, out)
 		}
 	})

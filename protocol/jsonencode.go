@@ -73,15 +73,22 @@ func (e *objectEncoder) float(k string, v *float64) {
 		return
 	}
 	e.key(k)
+	e.b = appendJSONFloat(e.b, f)
+}
+
+// appendJSONFloat appends f, a finite number, as encoding/json writes a
+// float64 (see objectEncoder.float).
+func appendJSONFloat(b []byte, f float64) []byte {
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
-	e.b = strconv.AppendFloat(e.b, f, format, -1, 64)
+	b = strconv.AppendFloat(b, f, format, -1, 64)
 	if format == 'e' {
-		if n := len(e.b); n >= 4 && e.b[n-4] == 'e' && e.b[n-3] == '-' && e.b[n-2] == '0' {
-			e.b[n-2] = e.b[n-1]
-			e.b = e.b[:n-1]
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
 		}
 	}
+	return b
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcschema"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 

@@ -33,3 +33,18 @@ type Peer struct {
 	// Addr is the engine's host:port.
 	Addr string `json:"addr"`
 }
+
+// Keys of caddy-mlc's extension of query_engine_metrics (see
+// SpecialQueryEngineMetrics): the built-in engine reports its place in its
+// NVSHMEM world in usage.extra. MLC's engines report none of them.
+const (
+	// ExtraPEStart is the engine's first PE: the recv_rank of a
+	// remote_send to it.
+	ExtraPEStart = "pe_start"
+	// ExtraNPEs is the number of PEs of the engine's world.
+	ExtraNPEs = "npes"
+	// ExtraUIDDigest is the hex SHA-256 of the world's NVSHMEM uid (its
+	// bytes): engines of one world report the same, without the uid
+	// itself being published.
+	ExtraUIDDigest = "nvshmem_uid_sha256"
+)

@@ -6,4 +6,5 @@ const (
 	PathCompletions     = "/v1/completions"
 	PathChatCompletions = "/v1/chat/completions"
 	PathModels          = "/v1/models"
+	PathEmbeddings      = "/v1/embeddings"
 )

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 )
 
@@ -54,9 +55,15 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 			*p = Prompt{IDs: ids}
 			return nil
 		}
-		var ids []int
-		if err := json.Unmarshal(b, &ids); err != nil {
+		// A null element is no token id (json.Unmarshal would read it
+		// into an int as 0).
+		var ptrs []*int
+		if err := json.Unmarshal(b, &ptrs); err != nil || slices.Contains(ptrs, nil) {
 			return &fieldError{param: "prompt", msg: "prompt must be a string or an array of token ids (integers)"}
+		}
+		ids := make([]int, len(ptrs))
+		for i, id := range ptrs {
+			ids[i] = *id
 		}
 		*p = Prompt{IDs: ids}
 		return nil

@@ -25,3 +25,22 @@ func FuzzScanIDs(f *testing.F) {
 		}
 	})
 }
+
+func TestModelOf(t *testing.T) {
+	for _, c := range []struct {
+		body  string
+		model string
+		ok    bool
+	}{
+		{`{"model":"tiny","prompt":"x"}`, "tiny", true},
+		{`{"prompt":{"a":[1,2]}, "model" : "llama3"}`, "llama3", true},
+		{`{"prompt":"x"}`, "", true},
+		{`{"model":null}`, "", true},
+		{`{"model":3}`, "", false},
+		{`not json`, "", true},
+	} {
+		if m, ok := ModelOf([]byte(c.body)); m != c.model || ok != c.ok {
+			t.Errorf("%s: %q %v, want %q %v", c.body, m, ok, c.model, c.ok)
+		}
+	}
+}

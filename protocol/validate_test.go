@@ -27,6 +27,7 @@ func TestDecodeCompletionRequestErrors(t *testing.T) {
 		{"negative id", `{"prompt":[1,-2]}`, "prompt[1]", CodeIntegerBelowMin, "negative"},
 		{"prompt type", `{"prompt":5}`, "prompt", CodeInvalidType, "prompt must be"},
 		{"prompt ids type", `{"prompt":[1,"a"]}`, "prompt", CodeInvalidType, "prompt must be"},
+		{"prompt null id", `{"prompt":[1,null]}`, "prompt", CodeInvalidType, "prompt must be"},
 		{"max_tokens type", `{"prompt":"a","max_tokens":"5"}`, "max_tokens", CodeInvalidType, "max_tokens: expected an integer, got string"},
 		{"stream type", `{"prompt":"a","stream":"yes"}`, "stream", CodeInvalidType, "expected a boolean"},
 		{"logit_bias type", `{"prompt":"a","logit_bias":[1]}`, "logit_bias", CodeInvalidType, "expected an object"},

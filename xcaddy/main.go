@@ -13,6 +13,8 @@ import (
 
 	// The mlc_router module and the mlc-engine subcommand.
 	_ "github.com/caddy-mlc/caddy-mlc/caddymlc"
+	// The mlc-check subcommand.
+	_ "github.com/caddy-mlc/caddy-mlc/caddymlc/mlccheck"
 )
 
 func main() {

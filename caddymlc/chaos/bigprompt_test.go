@@ -22,7 +22,7 @@ import (
 // refused within 5 s, normal clients' worst wait for text under 1 s, RSS
 // up by at most 150 MB at the peak.
 func TestBigPrompts(t *testing.T) {
-	r := newRig(t, rigConfig{endpoints: []string{"", ""}, routerOpts: "\t\tmode round_robin\n"})
+	r := newRig(t, rigConfig{endpoints: []string{"", ""}, routerOpts: "\t\tmode whole\n"})
 	big := strings.Repeat("the cat sat on the mat and looked at the moon ", 3<<20/46)
 	body, _ := json.Marshal(map[string]any{"prompt": big, "max_tokens": 8})
 	base := rss(t)

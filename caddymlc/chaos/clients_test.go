@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 )
 
 // Stalled readers: clients open long streams and read nothing. With
@@ -70,7 +70,7 @@ func (r *rig) quiesceBeside(ta *tally, stop chan struct{}, wait func(), within t
 // larger than what is sent, each get a 408 within body_timeout and their
 // connection is closed, while normal clients are served.
 func TestSlowBodies(t *testing.T) {
-	r := newRig(t, rigConfig{endpoints: []string{"", ""}, routerOpts: "\t\tmode round_robin\n\t\tbody_timeout 2s\n"})
+	r := newRig(t, rigConfig{endpoints: []string{"", ""}, routerOpts: "\t\tmode whole\n\t\tbody_timeout 2s\n"})
 	addr := strings.TrimPrefix(r.base, "http://")
 	jobs := longJobs(2, 16)
 	refs := r.references(jobs)

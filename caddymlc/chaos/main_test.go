@@ -7,7 +7,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/caddy-mlc/caddy-mlc/caddymlc"
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 )
 
 // long selects the long form: the sizes, and its timing goals

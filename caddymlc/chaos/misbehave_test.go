@@ -97,7 +97,7 @@ func TestMisbehavingEngines(t *testing.T) {
 					good + " external",
 					strings.TrimPrefix(proxy.URL, "http://") + " external",
 				},
-				routerOpts: fmt.Sprintf("\t\tmode round_robin\n\t\tpolicy round_robin\n\t\tengine_timeout %v\n", engineTimeout),
+				routerOpts: fmt.Sprintf("\t\tmode whole\n\t\tpolicy round_robin\n\t\tengine_timeout %v\n", engineTimeout),
 			})
 			jobs := longJobs(pick(6, 24), 16)
 			refs := r.references(jobs)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 )
 
 // Rapid reloads: reloads a second apart that move the engines between two
@@ -17,7 +17,7 @@ import (
 // taken), and every request completes exactly. Clients retry connection
 // errors, the accept-queue race of any Caddy reload (README, Reloads).
 func TestRapidReloads(t *testing.T) {
-	r := newRig(t, rigConfig{endpoints: []string{"", ""}, routerOpts: "\t\tmode round_robin\n"})
+	r := newRig(t, rigConfig{endpoints: []string{"", ""}, routerOpts: "\t\tmode whole\n"})
 	var setA, setB strings.Builder
 	for _, e := range r.status().Engines {
 		fmt.Fprintf(&setA, "\t\tendpoint %s\n", e.Addr)

@@ -20,8 +20,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -89,7 +89,7 @@ http://127.0.0.1:%d {
 http://127.0.0.1:%d {
 	mlc_router {
 		model tiny
-		mode round_robin
+		mode whole
 		endpoint 127.0.0.1:%d
 	}
 }

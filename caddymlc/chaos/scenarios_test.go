@@ -276,7 +276,7 @@ func TestSlowProbe(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 	r := newRig(t, rigConfig{external: []string{strings.TrimPrefix(proxy.URL, "http://") + " external"},
-		routerOpts: "\t\tmode round_robin\n"})
+		routerOpts: "\t\tmode whole\n"})
 	slow.Store(true)
 	clients := 4
 	jobs := longJobs(clients, 24)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
-	"github.com/caddy-mlc/caddy-mlc/internal/mlcschema"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcschema"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 

@@ -14,7 +14,8 @@
 // # Command line
 //
 // [Main] runs `<model> [flags]`, with `mlc_llm serve`'s flags: --model-lib
-// (recorded), --device cpu|cuda:N (recorded; compute is on the CPU),
+// (recorded), --embedding-model and --embedding-model-lib (see
+// Embeddings), --device cpu|cuda:N (recorded; compute is on the CPU),
 // --enable-debug, --mode local|interactive|server (default
 // max_num_sequence 4, 1 or 64), --prefix-cache-mode radix|disable,
 // --overrides "k=v;...", --host, --port. Overrides used:
@@ -46,6 +47,30 @@
 // only templates that read them, and the answer is never parsed into
 // tool_calls; debug_config.disagg_config is refused (disaggregation runs
 // on completions).
+//
+// # Embeddings
+//
+// --embedding-model (and --embedding-model-lib, recorded) load an
+// embedding model next to the chat model, as `mlc_llm serve` does, served
+// at POST /v1/embeddings and listed second in GET /v1/models. The model
+// is "tiny-embed" ([TinyEmbedModel], the tiny tokenizer) or a directory
+// with tokenizer.json: every token id stands for a fixed pseudo-random
+// vector of [EmbeddingDim] values drawn from the model's name and the id,
+// an input's vector is the mean of its tokens' vectors normalised to unit
+// length (float32), the same in every process. As MLC's decoder
+// embedding models do, each input gets EOS appended, and usage counts it;
+// token-id inputs are decoded to text and encoded again, as MLC's server
+// does, so ids embed as the text they spell. The request is checked by
+// protocol.DecodeEmbeddingRequest; encoding_format base64 and dimensions
+// (truncation, then renormalisation) are MLC's, written by
+// protocol.NewEmbeddingResponse. As MLC, the one embedding model answers under any
+// model name, and an engine without one answers 400 (param model, code
+// model_not_found). Where it differs, by choice: an input longer than 512
+// tokens (the directory's context_window_size, if any; EOS included) is a
+// 400 context_length_exceeded, and dimensions beyond 64 a 400, where MLC
+// would cut the input short and return the whole vector; MLC requires
+// --embedding-model-lib, the built-in engine has its own. Answers are
+// whole, never streamed.
 //
 // # Sampling
 //

@@ -37,6 +37,11 @@ type Engine struct {
 	chatErr   error
 	tmplStops []string
 
+	// emb is the embedding model (--embedding-model), nil without one.
+	// It runs on the handlers' goroutines: it shares nothing with the
+	// scheduler.
+	emb *embedder
+
 	cmds chan func()
 	done chan struct{}
 
@@ -77,10 +82,16 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	var emb *embedder
+	if opts.EmbeddingModel != "" {
+		if emb, err = loadEmbedder(opts.EmbeddingModel); err != nil {
+			return nil, err
+		}
+	}
 	c := m.Config()
 	pages := pagesFor(opts.Overrides.MaxTotalSeqLength)
 	e := &Engine{
-		opts: opts, model: m, tok: tok, disagg: disagg,
+		opts: opts, model: m, tok: tok, disagg: disagg, emb: emb,
 		maxSeq:   sequenceLimit(opts, window),
 		logger:   log.New(logOut, "mlc-engine: ", log.LstdFlags|log.LUTC),
 		cmds:     make(chan func()),

@@ -15,15 +15,19 @@ import (
 // Options are the engine's command-line settings, as `mlc_llm serve` takes
 // them.
 type Options struct {
-	Model           string
-	ModelLib        string // recorded only
-	Device          string // recorded only: compute is always on the CPU
-	EnableDebug     bool
-	Mode            string // local, interactive or server
-	PrefixCacheMode string // radix or disable
-	Host            string
-	Port            int
-	Overrides       Overrides
+	Model    string
+	ModelLib string // recorded only
+	// EmbeddingModel, when set, is served at POST /v1/embeddings:
+	// TinyEmbedModel or a directory with tokenizer.json (see embedder).
+	EmbeddingModel    string
+	EmbeddingModelLib string // recorded only
+	Device            string // recorded only: compute is always on the CPU
+	EnableDebug       bool
+	Mode              string // local, interactive or server
+	PrefixCacheMode   string // radix or disable
+	Host              string
+	Port              int
+	Overrides         Overrides
 }
 
 // Overrides are the --overrides settings the engine uses.
@@ -54,6 +58,8 @@ func ParseArgs(args []string, stderr io.Writer) (*Options, error) {
 	fs := flag.NewFlagSet("mlc-engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.ModelLib, "model-lib", "", "model library (recorded; the built-in engine has its own)")
+	fs.StringVar(&o.EmbeddingModel, "embedding-model", "", "embedding model served at /v1/embeddings: "+TinyEmbedModel+" or a directory with tokenizer.json")
+	fs.StringVar(&o.EmbeddingModelLib, "embedding-model-lib", "", "embedding model library (recorded; the built-in engine has its own)")
 	fs.StringVar(&o.Device, "device", "cpu", "device: cpu or cuda:N (recorded; compute runs on the CPU)")
 	fs.BoolVar(&o.EnableDebug, "enable-debug", false, "honour debug_config in requests")
 	fs.StringVar(&o.Mode, "mode", "local", "local, interactive or server")

@@ -92,8 +92,9 @@ func (s *server) metricsUsage() (*protocol.Usage, *protocol.Error) {
 	if s.world != nil {
 		// caddy-mlc's extension: the engine's place in its NVSHMEM world,
 		// how a router that found it by DNS learns its recv_rank.
-		usage.Extra["pe_start"] = jsonInt(s.world.PEStart)
-		usage.Extra["npes"] = jsonInt(s.world.NPEs)
+		usage.Extra[protocol.ExtraPEStart] = jsonInt(s.world.PEStart)
+		usage.Extra[protocol.ExtraNPEs] = jsonInt(s.world.NPEs)
+		usage.Extra[protocol.ExtraUIDDigest] = jsonString(s.world.uidDigest())
 	}
 	return usage, nil
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 

@@ -34,6 +34,7 @@ func (s *server) handler() http.Handler {
 		protocol.PathModels:          {http.MethodGet, s.models},
 		protocol.PathCompletions:     {http.MethodPost, s.completions},
 		protocol.PathChatCompletions: {http.MethodPost, s.chatCompletions},
+		protocol.PathEmbeddings:      {http.MethodPost, s.embeddings},
 		protocol.PathPrepRecv:        {http.MethodPost, s.prepRecvEndpoint},
 		protocol.PathRemoteSend:      {http.MethodPost, s.remoteSendEndpoint},
 		protocol.PathStartGenerate:   {http.MethodPost, s.startGenerateEndpoint},
@@ -41,7 +42,7 @@ func (s *server) handler() http.Handler {
 		PathKVTransfer:               {http.MethodPost, s.kvTransfer},
 		"/metrics":                   {http.MethodGet, metricsHandler(s.e).ServeHTTP},
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	serve := func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := routes[r.URL.Path]
 		switch {
 		case !ok:
@@ -52,12 +53,52 @@ func (s *server) handler() http.Handler {
 		default:
 			rt.handler(w, r)
 		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("traceparent") != "" {
+			s.traced(serve, w, r)
+			return
+		}
+		serve(w, r)
 	})
 }
 
-// models answers GET /v1/models.
+// traced serves a request that carries a W3C traceparent (the router's
+// call of a traced request) and writes its request line with it, so that
+// a trace leads to the engine's log: "POST /microserving/prep_recv 200
+// 3.1ms traceparent=00-...".
+func (s *server) traced(h http.HandlerFunc, w http.ResponseWriter, r *http.Request) {
+	begin := time.Now()
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	h(sw, r)
+	s.e.logf("%s %s %d %v traceparent=%s", r.Method, r.URL.Path, sw.status, time.Since(begin).Round(time.Microsecond), r.Header.Get("traceparent"))
+}
+
+// statusWriter remembers the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush flushes a streamed answer.
+func (w *statusWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+// models answers GET /v1/models: the model, then the embedding model,
+// as MLC's server lists them.
 func (s *server) models(w http.ResponseWriter, r *http.Request) {
-	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(s.created, "caddy-mlc", s.e.opts.Model))
+	ids := []string{s.e.opts.Model}
+	if s.e.emb != nil {
+		ids = append(ids, s.e.emb.id)
+	}
+	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(s.created, "caddy-mlc", ids...))
 }
 
 // completions answers POST /v1/completions.

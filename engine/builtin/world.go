@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -50,4 +52,16 @@ func (w *world) peerOf(rank int) (protocol.Peer, error) {
 		}
 	}
 	return protocol.Peer{}, fmt.Errorf("no endpoint in %s holds PE %d", protocol.EnvBuiltinPeers, rank)
+}
+
+// uidDigest is the hex SHA-256 of the world's uid, one byte per int: what
+// the engine reports (protocol.ExtraUIDDigest) so that engines of one
+// world can be told from engines started apart.
+func (w *world) uidDigest() string {
+	b := make([]byte, len(w.UID))
+	for i, v := range w.UID {
+		b[i] = byte(v)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 )
 
 // npmPrefix returns the directory holding node_modules with the reference

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 )
 
 // corpusSize is the number of strings in the conformance corpus.

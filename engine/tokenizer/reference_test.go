@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/npmref"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 )
 
 // The conformance tests compare this package with references no one

@@ -38,10 +38,9 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
-	"github.com/caddy-mlc/caddy-mlc/caddymlc"
 )
 
 func init() {
@@ -50,7 +49,7 @@ func init() {
 
 // Interface guards.
 var (
-	_ caddymlc.Policy       = (*P2C)(nil)
+	_ router.Policy         = (*P2C)(nil)
 	_ caddy.Provisioner     = (*P2C)(nil)
 	_ caddy.Validator       = (*P2C)(nil)
 	_ caddyfile.Unmarshaler = (*P2C)(nil)
@@ -106,7 +105,7 @@ func (p *P2C) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // Choose draws p.Choices candidates and returns the least loaded of them.
-func (p *P2C) Choose(_ *caddymlc.Request, cands []caddymlc.Candidate) int {
+func (p *P2C) Choose(_ *router.Request, cands []router.Candidate) int {
 	best := rand.IntN(len(cands))
 	for range p.Choices - 1 {
 		if i := rand.IntN(len(cands)); load(&cands[i]) < load(&cands[best]) {
@@ -119,4 +118,4 @@ func (p *P2C) Choose(_ *caddymlc.Request, cands []caddymlc.Candidate) int {
 // load is a candidate's work: its calls (this Caddy's and what the engine
 // reported of others), a call still waiting for its first token counting
 // twice, as its prefill is still to come.
-func load(c *caddymlc.Candidate) float64 { return c.Calls() + float64(c.Prefilling) }
+func load(c *router.Candidate) float64 { return c.Calls() + float64(c.Prefilling) }

@@ -13,10 +13,12 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
-	"github.com/caddy-mlc/caddy-mlc/caddymlc"
-	"github.com/caddy-mlc/caddy-mlc/internal/enginetest"
-	"github.com/caddy-mlc/caddy-mlc/internal/testnet"
+	// The mlc_router handler the test's Caddyfile names, and its app.
+	_ "github.com/caddy-mlc/caddy-mlc/caddymlc"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // TestMain lets the test binary be the built-in engine the router starts.
@@ -35,7 +37,7 @@ func TestServesThroughTheRouter(t *testing.T) {
 http://127.0.0.1:%d {
 	mlc_router {
 		model tiny
-		mode round_robin
+		mode whole
 		policy p2c 3
 		endpoint 127.0.0.1:%d
 	}
@@ -77,17 +79,17 @@ func complete(t *testing.T, base, body string) string {
 // Of the engines it draws it takes the least loaded: with many draws,
 // the idle engine of two; with one, any.
 func TestChoosesTheLeastLoadedOfItsDraws(t *testing.T) {
-	cands := []caddymlc.Candidate{{InFlight: 5}, {InFlight: 1, Prefilling: 1}, {InFlight: 4}}
+	cands := []router.Candidate{{InFlight: 5}, {InFlight: 1, Prefilling: 1}, {InFlight: 4}}
 	many := P2C{Choices: 64} // each engine is drawn but with odds 3·(2/3)^64
 	for range 20 {
-		if got := many.Choose(&caddymlc.Request{}, cands); got != 1 {
+		if got := many.Choose(&router.Request{}, cands); got != 1 {
 			t.Fatalf("chose %d of %+v", got, cands)
 		}
 	}
 	one := P2C{Choices: 1}
 	seen := map[int]bool{}
 	for range 200 {
-		seen[one.Choose(&caddymlc.Request{}, cands)] = true
+		seen[one.Choose(&router.Request{}, cands)] = true
 	}
 	if len(seen) != 3 {
 		t.Fatalf("one draw chose only %v", seen)
@@ -103,7 +105,7 @@ func TestConfig(t *testing.T) {
 		t.Fatal("choices -1 accepted")
 	}
 	for _, bad := range []string{"policy p2c 0", "policy p2c x", "policy p2c 2 3"} {
-		cf := fmt.Sprintf("{\n\tadmin off\n}\n:1 {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode round_robin\n\t\tendpoint 127.0.0.1:2\n\t\t%s\n\t}\n}\n", bad)
+		cf := fmt.Sprintf("{\n\tadmin off\n}\n:1 {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode whole\n\t\tendpoint 127.0.0.1:2\n\t\t%s\n\t}\n}\n", bad)
 		if _, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

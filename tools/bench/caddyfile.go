@@ -30,11 +30,11 @@ func reverseProxy(engines []string) string {
 	return fmt.Sprintf("reverse_proxy %s {\n\tlb_policy round_robin\n}\n", strings.Join(engines, " "))
 }
 
-// mlcRouter is an mlc_router in mode round_robin over external engines.
+// mlcRouter is an mlc_router in mode whole over external engines.
 // A non-zero engineTimeout replaces the router's default.
 func mlcRouter(engines []string, engineTimeout string) string {
 	var b strings.Builder
-	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode round_robin\n")
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
 	for _, e := range engines {
 		fmt.Fprintf(&b, "\tendpoint %s external\n", e)
 	}
@@ -60,5 +60,25 @@ func indent(s string) string {
 		}
 		b.WriteString(line)
 	}
+	return b.String()
+}
+
+// mlcTenants is the fairness run's router: mode whole over two built-in
+// engines it spawns on enginePorts, each running fairBatch sequences at
+// once, the tenant and the band from the request's headers. gate false
+// turns the router's admission bound off (max_inflight off): the engines
+// get every request at once and queue them themselves.
+func mlcTenants(enginePorts []int, gate bool) string {
+	var b strings.Builder
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
+	for _, p := range enginePorts {
+		fmt.Fprintf(&b, "\tendpoint 127.0.0.1:%d\n", p)
+	}
+	fmt.Fprintf(&b, "\tengine_args --overrides max_num_sequence=%d\n", fairBatch)
+	fmt.Fprintf(&b, "\ttenant {http.request.header.%s}\n\tpriority {http.request.header.%s}\n", headerTenant, headerPriority)
+	if !gate {
+		b.WriteString("\tmax_inflight off\n")
+	}
+	b.WriteString("}\n")
 	return b.String()
 }

@@ -22,9 +22,12 @@ func TestCaddyfilesAdapt(t *testing.T) {
 		want    []string
 	}{
 		"reverse_proxy": {reverseProxy(engines), false, []string{`"handler":"reverse_proxy"`, `"policy":"round_robin"`, `"dial":"127.0.0.1:9002"`}},
-		"mlc_router":    {mlcRouter(engines, ""), false, []string{`"handler":"mlc_router"`, `"mode":"round_robin"`, `"external":true`}},
+		"mlc_router":    {mlcRouter(engines, ""), false, []string{`"handler":"mlc_router"`, `"mode":"whole"`, `"external":true`}},
 		"idle":          {mlcRouter(engines[:1], "15m"), true, []string{`"engine_timeout":900000000000`, `"h2c"`}},
 		"disagg":        {mlcDisagg(engines[0], engines[1]), false, []string{`"mode":"disagg"`, `"role":"prefill"`, `"role":"decode"`}},
+		"gate-on": {mlcTenants([]int{9001, 9002}, true), false, []string{`"mode":"whole"`, `"engine_args":["--overrides","max_num_sequence=8"]`,
+			`"tenant":"{http.request.header.X-Tenant}"`, `"priority":"{http.request.header.X-Priority}"`}},
+		"gate-off": {mlcTenants([]int{9001, 9002}, false), false, []string{`"max_inflight":-1`, `"tenant":"{http.request.header.X-Tenant}"`}},
 	} {
 		text := caddyfile(2999, 8999, t.TempDir(), c.h2c, c.handler)
 		out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(text), nil)

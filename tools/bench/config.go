@@ -29,6 +29,14 @@ type config struct {
 	profileSecs  int
 	profileParty []string
 	keep         bool
+
+	// The fairness run (-fairness): tenant A floods, tenant B is served.
+	fairness    bool
+	check       bool // exit non-zero when a goal is missed
+	flood       int  // A's streams in flight
+	floodTokens int  // max_tokens of A's streams
+	bStreams    int  // B's streams in flight when both flood
+	samples     int  // measured requests per tenant and scenario, at least
 }
 
 // quickDefaults replace the defaults of the flags not given when -quick is:
@@ -44,6 +52,10 @@ var quickDefaults = map[string]string{
 	"profile-secs":  "3",
 	"profile-rows":  "c16-stream-16,c16-plain-16",
 	"profile-party": "mlc_router",
+	"flood":         "32",
+	"flood-tokens":  "32",
+	"b-streams":     "4",
+	"samples":       "5",
 }
 
 func parseConfig(args []string, stderr io.Writer) (*config, error) {
@@ -67,6 +79,12 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.profileSecs, "profile-secs", 10, "seconds of each CPU profile")
 	party := fs.String("profile-party", "mlc_router,disagg", "parties to profile: mlc_router, disagg, reverse_proxy")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, Caddyfiles)")
+	fs.BoolVar(&c.fairness, "fairness", false, "run the two-tenant contention instead (issue 23): one mlc_router, its gate on and off")
+	fs.BoolVar(&c.check, "check", false, "-fairness: exit non-zero when a goal is missed")
+	fs.IntVar(&c.flood, "flood", 64, "-fairness: tenant A's streams in flight")
+	fs.IntVar(&c.floodTokens, "flood-tokens", 128, "-fairness: max_tokens of tenant A's streams")
+	fs.IntVar(&c.bStreams, "b-streams", 8, "-fairness: tenant B's streams in flight when both flood (band 1)")
+	fs.IntVar(&c.samples, "samples", 100, "-fairness: measured requests of each tenant per scenario, at least")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -119,6 +137,10 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case c.rounds < 1 || c.perClient < 1 || c.minRequests < 1 || c.promptLen < 1 || c.profileSecs < 1:
 		return nil, fmt.Errorf("-rounds, -per-client, -min-requests, -prompt-len and -profile-secs must be positive")
+	case c.flood < 1 || c.floodTokens < 1 || c.bStreams < 1 || c.samples < 1:
+		return nil, fmt.Errorf("-flood, -flood-tokens, -b-streams and -samples must be positive")
+	case c.check && !c.fairness:
+		return nil, fmt.Errorf("-check goes with -fairness")
 	case len(c.modes) == 0:
 		return nil, fmt.Errorf("-stream: want false, true or both")
 	}

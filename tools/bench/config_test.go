@@ -38,6 +38,9 @@ func TestConfigRejectsBadFlags(t *testing.T) {
 		{"-idle-proto", "h3"},
 		{"-profile-party", "nginx"},
 		{"-rounds", "0"},
+		{"-check"},
+		{"-fairness", "-flood", "0"},
+		{"-fairness", "-samples", "-1"},
 		{"extra"},
 	} {
 		if _, err := parseConfig(args, io.Discard); err == nil {
@@ -82,5 +85,32 @@ func TestShellQuote(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+func TestFairnessDefaults(t *testing.T) {
+	full, err := parseConfig([]string{"-fairness"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.flood != 64 || full.floodTokens != 128 || full.bStreams != 8 || full.check {
+		t.Errorf("full form: flood %d × %d tokens, B %d streams, check %v; want issue 23's 64 × 128, 8, false", full.flood, full.floodTokens, full.bStreams, full.check)
+	}
+	if full.bStreams >= fairEngines*fairBatch {
+		t.Errorf("B's %d streams would take every one of the %d slots: A starves", full.bStreams, fairEngines*fairBatch)
+	}
+	quick, err := parseConfig([]string{"-fairness", "-quick", "-flood", "10", "-check"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if quick.flood != 10 || quick.floodTokens >= full.floodTokens || quick.samples >= full.samples || !quick.check {
+		t.Errorf("quick form: flood %d (given 10), %d tokens, %d samples, check %v", quick.flood, quick.floodTokens, quick.samples, quick.check)
+	}
+	names := []string{}
+	for _, sc := range full.scenarios() {
+		names = append(names, sc.name)
+	}
+	if !slices.Equal(names, []string{"B alone", "A floods", "both flood, B in band 1"}) {
+		t.Errorf("scenarios %q", names)
 	}
 }

@@ -217,7 +217,7 @@ func (s *idleStreams) stream(ctx context.Context, p *party, body []byte, opened 
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
-	_, err = readEvents(resp.Body, func(_ time.Time, first bool, _ time.Time) {
+	_, err = readEvents(resp.Body, func(_ time.Time, first bool, _ time.Time, _ []byte) {
 		if first {
 			once()
 			s.opened.Add(1)

@@ -118,7 +118,7 @@ func (p *party) do(ctx context.Context, body []byte, stream bool) sample {
 		return sample{latency: time.Since(t0), err: err}
 	}
 	s := sample{gaps: make([]time.Duration, 0, 80)}
-	last, err := readEvents(resp.Body, func(at time.Time, first bool, prev time.Time) {
+	last, err := readEvents(resp.Body, func(at time.Time, first bool, prev time.Time, _ []byte) {
 		if first {
 			s.ttft = at.Sub(t0)
 		} else {
@@ -133,9 +133,10 @@ func (p *party) do(ctx context.Context, body []byte, stream bool) sample {
 var errNoDone = errors.New("stream ended without data: [DONE]")
 
 // readEvents reads a completion stream and calls onEvent at each data
-// event but the last ([DONE]), with the event before's time. It returns
-// the time of [DONE]. An error event ends the stream with its text.
-func readEvents(body io.Reader, onEvent func(at time.Time, first bool, prev time.Time)) (time.Time, error) {
+// event but the last ([DONE]), with the event before's time and the
+// event's data (valid until onEvent returns). It returns the time of
+// [DONE]. An error event ends the stream with its text.
+func readEvents(body io.Reader, onEvent func(at time.Time, first bool, prev time.Time, data []byte)) (time.Time, error) {
 	br := bufio.NewReaderSize(body, 32<<10)
 	var prev time.Time
 	first := true
@@ -159,7 +160,7 @@ func readEvents(body io.Reader, onEvent func(at time.Time, first bool, prev time
 		case bytes.HasPrefix(data, []byte(`{"error"`)):
 			return now, fmt.Errorf("error event: %.300s", data)
 		}
-		onEvent(now, first, prev)
+		onEvent(now, first, prev, data)
 		first, prev = false, now
 	}
 }

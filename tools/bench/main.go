@@ -10,6 +10,13 @@
 //	go run ./tools/bench -quick          # about a minute
 //	go run ./tools/bench -profile /tmp/prof
 //
+// -fairness runs the two-tenant contention of issue 23 instead (see
+// fairness.go): one tenant floods, the other's time to first token is
+// measured, on a router with its admission gate and on one without.
+//
+//	go run ./tools/bench -fairness -quick   # seconds
+//	go run ./tools/bench -fairness          # about a minute; -check fails on a missed goal
+//
 // See README.md beside this file for the figures and what they mean.
 package main
 
@@ -89,6 +96,9 @@ func run(args []string, stdout io.Writer) (err error) {
 			return err
 		}
 	}
+	if cfg.fairness {
+		return b.runFairness(ctx, cfg, args, stdout, load, started)
+	}
 	engines, err := b.startEngines(ctx, 2)
 	if err != nil {
 		return err
@@ -148,14 +158,19 @@ func run(args []string, stdout io.Writer) (err error) {
 
 // writeHeader says what ran where: the command, the machine, its load.
 func writeHeader(w io.Writer, args []string, load *loadWatch, took time.Duration) {
+	fmt.Fprintf(w, "### Router benchmark, %s\n\n", time.Now().Format("2006-01-02 15:04"))
+	fmt.Fprintf(w, "`%s` (%v, commit %s): %d CPUs, %s; the bench, the engines and the Caddys share them.\n",
+		commandLine(args), took.Round(time.Second), commit(), runtime.NumCPU(), load)
+	fmt.Fprintln(w, "Latency is from sending the request to the end of the answer; TTFT to the first event; a gap is the time between two events of a stream. Caddy CPU is the time the party's Caddy threads spent on a CPU (/proc/<pid>/task/*/schedstat; utime+stime where the kernel keeps no schedstat) over its own segments, per request; allocations come from its Go runtime (/debug/vars).")
+}
+
+// commandLine is the command that ran, as a user would type it.
+func commandLine(args []string) string {
 	cmd := "go run ./tools/bench"
 	for _, a := range args {
 		cmd += " " + shellQuote(a)
 	}
-	fmt.Fprintf(w, "### Router benchmark, %s\n\n", time.Now().Format("2006-01-02 15:04"))
-	fmt.Fprintf(w, "`%s` (%v, commit %s): %d CPUs, %s; the bench, the engines and the Caddys share them.\n",
-		cmd, took.Round(time.Second), commit(), runtime.NumCPU(), load)
-	fmt.Fprintln(w, "Latency is from sending the request to the end of the answer; TTFT to the first event; a gap is the time between two events of a stream. Caddy CPU is the time the party's Caddy threads spent on a CPU (/proc/<pid>/task/*/schedstat; utime+stime where the kernel keeps no schedstat) over its own segments, per request; allocations come from its Go runtime (/debug/vars).")
+	return cmd
 }
 
 // shellQuote quotes an argument for a POSIX shell when it needs it.

@@ -12,11 +12,11 @@ caddy_mlc_router_overhead_seconds_bucket{mode="disagg",le="0.002"} 6
 caddy_mlc_router_overhead_seconds_bucket{mode="disagg",le="+Inf"} 8
 caddy_mlc_router_overhead_seconds_sum{mode="disagg"} 0.02
 caddy_mlc_router_overhead_seconds_count{mode="disagg"} 8
-caddy_mlc_router_overhead_seconds_bucket{mode="round_robin",le="0.001"} 2
-caddy_mlc_router_overhead_seconds_bucket{mode="round_robin",le="0.002"} 2
-caddy_mlc_router_overhead_seconds_bucket{mode="round_robin",le="+Inf"} 2
-caddy_mlc_router_overhead_seconds_sum{mode="round_robin"} 0.001
-caddy_mlc_router_overhead_seconds_count{mode="round_robin"} 2
+caddy_mlc_router_overhead_seconds_bucket{mode="whole",le="0.001"} 2
+caddy_mlc_router_overhead_seconds_bucket{mode="whole",le="0.002"} 2
+caddy_mlc_router_overhead_seconds_bucket{mode="whole",le="+Inf"} 2
+caddy_mlc_router_overhead_seconds_sum{mode="whole"} 0.001
+caddy_mlc_router_overhead_seconds_count{mode="whole"} 2
 `
 
 // The overhead histogram is read from Caddy's exposition, every mode

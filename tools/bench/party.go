@@ -69,7 +69,7 @@ func tracked(engines []string, proxy, router, disagg *caddyProc) []*party {
 	return []*party{
 		newParty(keySplit, "split (client to both engines)", nil, urls...),
 		newParty(keyProxy, "reverse_proxy round_robin", proxy),
-		newParty(keyRouter, "mlc_router round_robin", router),
+		newParty(keyRouter, "mlc_router whole", router),
 		newParty(keyDisagg, "mlc_router disagg", disagg),
 		newParty(keyDirect, "one engine direct", nil, urls[0]),
 	}

@@ -166,7 +166,7 @@ func runPolicy(ctx context.Context, bin, policy string, w *workload) (result, er
 	}
 	api := "http://127.0.0.1:" + strconv.Itoa(ports[3])
 	var cf strings.Builder
-	cf.WriteString(fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n}\n%s {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode round_robin\n\t\tpolicy %s\n",
+	cf.WriteString(fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n}\n%s {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode whole\n\t\tpolicy %s\n",
 		ports[4], api, policy))
 	for _, e := range engines {
 		cf.WriteString("\t\tendpoint " + e + " external\n")

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The README's "Checking a fleet before traffic" block as written, on the
+# binary the README's main job builds, line by line: every line must
+# succeed; no engine that `mlc-check --start` started may outlive it (its
+# config's engine ports are free again), nor any process that the Caddy
+# the block starts in the background outlives its `kill $!`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source .ci/lib.sh
+work=$(mktemp -d)
+cleanup() {
+  local pid
+  for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
+  wait || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  [ -s "$work/caddy.log" ] && { echo "--- the Caddy's log (last lines)" >&2; tail -20 "$work/caddy.log" >&2; }
+  exit 1
+}
+
+main_job=$(readme_top 1)
+build=${main_job%% && *}
+echo "\$ $build"
+eval "$build"
+
+# answers PORT succeeds if something accepts connections on 127.0.0.1:PORT.
+answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+block=$(readme_block check)
+grep -q -- '--start' <<<"$block" || fail "the check block has no mlc-check --start"
+[ "$(tail -1 <<<"$block")" = 'kill $!' ] || fail "the check block does not end with kill \$!"
+caddy=""
+while IFS= read -r line; do
+  echo "\$ $line"
+  case "$line" in
+    'kill $!')
+      [ -n "$caddy" ] || fail "kill \$! with no Caddy in the background"
+      : >"$work/ours"
+      descendants "$caddy" >>"$work/ours"
+      [ -s "$work/ours" ] || fail "no engine under the Caddy"
+      eval "$line"
+      wait "$caddy" || fail "the Caddy exited with status $?"
+      wait_gone "$work/ours" || fail "processes outlived the Caddy that started them"
+      ;;
+    *' &')
+      eval "${line%&} >'$work/caddy.log' 2>&1 &"
+      caddy=$!
+      ;;
+    *)
+      eval "$line" || fail "exit status $?: $line"
+      if [[ $line == *--start* ]]; then
+        config=$(grep -o -- '--config [^ ]*' <<<"$line" | cut -d' ' -f2)
+        for port in $(sed -n 's/^[[:space:]]*endpoint [^:]*:\([0-9]*\).*/\1/p' "$config"); do
+          ! answers "$port" || fail "an engine still answers on port $port after: $line"
+        done
+      fi
+      ;;
+  esac
+done <<<"$block"
+echo "check: ok"

@@ -1,0 +1,230 @@
+package caddymlc
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/router/budget"
+	"github.com/caddy-mlc/caddy-mlc/router/fair"
+)
+
+// Tenancy says who each request is for, how the engines are shared among
+// them when requests wait, and what each may spend. Every model of the
+// handler shares it.
+//
+// Caddyfile:
+//
+//	tenant          <placeholder>      (e.g. {http.request.header.X-Api-Key}, {http.auth.user.id}, {http.request.remote.host})
+//	priority        <placeholder>      (an integer band; higher is served first)
+//	tenant_weight   <tenant> <weight>
+//	tenant_priority <tenant> <band>
+//	budget          <tenant|pattern|*> [tokens_per_minute <n>] [requests_per_minute <n>] [shared]
+type Tenancy struct {
+	// Tenant names who a request is for, from Caddy placeholders. Empty:
+	// every request is the one default tenant.
+	Tenant string `json:"tenant,omitempty"`
+
+	// Priority is a request's band, from Caddy placeholders: an integer,
+	// higher served first when requests wait for engines. A request whose
+	// priority is empty or not an integer takes its tenant's band
+	// (TenantPriorities), else 0.
+	Priority string `json:"priority,omitempty"`
+
+	// TenantWeights are tenants' shares of the engines while requests
+	// wait, in tokens (default 1 each): a tenant of weight 2 is served
+	// twice the tokens of one of weight 1.
+	TenantWeights map[string]float64 `json:"tenant_weights,omitempty"`
+
+	// TenantPriorities are tenants' bands.
+	TenantPriorities map[string]int `json:"tenant_priorities,omitempty"`
+
+	// Budgets are what tenants may spend per minute, in tokens (prompt and
+	// generated) and requests; over budget a request gets OpenAI's 429
+	// rate_limit_exceeded with Retry-After, and every answer carries the
+	// x-ratelimit-* headers. Kept per Caddy process (see router/budget
+	// for replicas).
+	Budgets []budget.Rule `json:"budgets,omitempty"`
+}
+
+// maxTenantBytes bounds a tenant's name: a header can be long, and the
+// name is kept in the queue and the budgets while the tenant is active.
+const maxTenantBytes = 256
+
+// facts reads who req is for.
+func (r *Router) facts(req *http.Request) router.Facts {
+	if r.Tenant == "" && r.Priority == "" {
+		return router.Facts{}
+	}
+	var f router.Facts
+	repl, _ := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl == nil {
+		return f
+	}
+	if r.Tenant != "" {
+		f.Tenant = repl.ReplaceAll(r.Tenant, "")
+		if len(f.Tenant) > maxTenantBytes {
+			f.Tenant = f.Tenant[:maxTenantBytes]
+		}
+	}
+	f.Band = r.TenantPriorities[f.Tenant]
+	if r.Priority != "" {
+		if band, err := strconv.Atoi(strings.TrimSpace(repl.ReplaceAll(r.Priority, ""))); err == nil {
+			f.Band = band
+		}
+	}
+	return f
+}
+
+// The fair queues (one per model) and the budgets (one per process)
+// outlive a config: a reload keeps the waiting requests' order and the
+// tenants' spending.
+var shared = caddy.NewUsagePool()
+
+const budgetsKey = "mlc-budgets"
+
+// provisionQueue returns the fair queue of model m, kept across reloads
+// and updated to this config.
+func (r *Router) provisionQueue(m ModelConfig) (*fair.Queue, error) {
+	cfg := fair.Config{MaxWaiting: m.QueueSize, Timeout: time.Duration(m.QueueTimeout), Weights: r.TenantWeights}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("mlc_router: %w", err)
+	}
+	key := "mlc-fair/" + m.Model
+	val, loaded, err := shared.LoadOrNew(key, func() (caddy.Destructor, error) { return fair.New(cfg) })
+	if err != nil {
+		return nil, fmt.Errorf("mlc_router: %w", err)
+	}
+	r.held = append(r.held, key)
+	q := val.(*fair.Queue)
+	if loaded {
+		if err := q.Update(cfg); err != nil {
+			return nil, fmt.Errorf("mlc_router: %w", err)
+		}
+	}
+	return q, nil
+}
+
+// provisionBudgets returns the process's budgets with this config's
+// rules, or nil when it has none.
+func (r *Router) provisionBudgets() (*budget.Limiter, error) {
+	if len(r.Budgets) == 0 {
+		return nil, nil
+	}
+	val, loaded, err := shared.LoadOrNew(budgetsKey, func() (caddy.Destructor, error) {
+		return budget.New(budget.Options{Rules: r.Budgets})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mlc_router: budgets: %w", err)
+	}
+	r.held = append(r.held, budgetsKey)
+	l := val.(*budget.Limiter)
+	if loaded {
+		if err := l.SetRules(r.Budgets); err != nil {
+			return nil, fmt.Errorf("mlc_router: budgets: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// releaseShared lets go of the queues and budgets this config held.
+func (r *Router) releaseShared() {
+	for _, key := range r.held {
+		_, _ = shared.Delete(key)
+	}
+	r.held = nil
+}
+
+// parse reads one tenancy line of the Caddyfile; seen holds the options
+// already given.
+func (t *Tenancy) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
+	name := d.Val()
+	switch name {
+	case "tenant", "priority":
+		if seen[name] {
+			return d.Errf("%s given twice", name)
+		}
+		seen[name] = true
+		dst := &t.Tenant
+		if name == "priority" {
+			dst = &t.Priority
+		}
+		return oneArg(d, dst)
+	case "tenant_weight":
+		args := d.RemainingArgs()
+		if len(args) != 2 {
+			return d.ArgErr()
+		}
+		w, err := strconv.ParseFloat(args[1], 64)
+		if err != nil || !(w > 0) || math.IsInf(w, 0) {
+			return d.Errf("tenant_weight %s %q: want a positive number", args[0], args[1])
+		}
+		if t.TenantWeights == nil {
+			t.TenantWeights = map[string]float64{}
+		}
+		t.TenantWeights[args[0]] = w
+	case "tenant_priority":
+		args := d.RemainingArgs()
+		if len(args) != 2 {
+			return d.ArgErr()
+		}
+		band, err := strconv.Atoi(args[1])
+		if err != nil {
+			return d.Errf("tenant_priority %s %q: want an integer band", args[0], args[1])
+		}
+		if t.TenantPriorities == nil {
+			t.TenantPriorities = map[string]int{}
+		}
+		t.TenantPriorities[args[0]] = band
+	case "budget":
+		return t.parseBudget(d)
+	}
+	return nil
+}
+
+// parseBudget reads `budget <tenant> [tokens_per_minute <n>]
+// [requests_per_minute <n>] [shared]`.
+func (t *Tenancy) parseBudget(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 1 {
+		return d.ArgErr()
+	}
+	rule := budget.Rule{Tenant: args[0]}
+	for i := 1; i < len(args); i++ {
+		switch args[i] {
+		case "shared":
+			rule.Shared = true
+		case "tokens_per_minute", "requests_per_minute":
+			if i+1 >= len(args) {
+				return d.Errf("budget %s: %s needs a number", rule.Tenant, args[i])
+			}
+			n, err := strconv.ParseInt(args[i+1], 10, 64)
+			if err != nil || n < 1 {
+				return d.Errf("budget %s: %s %q: want a positive integer", rule.Tenant, args[i], args[i+1])
+			}
+			if args[i] == "tokens_per_minute" {
+				rule.TokensPerMinute = n
+			} else {
+				rule.RequestsPerMinute = n
+			}
+			i++
+		default:
+			return d.Errf("budget %s: unknown option %q (tokens_per_minute, requests_per_minute, shared)", rule.Tenant, args[i])
+		}
+	}
+	if rule.TokensPerMinute == 0 && rule.RequestsPerMinute == 0 {
+		return d.Errf("budget %s: give tokens_per_minute or requests_per_minute", rule.Tenant)
+	}
+	t.Budgets = append(t.Budgets, rule)
+	if _, err := budget.New(budget.Options{Rules: t.Budgets}); err != nil {
+		return d.Errf("budget %s: %v", rule.Tenant, err)
+	}
+	return nil
+}

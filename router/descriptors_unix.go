@@ -1,0 +1,24 @@
+//go:build unix
+
+package router
+
+import (
+	"math"
+	"os"
+	"syscall"
+)
+
+// OpenDescriptors counts the process's open descriptors (/proc/self/fd)
+// and reads its soft limit.
+func OpenDescriptors() (open, limit int, err error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, 0, err
+	}
+	limit = int(min(rl.Cur, uint64(math.MaxInt32)))
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, limit, err
+	}
+	return len(entries), limit, nil
+}

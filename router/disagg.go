@@ -1,0 +1,279 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// remoteSendTries bounds the remote_sends of one attempt that a prefill
+// engine may preempt (KV memory pressure) before the decode engine
+// prefills the request itself.
+const remoteSendTries = 3
+
+// DefaultMaxPrefillQueue is the calls a prefill engine may have in flight
+// before the decode engine prefills a request itself (see
+// Router.MaxPrefillQueue). Two keep a prefill engine busy between calls
+// (one computing, one waiting) without queueing a prompt behind more than
+// one other.
+const DefaultMaxPrefillQueue = 2
+
+// disagg is MLC's disaggregated flow: prep_recv on the decode engine,
+// remote_send on a prefill engine (when the decode engine's prefix cache
+// does not already hold the window), start_generate on the decode engine.
+//
+// The order is chosen so that a failure holds nothing for long: the
+// prefill engine is chosen before the decode engine reserves anything,
+// and every way out between prep_recv and a started generation gives the
+// reservation back (see releaseReservation). Without a usable prefill
+// engine (none ready, or its remote_send failed) the decode engine serves
+// the whole request: slower for its other streams, but never a stall.
+type disagg struct {
+	r               *Router
+	balance         float64
+	maxPrefillQueue int // -1: never prefill locally for a busy prefill engine
+}
+
+// windowEnd is the end of the KV window the prefill engine computes, as
+// MLC's router sets it: -1 (all of the prompt but its last token) when the
+// balance factor is 0, else the first (1-factor) of the prompt.
+func (d *disagg) windowEnd(promptLen int) int {
+	if math.Abs(d.balance) < 1e-5 {
+		return -1
+	}
+	return int((1 - d.balance) * float64(promptLen))
+}
+
+func (d *disagg) run(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool, read reader) (err error) {
+	req := microservingRequest(whole)
+	q := d.r.newRequest(ctx, req)
+	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))})
+	if err != nil {
+		return err
+	}
+	defer func() { dec.release(err) }()
+	dec.routed() // every way on calls it: prep_recv, or a completion
+	end, local, err := d.prepare(ctx, dec, q, req, avoid)
+	switch {
+	case err != nil:
+		return err
+	case local != "":
+		return d.r.prefillLocally(ctx, dec, whole, local, read)
+	}
+	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
+	t0 := time.Now()
+	g, err := d.r.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream)
+	if err != nil {
+		// The engine may have started the generation, which holds the
+		// reservation now: only the release extension is safe.
+		d.r.releaseUnknown(dec, req)
+		return err
+	}
+	if req.Stream {
+		d.r.metrics.steps.WithLabelValues("start_generate").Observe(time.Since(t0).Seconds())
+	}
+	return g.consume(read)
+}
+
+// prepare has the decode engine reserve the KV of the prompt's window
+// (prep_recv) and a prefill engine compute it (remote_send), which it
+// holds for that call only. It returns the window's end; or local, why
+// the decode engine is to prefill the request itself instead (a reason
+// of caddy_mlc_local_prefills_total); or the error that ends the attempt.
+func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *protocol.CompletionRequest, avoid map[string]bool) (end int, local string, err error) {
+	n := len(q.Prompt)
+	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
+	end = protocol.ResolveIndex(prep.End, n)
+	if end <= 0 {
+		return 0, "empty_window", nil
+	}
+	if dec.pe.Load() < 0 {
+		return 0, "unknown_pe", nil
+	}
+	pre := d.r.pick(engine.RolePrefill, pickOptions{avoid: avoid, req: q, exclude: dec.Upstream, noBroken: true})
+	if pre == nil {
+		return 0, "no_prefill_engine", nil
+	}
+	var sendErr error
+	defer func() { pre.release(sendErr) }()
+	if d.prefillBusy(pre, dec, n) {
+		return 0, "prefill_busy", nil // pre is never routed
+	}
+	prep.Stream, prep.StreamOptions = false, nil
+	var recv protocol.PrepRecvResponse
+	t0 := time.Now()
+	// The prep_recv is waited for even when the client leaves: an engine
+	// may serve it all the same (MLC's does, and aborting its request
+	// then frees nothing of the reservation), and a reservation the
+	// router knows of is one it can give back.
+	if err := d.r.post(context.WithoutCancel(ctx), &dec.proc, protocol.PathPrepRecv, prep, &recv); err != nil {
+		d.r.releaseUnknown(dec, req)
+		return 0, "", err
+	}
+	if ctx.Err() != nil {
+		d.r.releaseReservation(dec, req, end)
+		return 0, "", context.Cause(ctx)
+	}
+	if recv.PrefixMatchedLength > end || recv.PrefixMatchedLength < 0 {
+		d.r.releaseReservation(dec, req, end)
+		return 0, "", &engineError{op: "prep_recv", addr: dec.addr, proc: dec.procKey(), retry: true,
+			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
+	}
+	d.r.metrics.steps.WithLabelValues("prep_recv").Observe(time.Since(t0).Seconds())
+	dec.matched(recv.PrefixMatchedLength)
+	if recv.PrefixMatchedLength == end {
+		return end, "", nil // the decode engine's prefix cache holds the window
+	}
+	pre.routed()
+	if sendErr = d.remoteSend(ctx, pre, dec, req, recv, end); sendErr == nil {
+		pre.finish(nil)
+		return end, "", nil
+	}
+	d.r.releaseReservation(dec, req, end)
+	if ctx.Err() != nil {
+		return 0, "", context.Cause(ctx)
+	}
+	if err := d.decodeAtFault(pre, dec, sendErr); err != nil {
+		return 0, "", err
+	}
+	d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
+		zap.String("user", userOf(req)), addrField(pre.Upstream), zap.Error(sendErr))
+	return 0, "remote_send_failed", nil
+}
+
+// microservingRequest is req as a microserving call carries it: with a
+// debug config, empty. MLC's entrypoints write their disagg_config into
+// the request's debug_config, which a request without one does not have
+// (a 500 on every call); MLC's own router adds an empty one too.
+func microservingRequest(req *protocol.CompletionRequest) *protocol.CompletionRequest {
+	c := *req
+	c.DebugConfig = &protocol.DebugConfig{}
+	return &c
+}
+
+// prefillBusy reports that the least loaded prefill engine, pre, already
+// has maxPrefillQueue calls in flight besides this one while the decode
+// engine has room for a prompt of n tokens: the prompt would wait longer
+// there than the decode engine takes to prefill it between its steps.
+// This is conditional disaggregation as NVIDIA Dynamo's router does it;
+// MLC's router always disaggregates (max_prefill_queue off).
+func (d *disagg) prefillBusy(pre, dec *lease, n int) bool {
+	if d.maxPrefillQueue < 0 {
+		return false
+	}
+	now := time.Now()
+	return pre.calls(now)-1 >= float64(d.maxPrefillQueue) && !dec.saturated(now, pagesFor(n))
+}
+
+// remoteSend has the prefill engine compute the window [matched, end) and
+// write its KV into the decode engine. A prefill engine that preempts the
+// computation (KV memory pressure) is asked again after a short backoff;
+// that is a preemption, not a failure of the engine.
+//
+// The call is MLC's remote_send made as the completion its entrypoint
+// makes of it (protocol.RemoteSendRequest.Completion), to
+// /v1/completions: the entrypoint answers {} even for a send the engine
+// preempted, and decoding would then run on KV nobody wrote; the
+// completion's finish_reason "preempt" tells (the built-in engine answers
+// a 503 preempt instead).
+func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.CompletionRequest, recv protocol.PrepRecvResponse, end int) error {
+	send := protocol.RemoteSendRequest{
+		CompletionRequest: *req,
+		Begin:             recv.PrefixMatchedLength,
+		End:               end,
+		KVAddrInfo:        recv.KVAppendMetadata,
+		RecvRank:          int(dec.pe.Load()),
+	}.Completion()
+	for try := 1; ; try++ {
+		var ack protocol.CompletionResponse
+		t0 := time.Now()
+		err := d.r.post(withCallName(ctx, "remote_send"), &pre.proc, protocol.PathCompletions, send, &ack)
+		if err == nil && preempted(&ack) {
+			err = &engineError{op: "remote_send", addr: pre.addr, proc: pre.procKey(), retry: true, preempted: true,
+				err: errors.New("the prefill engine preempted the send (finish_reason preempt)")}
+		}
+		if err == nil {
+			d.r.metrics.steps.WithLabelValues("remote_send").Observe(time.Since(t0).Seconds())
+			if n, ok := intExtra(extraOf(ack.Usage), "kv_bytes"); ok {
+				d.r.metrics.kvBytes.Add(float64(n))
+			}
+			return nil
+		}
+		var ee *engineError
+		if !errors.As(err, &ee) || !ee.preempted || try == remoteSendTries {
+			return err
+		}
+		d.r.metrics.retry(causePreempt)
+		if waitBackoff(ctx, try, true) != nil {
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// preempted reports an answer whose choice the engine preempted.
+func preempted(a *protocol.CompletionResponse) bool {
+	for _, ch := range a.Choices {
+		if ch.Finished() == protocol.FinishPreempt {
+			return true
+		}
+	}
+	return false
+}
+
+// extraOf is the extra of a usage, nil without one.
+func extraOf(u *protocol.Usage) map[string]json.RawMessage {
+	if u == nil {
+		return nil
+	}
+	return u.Extra
+}
+
+// decodeCheckTimeout bounds the check of a decode engine after a failed
+// remote_send.
+const decodeCheckTimeout = 500 * time.Millisecond
+
+// decodeAtFault tells, after a remote_send that failed without an answer
+// (err), whether the decode engine is the one that does not answer: the
+// prefill engine's KV transfer to a frozen decode engine hangs just as a
+// frozen prefill engine does. It asks the decode engine directly; if it
+// does not answer, the failure is its own (returned, so the attempt is
+// retried on another decode engine), and the prefill engine, which was
+// only waiting on it, is not blamed.
+func (d *disagg) decodeAtFault(pre, dec *lease, err error) error {
+	var ee *engineError
+	if !errors.As(err, &ee) || !ee.timeout {
+		return nil // the prefill engine answered (an error): it is alive, and so is the path
+	}
+	if engine.Probe(context.Background(), d.r.client.http, dec.url, decodeCheckTimeout) == nil {
+		return nil
+	}
+	pre.forgive()
+	dec.failed()
+	return &engineError{op: "remote_send", addr: dec.addr, proc: dec.procKey(), retry: true, timeout: true,
+		err: fmt.Errorf("the KV transfer to %s got no answer, nor did the engine: %w", dec.addr, err)}
+}
+
+// prefillLocally serves the whole request on the decode engine l, which
+// then prefills it itself: MLC's plain /v1/completions, which every engine
+// serves. The caller holds l.
+func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, reason string, read reader) error {
+	r.metrics.localPrefills.WithLabelValues(reason).Inc()
+	// A user of its own: the attempt's may still name a reservation on
+	// this engine (a remote_send that failed), and MLC takes the user as
+	// the request's id, which must be unique.
+	local := *req
+	local.User = new(userOf(req) + "-local")
+	g, err := r.generate(ctx, l, protocol.PathCompletions, &local, req.Stream)
+	if err != nil {
+		return err
+	}
+	return g.consume(read)
+}

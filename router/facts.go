@@ -1,0 +1,29 @@
+package router
+
+import "context"
+
+// Facts are what the router knows of who a request is for, from outside
+// the request body: the adapter reads them (Caddy placeholders: an API key
+// header, the authenticated user, the client IP) and puts them in the
+// request's context with WithFacts. Policies see them in Request, the fair
+// queue orders by them, budgets are kept by tenant.
+type Facts struct {
+	// Tenant is who the request is for; "" is the one default tenant.
+	Tenant string
+	// Band is the request's priority: a higher band is always served
+	// first when requests wait for engines. Default 0.
+	Band int
+}
+
+type factsKey struct{}
+
+// WithFacts returns ctx carrying f.
+func WithFacts(ctx context.Context, f Facts) context.Context {
+	return context.WithValue(ctx, factsKey{}, f)
+}
+
+// factsOf returns the facts ctx carries, or the default tenant's.
+func factsOf(ctx context.Context) Facts {
+	f, _ := ctx.Value(factsKey{}).(Facts)
+	return f
+}

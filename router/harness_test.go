@@ -1,0 +1,163 @@
+package router
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// core is a routing core over a fleet of built-in engines, served by
+// httptest: what the caddymlc adapter makes of a config, without Caddy.
+type core struct {
+	t       testing.TB
+	r       *Router
+	fleet   *Fleet
+	base    string   // the router's URL
+	engines []string // the engines' URLs
+}
+
+// startCore starts engines built-in engines of the tiny model and a
+// router over them with cfg (Model, Endpoints and defaults filled in).
+func startCore(t testing.TB, engines int, cfg Config, policy Policy) *core {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &core{t: t}
+	for _, p := range testnet.FreePorts(t, engines) {
+		cfg.Endpoints = append(cfg.Endpoints, engine.Endpoint{Host: "127.0.0.1", Port: p, GPUs: 1})
+		c.engines = append(c.engines, fmt.Sprintf("http://127.0.0.1:%d", p))
+	}
+	spec := engine.Spec{Model: "tiny", Kind: engine.KindBuiltin, Program: exe, PrefixCacheMode: engine.PrefixCacheDisable,
+		Endpoints: cfg.Endpoints, StartupTimeout: time.Minute}.Normalize()
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.fleet, err = NewFleet(spec, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.fleet.LaunchNow(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.fleet.Drain(true) })
+	cfg.Model, cfg.EngineKind = "tiny", engine.KindBuiltin
+	defaults(&cfg)
+	handle := NewHandle(spec)
+	handle.Set(c.fleet)
+	if c.r, err = New(cfg, Options{Handle: handle, Policy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.r.Close)
+	srv := httptest.NewServer(c.r)
+	t.Cleanup(srv.Close)
+	c.base = srv.URL
+	return c
+}
+
+// defaults fills what the adapter's defaults would.
+func defaults(cfg *Config) {
+	if cfg.Mode == "" {
+		cfg.Mode = ModeDisagg
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.MaxBodySize == 0 {
+		cfg.MaxBodySize = protocol.DefaultMaxBodyBytes
+	}
+	if cfg.EngineTimeout == 0 {
+		cfg.EngineTimeout = DefaultEngineTimeout
+	}
+	if cfg.QueueTimeout == 0 {
+		cfg.QueueTimeout = DefaultQueueTimeout
+	}
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.ClientTimeout == 0 {
+		cfg.ClientTimeout = DefaultClientTimeout
+	}
+	if cfg.MaxPrefillQueue == 0 {
+		cfg.MaxPrefillQueue = DefaultMaxPrefillQueue
+	}
+}
+
+// greedy is a greedy completion request of prompt.
+func greedy(prompt any, maxTokens int) map[string]any {
+	return map[string]any{"prompt": prompt, "max_tokens": maxTokens, "temperature": 0}
+}
+
+// complete posts a whole completion to url and returns its text.
+func (c *core) complete(url string, body map[string]any) string {
+	c.t.Helper()
+	b, _ := json.Marshal(body)
+	client := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := client.Post(url+protocol.PathCompletions, "application/json", bytes.NewReader(b))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out protocol.CompletionResponse
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil || len(out.Choices) != 1 {
+		c.t.Fatalf("%s: %d %s", url, resp.StatusCode, raw)
+	}
+	return out.Choices[0].Text
+}
+
+// stream posts a streamed completion to the router and returns its text
+// and whether it ended with [DONE].
+func (c *core) stream(body map[string]any) (text string, done bool) {
+	c.t.Helper()
+	return c.streamAt(c.base, body)
+}
+
+// streamAt posts a streamed completion to url.
+func (c *core) streamAt(url string, body map[string]any) (text string, done bool) {
+	c.t.Helper()
+	body["stream"] = true
+	b, _ := json.Marshal(body)
+	client := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := client.Post(url+protocol.PathCompletions, "application/json", bytes.NewReader(b))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			return sb.String(), true
+		}
+		var chunk protocol.CompletionResponse
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			c.t.Fatalf("%v: %s", err, data)
+		}
+		for _, ch := range chunk.Choices {
+			sb.WriteString(ch.Text)
+		}
+	}
+	return sb.String(), false
+}

@@ -1,0 +1,162 @@
+package router
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// Models is the front of one or more models, each its own Router: a
+// request goes to the model its "model" field names, or to the default
+// model when it names none; GET /v1/models lists them all. With one model
+// a request goes straight to it, its body unread: the dispatch costs
+// nothing.
+type Models struct {
+	routers []*Router
+	byName  map[string]*Router
+	def     *Router
+}
+
+// NewModels makes the front of routers, whose def-th serves requests
+// that name no model.
+func NewModels(routers []*Router, def int) *Models {
+	m := &Models{routers: routers, byName: map[string]*Router{}, def: routers[def]}
+	for _, r := range routers {
+		m.byName[r.Model] = r
+	}
+	return m
+}
+
+// ServeHTTP serves the paths Handles reports for every model.
+func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	switch path := req.URL.Path; {
+	case path == protocol.PathModels:
+		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
+			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, m.names()...))
+		}
+	case strings.HasPrefix(path, protocol.PathModels+"/") && len(path) > len(protocol.PathModels)+1:
+		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
+			m.serveModel(w, strings.TrimPrefix(path, protocol.PathModels+"/"))
+		}
+	case len(m.routers) > 1 && req.Method == http.MethodPost &&
+		(path == protocol.PathCompletions || path == protocol.PathChatCompletions || path == protocol.PathEmbeddings):
+		if r := m.route(w, req); r != nil {
+			r.ServeHTTP(w, req)
+		}
+	default:
+		m.def.ServeHTTP(w, req)
+	}
+}
+
+// route reads the body of a request to find the model it names, and
+// returns that model's router with the body put back; nil when the
+// request was answered (a body too large or too slow, an unknown model).
+// The body is bounded by the largest max_body_size of the models (each
+// then applies its own) and read within the default model's
+// body_timeout.
+func (m *Models) route(w http.ResponseWriter, req *http.Request) *Router {
+	limit := int64(0)
+	for _, r := range m.routers {
+		limit = max(limit, r.maxBody())
+	}
+	lift := m.def.readDeadline(w)
+	b, apiErr := protocol.ReadBody(req.Body, limit)
+	if apiErr != nil {
+		if apiErr.Status != http.StatusRequestTimeout {
+			lift()
+		}
+		m.def.refuse(w, req, apiErr)
+		return nil
+	}
+	lift()
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	name, _ := protocol.ModelOf(b)
+	if name == "" {
+		return m.def // a model of another type: the model's decoder says so
+	}
+	r := m.byName[name]
+	if r == nil {
+		m.def.refuse(w, req, m.modelNotFound(name))
+	}
+	return r
+}
+
+// names are the models served, in config order.
+func (m *Models) names() []string {
+	out := make([]string, len(m.routers))
+	for i, r := range m.routers {
+		out[i] = r.Model
+	}
+	return out
+}
+
+// serveModel answers GET /v1/models/{id}.
+func (m *Models) serveModel(w http.ResponseWriter, id string) {
+	if m.byName[id] == nil {
+		m.modelNotFound(id).Write(w)
+		return
+	}
+	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelCard(servedSince, ownedBy, id))
+}
+
+// modelNotFound is OpenAI's answer to a model it does not serve, naming
+// the served ones.
+func (m *Models) modelNotFound(id string) *protocol.Error {
+	return modelNotFound(id, m.names())
+}
+
+// Ready reports whether every model has what it needs to serve, and
+// names what is missing: per model, a ready engine; in disagg a ready
+// decode engine (it prefills alone when no prefill engine is ready).
+// It asks no engine: it reads the fleets' states.
+func (m *Models) Ready() (ready bool, missing []string) {
+	for _, r := range m.routers {
+		if why := r.unready(); why != "" {
+			missing = append(missing, r.Model+": "+why)
+		}
+	}
+	return len(missing) == 0, missing
+}
+
+// ServeReadiness answers a readiness probe: 200 when Ready, else 503
+// with the missing pieces, in JSON.
+func (m *Models) ServeReadiness(w http.ResponseWriter, req *http.Request) {
+	if !allowMethod(w, req, http.MethodGet, http.MethodHead) {
+		return
+	}
+	ready, missing := m.Ready()
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	protocol.WriteJSON(w, status, readiness{Ready: ready, Missing: missing, Models: m.names()})
+}
+
+// readiness is the body of a readiness answer.
+type readiness struct {
+	Ready   bool     `json:"ready"`
+	Models  []string `json:"models"`
+	Missing []string `json:"missing,omitempty"`
+}
+
+// unready says what the router lacks to serve, "" for nothing.
+func (r *Router) unready() string {
+	role := ""
+	if r.Mode == ModeDisagg {
+		role = engine.RoleDecode
+	}
+	for _, u := range r.candidates(role) {
+		if ready, _ := u.status(); ready {
+			return ""
+		}
+	}
+	if role == "" {
+		return "no engine is ready"
+	}
+	return "no decode engine is ready"
+}

@@ -1,0 +1,301 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/engine/chat"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/budget"
+	"github.com/caddy-mlc/caddy-mlc/router/fair"
+)
+
+// Routing modes.
+const (
+	// ModeDisagg runs prefill and decode on different engines: prep_recv on
+	// the decode engine, remote_send on the prefill engine, start_generate
+	// on the decode engine (MLC's "disagg").
+	ModeDisagg = "disagg"
+	// ModeWhole sends each whole request to one engine, chosen by the
+	// selection policy (MLC's "round-robin" mode, which is not the
+	// round_robin policy).
+	ModeWhole = "whole"
+	// ModeRoundRobin is MLC's name of ModeWhole, accepted as an alias.
+	ModeRoundRobin = "round_robin"
+)
+
+// DefaultMaxAttempts is the attempts a request gets by default.
+const DefaultMaxAttempts = 16
+
+// Config is what a Router serves and how: one model's routing. The
+// adapter (caddymlc) fills it from Caddy's config, defaults applied.
+type Config struct {
+	// Model is the model's name: what clients send and answers carry.
+	Model string
+	// Path is what the engines load (and are told in requests), and
+	// where the router finds the tokenizer and chat template; default:
+	// Model.
+	Path string
+	// Mode is ModeDisagg or ModeWhole.
+	Mode string
+	// PDBalanceFactor and MaxPrefillQueue shape disaggregation (see
+	// disagg).
+	PDBalanceFactor float64
+	MaxPrefillQueue int
+	// Endpoints are the fleet's engines, in NVSHMEM PE order: the roles
+	// the router gives them follow from them.
+	Endpoints []engine.Endpoint
+	// EngineKind is the program that runs the engines; EngineArgs their
+	// extra arguments (the context window may be set there).
+	EngineKind engine.Kind
+	EngineArgs []string
+	// EmbeddingModel is the embedding model the engines load beside the
+	// chat model (served at /v1/embeddings under Model); "" for none.
+	EmbeddingModel    string
+	EmbeddingModelLib string
+
+	// MaxInflight bounds the requests the router runs at once on each
+	// generating engine, holding the rest in its fair queue: 0 is the
+	// engine's batch where the router can know it (engine.Driver.Batch; a
+	// fleet the router spawns, none external or discovered), negative is
+	// no bound (the engines queue what they cannot run).
+	MaxInflight int
+
+	MaxAttempts   int
+	MaxBodySize   int64
+	EngineTimeout time.Duration
+	QueueTimeout  time.Duration
+	QueueSize     int
+	BodyTimeout   time.Duration
+	ClientTimeout time.Duration
+}
+
+// Router routes one model's requests to its engines. The adapter makes it
+// with New and serves HTTP through it (ServeHTTP); Caddy is not needed.
+// Its files follow a request in order: see the package documentation.
+type Router struct {
+	Config
+
+	logger   *zap.Logger
+	tok      Tokenizer // nil when it could not be loaded (see tokErr)
+	tokErr   error
+	chatTmpl chat.Template
+	chatErr  error
+	context  int // tokens one sequence may hold; 0: unknown (engine.Driver.ContextWindow)
+	// embedBounds is what the router knows of the embedding model.
+	embedBounds embeddingBounds
+	handle      *Handle
+	roles       map[string][]int // endpoint indexes by the role a call needs
+	policy      Policy
+	// observers are the hooks of the policy and of the router's own
+	// bookkeeping (see Observer); readsPrefixes says the policy reads
+	// Candidate.PrefixHit.
+	observers     observers
+	readsPrefixes bool
+	itl           prometheus.Observer // this mode's inter-token latency
+	dynamic       Discovered
+	*routerState
+	client   *engineClient
+	strategy strategy
+	metrics  *routerMetrics
+	vars     func(ctx context.Context, name string, value any)
+	// The gate (gate.go): the fair queue of requests waiting for the
+	// engines' capacity, each engine's batch (0: unknown, no gate), the
+	// tenants' budgets (nil: none).
+	queue   *fair.Queue
+	batch   int
+	budgets *budget.Limiter
+	closed  chan struct{}
+}
+
+// Discovered are engines found while the router runs (the adapter's
+// dynamic sources), by the role asked: "" (any), prefill, decode.
+type Discovered interface {
+	Engines(role string) []*Upstream
+}
+
+// Tokenizer turns text into the model's token ids and back; the router
+// tokenizes string prompts with it (MLC's handle_completion, step 1).
+type Tokenizer interface {
+	Encode(text string) []int
+	Decode(ids []int) string
+}
+
+// Options are what a Router uses besides its config.
+type Options struct {
+	Logger *zap.Logger
+	// Handle is the router's way to its fleet of spawned or listed
+	// engines; nil for a router with only discovered engines.
+	Handle *Handle
+	// Discovered are engines found by dynamic sources; nil for none.
+	Discovered Discovered
+	// Policy chooses among engines; nil: LeastLoaded.
+	Policy Policy
+	// SetVar publishes a fact of a served request (the request id, the
+	// engines, the tokens) for access logs and later handlers; nil: none.
+	SetVar func(ctx context.Context, name string, value any)
+	// Queue is where requests wait for the engines' capacity, fair across
+	// tenants; one that outlives the router keeps its waiters' order
+	// across a reload. nil: a queue of the router's own.
+	Queue *fair.Queue
+	// Budgets are the tenants' budgets; nil: none.
+	Budgets *budget.Limiter
+}
+
+// routerState is what a router changes while it serves.
+type routerState struct {
+	next     atomic.Pointer[Router] // the router that took over after a reload
+	retired  atomic.Bool            // its config stopped: new work goes to next
+	queued   atomic.Int64           // requests waiting for an engine
+	pickMu   sync.Mutex             // makes choosing an engine and holding it atomic
+	rotation atomic.Uint64          // where ties start
+}
+
+// New makes the router of cfg: it loads the model's tokenizer and chat
+// template, and takes the policy and the engines of o.
+func New(cfg Config, o Options) (*Router, error) {
+	if cfg.Mode == ModeRoundRobin {
+		cfg.Mode = ModeWhole
+	}
+	if cfg.Path == "" {
+		cfg.Path = cfg.Model
+	}
+	r := &Router{Config: cfg, logger: o.Logger, handle: o.Handle, dynamic: o.Discovered, vars: o.SetVar, routerState: new(routerState)}
+	if r.logger == nil {
+		r.logger = zap.NewNop()
+	}
+	if r.handle == nil {
+		r.handle = &Handle{}
+	}
+	if r.vars == nil {
+		r.vars = func(context.Context, string, any) {}
+	}
+	if err := r.loadTokenizer(); err != nil {
+		return nil, err
+	}
+	// The router refuses what does not fit with OpenAI's
+	// context_length_exceeded before any engine is asked: MLC's engines
+	// do not refuse a max_tokens beyond their context, they stop
+	// generating at its end, and a request must get the same answer
+	// whichever engine serves it.
+	r.context = cfg.EngineKind.Driver().ContextWindow(cfg.Path, cfg.EngineArgs)
+	var err error
+	if r.chatTmpl, err = loadChatTemplate(cfg.Path); err != nil {
+		r.chatErr = err
+		r.logger.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
+	}
+	r.embedBounds = loadEmbeddingBounds(cfg.EngineKind, cfg.EmbeddingModel, cfg.EmbeddingModelLib)
+	r.roles = RoleIndexes(cfg.Mode, cfg.Endpoints)
+	policy := o.Policy
+	if policy == nil {
+		policy = new(LeastLoaded)
+	}
+	r.setPolicy(policy)
+	r.queue, r.budgets, r.closed = o.Queue, o.Budgets, make(chan struct{})
+	if r.queue == nil {
+		if r.queue, err = fair.New(fair.Config{MaxWaiting: cfg.QueueSize, Timeout: cfg.QueueTimeout}); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case cfg.MaxInflight > 0:
+		r.batch = cfg.MaxInflight
+	case cfg.MaxInflight == 0 && o.Discovered == nil && !slices.ContainsFunc(cfg.Endpoints, func(ep engine.Endpoint) bool { return ep.External }):
+		// Only the router's own engines run its command line; an
+		// external or discovered one's batch is its operator's.
+		r.batch = cfg.EngineKind.Driver().Batch(cfg.Path, cfg.EngineArgs)
+	}
+	r.client = newEngineClient(cfg.EngineTimeout, r.logger)
+	r.metrics = sharedMetrics()
+	r.itl = r.metrics.itl.WithLabelValues(cfg.Model, cfg.Mode)
+	r.strategy = r.newStrategy()
+	if r.batch > 0 {
+		goroutine.Go(r.logger, "gate capacity", func() { r.followEngines(r.closed) }, nil)
+	}
+	addLive(r)
+	return r, nil
+}
+
+// loadTokenizer loads the model's tokenizer. The built-in engine cannot
+// run without one, so neither can the router; other engines may load
+// models the router cannot read (an HF:// name, say): the router then
+// serves token-id prompts only, and says so.
+func (r *Router) loadTokenizer() error {
+	tok, err := tokenizer.ForModel(r.Path)
+	if err == nil {
+		r.tok = tok
+		return nil
+	}
+	if r.EngineKind.Driver().Traits().NeedsTokenizer {
+		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
+	}
+	r.tokErr = err
+	r.logger.Warn("no tokenizer: only token-id prompts are served; string prompts, chat, echo and resuming a partly sent answer are off",
+		zap.String("model", r.Path), zap.Error(err))
+	return nil
+}
+
+// noTokenizer is the answer to a request that needs the tokenizer the
+// router could not load.
+func (r *Router) noTokenizer(param, what string) *protocol.Error {
+	return protocol.InvalidRequest(param, "%s needs the model's tokenizer, which this router could not load (%v); send the prompt as token ids", what, r.tokErr)
+}
+
+func (r *Router) newStrategy() strategy {
+	if r.Mode == ModeWhole {
+		return &wholeRequest{r: r}
+	}
+	return &disagg{r: r, balance: r.PDBalanceFactor, maxPrefillQueue: r.MaxPrefillQueue}
+}
+
+// target returns the router that serves a new attempt of r's requests:
+// r, or, once a reload replaced r, the router of the newer config that
+// took its place (its engines may be others). Attempts already running
+// finish where they are: the old engines drain.
+func (r *Router) target() *Router {
+	t := r
+	for range 16 { // a chain of quick reloads; bounded against a cycle
+		if !t.handedOver() {
+			return t
+		}
+		t = t.next.Load()
+	}
+	return t
+}
+
+// run runs an attempt of a request: on r's engines, or, after a reload
+// replaced r, on those of the router that took its place.
+func (r *Router) run(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool, read reader) error {
+	return r.target().strategy.run(ctx, req, avoid, read)
+}
+
+// HandOver makes next the router that takes r's new work once r retires
+// (a reload).
+func (r *Router) HandOver(next *Router) { r.next.Store(next) }
+
+// Retire says r's config stopped: its new work goes to its successor.
+func (r *Router) Retire() {
+	r.retired.Store(true)
+	engineChanges.notify()
+}
+
+// Close drops idle engine connections; the fleet's owner stops the
+// engines.
+func (r *Router) Close() {
+	close(r.closed)
+	removeLive(r)
+	r.client.close()
+}
+
+// Logger is the router's logger.
+func (r *Router) Logger() *zap.Logger { return r.logger }

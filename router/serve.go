@@ -1,0 +1,277 @@
+package router
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// apiPrefix is the prefix of every path of the OpenAI API. The router
+// answers every path under it, the ones it does not serve with a 404, so
+// that a client's typo (/v1/completion) is an error it can read, not
+// whatever the next handler makes of it.
+const apiPrefix = "/v1/"
+
+// ownedBy is the owned_by of the served model.
+const ownedBy = "caddy-mlc"
+
+// servedSince is the created time of the served model: when this process
+// began serving, the same in every answer.
+var servedSince = time.Now().Unix()
+
+// Handles reports whether the router answers path: the OpenAI API under
+// /v1/ (its unknown paths with a 404) and the engines' microserving paths
+// (always a 404). Everything else belongs to the next handler.
+func Handles(path string) bool {
+	return strings.HasPrefix(path, apiPrefix) || path+"/" == apiPrefix || strings.HasPrefix(path, "/microserving/")
+}
+
+// ServeHTTP serves the OpenAI-compatible API, the paths Handles reports.
+// The engines' own microserving endpoints are never reachable through the
+// router.
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	switch path := req.URL.Path; {
+	case path == protocol.PathCompletions:
+		if allowMethod(w, req, http.MethodPost) {
+			r.serveCompletion(w, req)
+		}
+	case path == protocol.PathChatCompletions:
+		if allowMethod(w, req, http.MethodPost) {
+			r.serveChat(w, req)
+		}
+	case path == protocol.PathEmbeddings:
+		if allowMethod(w, req, http.MethodPost) {
+			r.serveEmbeddings(w, req)
+		}
+	case path == protocol.PathModels:
+		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
+			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, r.Model))
+		}
+	case strings.HasPrefix(path, protocol.PathModels+"/") && len(path) > len(protocol.PathModels)+1:
+		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
+			r.serveModel(w, strings.TrimPrefix(path, protocol.PathModels+"/"))
+		}
+	case strings.HasPrefix(path, "/microserving/"):
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
+			WithCode(protocol.CodeUnknownURL).Write(w)
+	default:
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s, %s and %s",
+			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathEmbeddings, protocol.PathModels).
+			WithCode(protocol.CodeUnknownURL).Write(w)
+	}
+}
+
+func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bool {
+	if slices.Contains(methods, req.Method) {
+		return true
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	protocol.Errorf(http.StatusMethodNotAllowed, protocol.ErrTypeInvalidRequest, "method %s is not allowed on %s", req.Method, req.URL.Path).Write(w)
+	return false
+}
+
+// serveModel answers GET /v1/models/{id}: the served model, or a 404.
+func (r *Router) serveModel(w http.ResponseWriter, id string) {
+	if id != r.Model {
+		r.modelNotFound(id).Write(w)
+		return
+	}
+	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelCard(servedSince, ownedBy, r.Model))
+}
+
+// checkModel checks a request's model field: absent or empty means the
+// served model, as MLC's server (one model) reads it; another model is a
+// 404, as OpenAI answers a model it does not have, rather than an answer
+// from a model the client did not ask for.
+func (r *Router) checkModel(model string) *protocol.Error {
+	if model == "" || model == r.Model {
+		return nil
+	}
+	return r.modelNotFound(model)
+}
+
+func (r *Router) modelNotFound(id string) *protocol.Error {
+	return modelNotFound(id, []string{r.Model})
+}
+
+// modelNotFound is OpenAI's answer to a model it does not serve, naming
+// the served ones; the type is OpenAI's too (invalid_request_error), so
+// that clients that branch on it see what they know.
+func modelNotFound(id string, served []string) *protocol.Error {
+	quoted := make([]string, len(served))
+	for i, s := range served {
+		quoted[i] = strconv.Quote(s)
+	}
+	e := protocol.Errorf(http.StatusNotFound, protocol.ErrTypeInvalidRequest, "the model %q does not exist: this server serves %s", id, strings.Join(quoted, ", ")).
+		WithCode(protocol.CodeModelNotFound)
+	e.Param = new("model")
+	return e
+}
+
+// prepareFunc turns an API request into the completion that answers it:
+// the request, the prompt's token ids, or the error the client gets.
+type prepareFunc func(*http.Request) (*protocol.CompletionRequest, []int, *protocol.Error)
+
+// serve prepares a request with prepare, runs it, and writes the answer
+// with the sink mk makes.
+func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix string, prepare prepareFunc, mk sinkMaker) {
+	begin := time.Now()
+	lift := r.readDeadline(w)
+	req, prompt, apiErr := prepare(hreq)
+	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
+		lift()
+	}
+	if apiErr == nil {
+		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.context)
+	}
+	if apiErr != nil {
+		r.refuse(w, hreq, apiErr)
+		return
+	}
+	req.Model = r.Path // what the engines are told; the answers say r.Model
+	f := factsOf(hreq.Context())
+	g, err := r.admit(hreq.Context(), w, f, r.cost(len(prompt), req))
+	if err != nil {
+		r.refuse(w, hreq, answerOf(err))
+		return
+	}
+	c := r.newCompletion(idPrefix, req, prompt, begin)
+	c.facts, c.admitWait = f, g.waited
+	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
+	defer sw.end()
+	rec := &outcomeSink{sink: mk(sw, c.id, r.Model, req)}
+	st := c.run(hreq.Context(), rec)
+	r.done(hreq.Context(), g, int64(len(prompt)+st.tokens))
+	if sw.stalled {
+		r.metrics.dropped.WithLabelValues(dropStalled).Inc()
+		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
+	}
+	r.record(hreq, c, rec, st, begin)
+}
+
+// cost is what a request may cost in tokens, what the gate and budgets
+// reserve: its prompt, and for each choice max_tokens, or, without it,
+// the rest of the context (when known).
+func (r *Router) cost(prompt int, req *protocol.CompletionRequest) int64 {
+	gen := 0
+	switch {
+	case req.MaxTokens != nil:
+		gen = *req.MaxTokens
+	case r.context > 0:
+		gen = max(r.context-prompt, 0)
+	}
+	return int64(prompt + req.NOr()*gen)
+}
+
+// refuse answers a request with apiErr before any engine was asked,
+// counted and published as its outcome.
+func (r *Router) refuse(w http.ResponseWriter, hreq *http.Request, apiErr *protocol.Error) {
+	outcome := outcomeOf(apiErr)
+	r.metrics.requests.WithLabelValues(r.Model, r.Mode, outcome).Inc()
+	r.vars(hreq.Context(), VarOutcome, outcome)
+	if apiErr.Status == http.StatusRequestTimeout {
+		r.bodyTimedOut(w, apiErr)
+		return
+	}
+	apiErr.Write(w)
+}
+
+func (r *Router) newCompletion(idPrefix string, req *protocol.CompletionRequest, prompt []int, begin time.Time) *completion {
+	id := protocol.NewID(idPrefix)
+	// WithLazy: most requests log nothing, and With encodes its fields
+	// (a copy of the encoder) at once.
+	return &completion{r: r, id: id, req: req, prompt: prompt, begin: begin, log: r.logger.WithLazy(zap.String("request_id", id))}
+}
+
+// The facts of a served request the router publishes (Options.SetVar):
+// Caddy's request variables, so that access logs (log_append mlc_engine
+// mlc_engine) and later handlers can use them.
+const (
+	VarRequestID        = "mlc_request_id"
+	VarOutcome          = "mlc_outcome"           // ok, client_error, unavailable, failed or canceled
+	VarEngine           = "mlc_engine"            // the engines that generated, comma-separated
+	VarAttempts         = "mlc_attempts"          // attempts of every choice together
+	VarPreemptions      = "mlc_preemptions"       // attempts an engine preempted
+	VarPromptTokens     = "mlc_prompt_tokens"     // tokens of the prompt
+	VarCompletionTokens = "mlc_completion_tokens" // tokens delivered to the client
+	VarTenant           = "mlc_tenant"            // who the request is for (see Facts)
+)
+
+// record logs, counts and publishes (as request variables) a finished
+// request.
+func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st stats, begin time.Time) {
+	outcome := rec.outcome()
+	r.metrics.requests.WithLabelValues(r.Model, r.Mode, outcome).Inc()
+	r.metrics.tokens.Add(float64(st.tokens))
+	if st.firstToken > 0 {
+		st.ownTime = max(st.ownTime-c.admitWait, 0) // the gate's wait is the engines', not the router's work
+		r.metrics.ttft.WithLabelValues(r.Model, r.Mode).Observe(st.firstToken.Seconds())
+		r.metrics.ownTime.WithLabelValues(r.Model, r.Mode).Observe(st.ownTime.Seconds())
+	}
+	engines := strings.Join(st.engines, ",")
+	ctx := hreq.Context()
+	r.vars(ctx, VarRequestID, c.id)
+	r.vars(ctx, VarOutcome, outcome)
+	r.vars(ctx, VarEngine, engines)
+	r.vars(ctx, VarAttempts, st.attempts)
+	r.vars(ctx, VarPreemptions, st.preemptions)
+	r.vars(ctx, VarPromptTokens, len(c.prompt))
+	r.vars(ctx, VarCompletionTokens, st.tokens)
+	r.vars(ctx, VarTenant, c.facts.Tenant)
+	fields := []zap.Field{
+		zap.String("outcome", outcome), zap.String("engine", engines),
+		zap.Int("prompt_tokens", len(c.prompt)), zap.Int("completion_tokens", st.tokens),
+		zap.Int("attempts", st.attempts), zap.Int("preemptions", st.preemptions),
+		zap.Duration("duration", time.Since(begin)), zap.Duration("time_to_first_token", st.firstToken),
+		zap.Duration("router_time_to_first_token", st.ownTime),
+	}
+	if c.req.User != nil {
+		fields = append(fields, zap.String("user", *c.req.User))
+	}
+	if c.facts != (Facts{}) {
+		fields = append(fields, zap.String("tenant", c.facts.Tenant), zap.Int("band", c.facts.Band), zap.Duration("admission_wait", c.admitWait))
+	}
+	if rec.err != nil {
+		fields = append(fields, zap.String("error", rec.err.Message))
+	}
+	c.log.Debug("completion", fields...)
+}
+
+func (r *Router) maxBody() int64 {
+	return r.MaxBodySize
+}
+
+// outcomeSink remembers how a response ended, for logs and metrics.
+type outcomeSink struct {
+	sink
+	err *protocol.Error
+}
+
+func (o *outcomeSink) fail(err *protocol.Error) {
+	o.err = err
+	o.sink.fail(err)
+}
+
+func (o *outcomeSink) outcome() string { return outcomeOf(o.err) }
+
+// outcomeOf names how a request that ended with err (nil: answered)
+// ended, as caddy_mlc_requests_total counts it.
+func outcomeOf(err *protocol.Error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case err.Status == protocol.StatusClientClosedRequest:
+		return "canceled"
+	case err.Status == http.StatusServiceUnavailable:
+		return "unavailable"
+	case err.Status < 500:
+		return "client_error"
+	}
+	return "failed"
+}

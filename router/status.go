@@ -1,0 +1,207 @@
+package router
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router/fair"
+)
+
+// live holds the provisioned routers of the running configs, for the
+// status API and tests.
+var live struct {
+	sync.Mutex
+	routers map[*Router]struct{}
+}
+
+func addLive(r *Router) {
+	live.Lock()
+	defer live.Unlock()
+	if live.routers == nil {
+		live.routers = map[*Router]struct{}{}
+	}
+	live.routers[r] = struct{}{}
+}
+
+func removeLive(r *Router) {
+	live.Lock()
+	defer live.Unlock()
+	delete(live.routers, r)
+}
+
+// EngineStatus is one engine as operators see it (GET /mlc/engines).
+type EngineStatus struct {
+	Addr     string `json:"addr"`
+	Role     string `json:"role,omitempty"`
+	External bool   `json:"external,omitempty"`
+	// Dynamic marks an engine a dynamic source found.
+	Dynamic bool `json:"dynamic,omitempty"`
+	PEStart int  `json:"pe_start"`
+	GPUs    int  `json:"gpus"`
+	// State is the fleet's: starting, ready, unhealthy, restarting,
+	// failed, stopped; "not started" before the mlc app started it.
+	State    string `json:"state"`
+	Restarts int    `json:"restarts"`
+	PID      int    `json:"pid,omitempty"`
+	InFlight int64  `json:"in_flight"`
+	// Requests counts the calls the routers made to the engine.
+	Requests int64 `json:"requests"`
+	// Breaker is the router's circuit breaker: closed, open, half-open.
+	Breaker  string `json:"breaker"`
+	Draining bool   `json:"draining,omitempty"`
+	// Load is what the engine last reported, when it reports it.
+	Load *LoadStatus `json:"load,omitempty"`
+}
+
+// loadStatusOf returns u's last load report, or nil before the first.
+func loadStatusOf(u *Upstream) *LoadStatus {
+	l := u.load.Load()
+	if l == nil {
+		return nil
+	}
+	return &LoadStatus{Running: l.running, Waiting: l.waiting, Blocked: l.blocked, Prepared: l.prepared,
+		KVPagesFree: l.pagesFree, KVPages: l.pagesTotal, At: l.at}
+}
+
+// LoadStatus is an engine's own report of its load.
+type LoadStatus struct {
+	Running     int       `json:"running"`
+	Waiting     int       `json:"waiting"`
+	Blocked     int       `json:"blocked"` // of waiting, what the engine could not start (all of it, if it does not say)
+	Prepared    int       `json:"prepared"`
+	KVPagesFree int       `json:"kv_pages_free"`
+	KVPages     int       `json:"kv_pages_total"`
+	At          time.Time `json:"at"`
+}
+
+// RouterStatus is one router as operators see it (GET /mlc/engines).
+type RouterStatus struct {
+	Model string `json:"model"`
+	Mode  string `json:"mode"`
+	// Queued are requests waiting for an engine to be ready at all.
+	Queued int64 `json:"queued"`
+	// Gate is the router's fair queue: requests waiting for the engines'
+	// capacity, per tenant and band.
+	Gate    GateStatus     `json:"gate"`
+	Engines []EngineStatus `json:"engines"`
+}
+
+// GateStatus is the router's fair queue as operators see it.
+type GateStatus struct {
+	// Batch is each generating engine's bound (0: none known, the gate
+	// holds nothing back); Capacity the requests the engines may run now
+	// (-1: no bound).
+	Batch    int `json:"batch"`
+	Capacity int `json:"capacity"`
+	InFlight int `json:"in_flight"`
+	Waiting  int `json:"waiting"`
+	// Tenants are the tenants with requests waiting or in flight, by band.
+	Tenants []fair.TenantState `json:"tenants"`
+}
+
+// Statuses describes every live router and its engines (the admin
+// API's GET /mlc/engines).
+func Statuses() []RouterStatus {
+	live.Lock()
+	defer live.Unlock()
+	out := []RouterStatus{}
+	for r := range live.routers {
+		out = append(out, r.Status())
+	}
+	slices.SortStableFunc(out, func(a, b RouterStatus) int { return strings.Compare(a.Model, b.Model) })
+	return out
+}
+
+// Status describes the router and its engines.
+func (r *Router) Status() RouterStatus {
+	st := RouterStatus{Model: r.Model, Mode: r.Mode, Queued: r.queued.Load()}
+	qs := r.queue.Stats()
+	st.Gate = GateStatus{Batch: r.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.queue.Snapshot()}
+	lf := r.handle.get()
+	roles := r.EffectiveRoles()
+	starts := engine.DeviceIDStarts(endpointGPUs(r.Endpoints))
+	for i, ep := range r.Endpoints {
+		es := EngineStatus{Addr: ep.Addr(), Role: roles[i], External: ep.External, GPUs: ep.GPUs,
+			PEStart: starts[i], State: "not started", Breaker: breakerClosed.String()}
+		if lf != nil {
+			u := lf.upstreams[i]
+			state, pid := lf.Status(i)
+			es.State, es.PID, es.Restarts = state.String(), pid, lf.Restarts(i)
+			es.InFlight, es.Requests = u.inflight.Load(), u.requests.Load()
+			es.Breaker, es.Draining = u.breaker.state(pid).String(), lf.draining.Load()
+			es.Load = loadStatusOf(u)
+		}
+		st.Engines = append(st.Engines, es)
+	}
+	if r.dynamic != nil {
+		st.Engines = append(st.Engines, discoveredStatus(r.dynamic)...)
+	}
+	return st
+}
+
+// discoveredStatus describes the discovered engines.
+func discoveredStatus(d Discovered) []EngineStatus {
+	roles := map[*Upstream][]string{}
+	var order []*Upstream
+	for _, role := range []string{engine.RolePrefill, engine.RoleDecode, ""} {
+		for _, u := range d.Engines(role) {
+			if _, ok := roles[u]; !ok {
+				order = append(order, u)
+				roles[u] = nil
+			}
+			if role != "" {
+				roles[u] = append(roles[u], role)
+			}
+		}
+	}
+	out := []EngineStatus{}
+	for _, u := range order {
+		state, pid := u.fleet.Status(u.index)
+		role := strings.Join(roles[u], "+")
+		if role == "" {
+			role = engine.RoleAny
+		}
+		es := EngineStatus{Addr: u.addr, Role: role, External: true, Dynamic: true, PEStart: int(u.pe.Load()), GPUs: 1,
+			State: state.String(), PID: pid, InFlight: u.inflight.Load(), Requests: u.requests.Load(), Breaker: u.breaker.state(pid).String()}
+		es.Load = loadStatusOf(u)
+		out = append(out, es)
+	}
+	return out
+}
+
+// endpointGPUs returns the GPU count of each endpoint.
+func endpointGPUs(eps []engine.Endpoint) []int {
+	gpus := make([]int, len(eps))
+	for i, ep := range eps {
+		gpus[i] = ep.GPUs
+	}
+	return gpus
+}
+
+// EffectiveRoles names what each listed engine is used for in this mode.
+func (r *Router) EffectiveRoles() []string {
+	roles := make([]string, len(r.Endpoints))
+	for i := range roles {
+		roles[i] = engine.RoleAny
+	}
+	if r.Mode != ModeDisagg {
+		return roles
+	}
+	prefill, decode, _ := SplitRoles(r.Endpoints)
+	for i := range roles {
+		roles[i] = ""
+	}
+	for _, i := range prefill {
+		roles[i] = engine.RolePrefill
+	}
+	for _, i := range decode {
+		if roles[i] != "" {
+			roles[i] += "+"
+		}
+		roles[i] += engine.RoleDecode
+	}
+	return roles
+}

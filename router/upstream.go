@@ -1,0 +1,187 @@
+package router
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// upstream is one engine as the routers see it: where it is, its first PE
+// in the NVSHMEM world, what the routers have in flight on it, its circuit
+// breaker and the load it last reported. Like reverse_proxy's hosts, it is
+// shared: it lives with its fleet (see Fleet), so every router and
+// every config that uses the fleet balances on the same counts, across
+// reloads.
+type Upstream struct {
+	fleet *Fleet
+	index int // endpoint index in the fleet
+	addr  string
+	url   string
+	// pe is the engine's first NVSHMEM PE, the recv_rank of a remote_send
+	// to it: the spec's for the fleet's endpoints, what the engine reports
+	// for discovered ones; -1 while unknown.
+	pe atomic.Int64
+
+	// inflight counts calls that hold the engine: a request holds its
+	// decode engine from prep_recv to the end of its stream (which covers
+	// the KV reservation), a prefill engine for its remote_send.
+	inflight atomic.Int64
+	// prefilling counts the calls in flight that have not had their
+	// first token yet: their prefill is work the engine has still to do.
+	prefilling atomic.Int64
+	requests   atomic.Int64 // calls ever held, for operators
+	breaker    breaker
+	load       atomic.Pointer[engineLoad] // nil until the engine reports one
+	// unreported is when a poll last found no load in the answer (unix
+	// nanoseconds; 0: it did, or none did yet).
+	unreported atomic.Int64
+	prefixes   prefixIndex // what its prefix cache is expected to hold
+	// noRelease is set once the engine answered 404 to the release
+	// extension (a real MLC engine): reservations are then given back
+	// through MLC's own API.
+	noRelease atomic.Bool
+	// badStream is the reason the engine's last bad answer was logged
+	// for; nil once it served a call well.
+	badStream atomic.Pointer[string]
+	// kv are its caddy_mlc_engine_kv_pages gauges (see kvGauges).
+	kvOnce sync.Once
+	kv     [3]prometheus.Gauge
+	// lastTokenAt is when a call last got a token from the engine (unix
+	// nanoseconds): a busy engine is not a silent one (see call.bark).
+	lastTokenAt atomic.Int64
+}
+
+// tokenCame notes that a call got a token from the engine.
+func (u *Upstream) tokenCame() { u.lastTokenAt.Store(time.Now().UnixNano()) }
+
+// lastToken is when a call last got a token from the engine (target).
+func (u *Upstream) lastToken() time.Time { return time.Unix(0, u.lastTokenAt.Load()) }
+
+// engineLoad is what an engine last said about its own load (the
+// query_engine_metrics special request), with our own in-flight count at
+// that moment, so that the requests of other Caddy replicas can be told
+// from ours.
+type engineLoad struct {
+	at      time.Time
+	running int // sequences prefilling or decoding
+	waiting int // sequences and prep_recvs queued
+	// blocked is the part of waiting the engine's last step could not
+	// start, short of KV pages: what saturation means. The rest has only
+	// arrived and starts at the next step. An engine that does not
+	// report it has all its waiting work taken as blocked (parseLoad).
+	blocked   int
+	prepared  int // reservations waiting for start_generate
+	pagesFree int
+	// pagesCached are pages the prefix cache keeps with no sequence
+	// using them: the engine evicts them for new work, so they are room
+	// as free pages are.
+	pagesCached int
+	pagesTotal  int
+	ownAtPoll   int64 // our inflight when the answer came
+}
+
+// prefixCapacity is how many KV pages the engine's prefix cache can hold
+// at most: its KV capacity, when it reports one.
+func (u *Upstream) prefixCapacity() int {
+	if l := u.load.Load(); l != nil {
+		return l.pagesTotal
+	}
+	return 0
+}
+
+// loadStale is how old a load report may be before it counts no more:
+// three poll intervals. Others' work comes and goes fast; a report that
+// outlived it would keep traffic off an engine that is idle now.
+const loadStale = 3 * loadPollInterval
+
+// status returns the engine's fleet state and process.
+func (u *Upstream) status() (ready bool, pid int) {
+	st, pid := u.fleet.Status(u.index)
+	return st == engine.StateReady, pid
+}
+
+// hold counts one more call on the engine and returns the functions that
+// count it back: release, at the call's end, and started, called at the
+// call's first token, which ends its prefill (Candidate.Prefilling).
+func (u *Upstream) hold() (release, started func()) {
+	m := sharedMetrics()
+	gauge := m.inflight.WithLabelValues(u.addr)
+	gauge.Set(float64(u.inflight.Add(1)))
+	u.prefilling.Add(1)
+	u.requests.Add(1)
+	m.engineRequests.WithLabelValues(u.addr).Inc()
+	u.fleet.held(1)
+	var released, begun atomic.Bool
+	started = func() {
+		if begun.CompareAndSwap(false, true) {
+			u.prefilling.Add(-1)
+		}
+	}
+	release = func() {
+		if released.CompareAndSwap(false, true) {
+			started()
+			gauge.Set(float64(u.inflight.Add(-1)))
+			u.fleet.held(-1)
+		}
+	}
+	return release, started
+}
+
+// calls is the engine's work in calls: our own calls in flight plus the
+// work the engine last reported that is not ours (see engineLoad.others).
+func (u *Upstream) calls(now time.Time) float64 {
+	return float64(u.inflight.Load()) + u.load.Load().others(now)
+}
+
+// others is the work the report counts that is not ours (other replicas,
+// reservations not yet released); 0 for no report. Our own count is
+// exact and current; a report is a sample, so what it adds fades as it
+// ages: work that was there a second ago has likely ended, and a stale
+// report must not keep traffic off an engine that is idle now.
+func (l *engineLoad) others(now time.Time) float64 {
+	if l == nil {
+		return 0
+	}
+	age := now.Sub(l.at)
+	if age >= loadStale {
+		return 0
+	}
+	theirs := float64(int64(l.running+l.waiting+l.prepared) - l.ownAtPoll)
+	return max(theirs, 0) * (1 - float64(age)/float64(loadStale))
+}
+
+// view is the engine as a policy sees it, chosen for role in tier.
+func (u *Upstream) view(now time.Time, role string, tier Tier) Candidate {
+	c := Candidate{Engine: u, Addr: u.addr, Role: role, Tier: tier,
+		InFlight: int(u.inflight.Load()), Prefilling: int(u.prefilling.Load()), PrefixHit: -1}
+	if l := u.load.Load(); l != nil && now.Sub(l.at) < loadStale {
+		c.Others = l.others(now)
+		c.Load = EngineLoad{At: l.at, Running: l.running, Waiting: l.waiting, Blocked: l.blocked, Prepared: l.prepared,
+			PagesUsed: max(l.pagesTotal-l.pagesFree-l.pagesCached, 0), PagesFree: l.pagesFree,
+			PagesCached: l.pagesCached, PagesTotal: l.pagesTotal}
+	}
+	return c
+}
+
+// Addr is the engine's host:port (Engine).
+func (u *Upstream) Addr() string { return u.addr }
+
+// internal is the engine itself (Engine).
+func (u *Upstream) internal() *Upstream { return u }
+
+// saturated reports that the engine said it cannot take needPages more KV
+// pages now, or already has work it could not start for want of pages:
+// work sent there would queue behind held pages. Work that has only
+// arrived does not count: an engine under load always has some between
+// two steps, and passing it over for that sends every request for a
+// poll's while to the other engines, in bursts.
+func (u *Upstream) saturated(now time.Time, needPages int) bool {
+	l := u.load.Load()
+	if l == nil || now.Sub(l.at) > loadStale || l.pagesTotal == 0 {
+		return false
+	}
+	return l.blocked > 0 || l.pagesFree+l.pagesCached < needPages
+}
