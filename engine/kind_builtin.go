@@ -66,9 +66,10 @@ func (builtinDriver) ContextWindow(model string, engineArgs []string) int {
 	return n
 }
 
-// Batch is the engine's max_num_sequence for its command line.
+// Batch is the engine's max_num_sequence for its command line: the
+// fleet's --mode server (see Spec.Command), then engineArgs.
 func (builtinDriver) Batch(model string, engineArgs []string) int {
-	o, err := builtin.ParseArgs(append([]string{model}, engineArgs...), io.Discard)
+	o, err := builtin.ParseArgs(append([]string{model, "--mode", "server"}, engineArgs...), io.Discard)
 	if err != nil {
 		return 0
 	}

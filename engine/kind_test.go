@@ -47,6 +47,8 @@ func TestBatch(t *testing.T) {
 		want int
 	}{
 		{KindBuiltin, []string{"--overrides", "max_num_sequence=8"}, 8},
+		{KindBuiltin, nil, 64}, // the fleet's --mode server
+		{KindBuiltin, []string{"--mode", "local"}, 4},
 		{KindMLC, []string{"--overrides", "max_num_sequence=6;max_total_seq_length=512"}, 6},
 		{KindMLC, []string{"--mode", "local"}, 4},
 		{KindMLC, []string{"--mode=interactive"}, 1},
