@@ -32,10 +32,17 @@ type gate struct {
 	waited time.Duration
 }
 
+// ungated is the gate of every request of a router with no gate and no
+// budgets.
+var ungated gate
+
 // admit reserves the request's tokens in its tenant's budget and waits for
 // its turn at the engines. tokens is what the request may cost: its
 // prompt and all it may generate. It sets the budget's headers on w.
 func (r *Router) admit(ctx context.Context, w http.ResponseWriter, f Facts, tokens int64) (g *gate, err error) {
+	if r.budgets == nil && r.batch <= 0 {
+		return &ungated, nil // nothing to wait for or to pay: no cost on the request's path
+	}
 	ctx, span := startSpan(ctx, "mlc.admission", attribute.String("mlc.model", r.Model), attribute.String("mlc.tenant", f.Tenant),
 		attribute.Int("mlc.band", f.Band), attribute.Int64("mlc.tokens", tokens))
 	defer func() { endSpan(span, err) }()
@@ -74,6 +81,9 @@ func (r *Router) admit(ctx context.Context, w http.ResponseWriter, f Facts, toke
 // done gives back the request's capacity and settles its budget with
 // what it really cost (a client that left pays for what it was sent).
 func (r *Router) done(ctx context.Context, g *gate, used int64) {
+	if g.ticket == nil {
+		return
+	}
 	r.queue.Finish(g.ticket, used)
 	if g.res != nil {
 		if err := g.res.Settle(context.WithoutCancel(ctx), used); err != nil {
