@@ -174,6 +174,14 @@ func TestManyModels(t *testing.T) {
 				}
 				b, _ := json.Marshal(map[string]any{"model": model, "prompt": "keep going", "max_tokens": 4, "temperature": 0})
 				resp, err := httpClient().Post(base+protocol.PathCompletions, "application/json", strings.NewReader(string(b)))
+				// A reload closes the old server's idle keep-alive
+				// connections, and Linux resets those still in its accept
+				// queue, before the router reads anything: clients retry
+				// such connection errors (startLoad in reload_test.go).
+				for try := 1; try <= 5 && err != nil; try++ {
+					time.Sleep(time.Duration(try) * 20 * time.Millisecond) // client backoff, not synchronisation
+					resp, err = httpClient().Post(base+protocol.PathCompletions, "application/json", strings.NewReader(string(b)))
+				}
 				mu.Lock()
 				if err != nil {
 					failures = append(failures, model+": "+err.Error())

@@ -243,10 +243,13 @@ func TestReloadKeepsBudgets(t *testing.T) {
 	reloadSite(t, port, opts)
 	t.Cleanup(func() { stopCaddy(t) })
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	// A new connection each time: a reload closes the old server's idle
+	// connections, and a POST on one of them is not retried.
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}
 	send := func() int {
 		req, _ := http.NewRequest(http.MethodPost, base+protocol.PathCompletions, strings.NewReader(`{"prompt":"the cat sat","max_tokens":40,"temperature":0}`))
 		req.Header.Set("X-Tenant", "B")
-		resp, err := httpClient().Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
