@@ -241,7 +241,7 @@ func (r *gatedRouter) waitSaturated(ctx context.Context, a *tenantLoad) error {
 	var last router.RouterStatus
 	err := poll(ctx, saturateTimeout, func() (bool, error) {
 		if n, first := a.failures(); n > 0 {
-			return false, fmt.Errorf("A's flood: %d requests failed, the first: %w", n, first)
+			return false, fmt.Errorf("the flood of tenant A: %d requests failed, the first: %w", n, first)
 		}
 		st, err := r.status(ctx)
 		last = st
