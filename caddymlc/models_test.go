@@ -3,6 +3,7 @@ package caddymlc
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -196,6 +197,12 @@ func TestManyModels(t *testing.T) {
 			}
 		}()
 	}
+	var stopOnce sync.Once
+	stopLoad := func() {
+		stopOnce.Do(func() { close(stop) })
+		wg.Wait()
+	}
+	t.Cleanup(stopLoad) // before Caddy stops, on every way out of the test
 	waitFor(t, "load on both models", func() bool { mu.Lock(); defer mu.Unlock(); return served["tiny"] > 2 && served["llama3"] > 2 })
 	modelsSite(t, ports, dir, "--overrides max_num_sequence=6")
 	waitFor(t, "llama3's new engines", func() bool {
@@ -210,8 +217,7 @@ func TestManyModels(t *testing.T) {
 	}
 	mu.Unlock()
 	waitFor(t, "requests on the new engines", func() bool { mu.Lock(); defer mu.Unlock(); return served["llama3"] > mark["llama3"]+2 })
-	close(stop)
-	wg.Wait()
+	stopLoad()
 	if len(failures) > 0 {
 		t.Fatalf("%d requests failed across the reload: %q", len(failures), failures[:min(len(failures), 5)])
 	}
@@ -259,16 +265,11 @@ func getBody(t *testing.T, url string) []byte {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return []byte(b.String())
+	return b
 }
 
 // completionText is the text of a whole completion's one choice.

@@ -120,6 +120,7 @@ func TestTenantsShareFairly(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			aTimes, aWG := flood(ctx, s.base, "A", 0, 48, 96)
+			t.Cleanup(aWG.Wait) // after the deferred cancel, on every way out
 			waitFor(t, "A's flood to saturate the engines", func() bool {
 				st := router.Statuses()
 				return len(st) == 1 && st[0].Gate.Waiting > 8
@@ -128,6 +129,7 @@ func TestTenantsShareFairly(t *testing.T) {
 			var b []time.Duration
 			if c.bFlood > 0 {
 				bTimes, bWG := flood(ctx, s.base, "B", c.bBand, c.bFlood, 96)
+				t.Cleanup(bWG.Wait)
 				waitFor(t, "B's and A's streams", func() bool {
 					gotB, _ := bTimes(since)
 					gotA, _ := aTimes(since)

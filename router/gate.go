@@ -70,7 +70,7 @@ func (r *Router) admit(ctx context.Context, w http.ResponseWriter, f Facts, toke
 		if g.res != nil {
 			_ = g.res.Cancel(context.WithoutCancel(ctx))
 		}
-		return nil, gateError(err, ctx)
+		return nil, gateError(ctx, err)
 	}
 	g.ticket, g.waited = t, t.Waited()
 	r.metrics.admissionWait.WithLabelValues(r.Model, r.metrics.tenants.Label(f.Tenant, tokens)).Observe(g.waited.Seconds())
@@ -95,7 +95,7 @@ func (r *Router) done(ctx context.Context, g *gate, used int64) {
 }
 
 // gateError is the answer to a request the gate did not admit.
-func gateError(err error, ctx context.Context) error {
+func gateError(ctx context.Context, err error) error {
 	var timeout *fair.TimeoutError
 	switch {
 	case ctx.Err() != nil:

@@ -296,6 +296,3 @@ func (r *Router) Close() {
 	removeLive(r)
 	r.client.close()
 }
-
-// Logger is the router's logger.
-func (r *Router) Logger() *zap.Logger { return r.logger }
