@@ -306,15 +306,18 @@ func TestMLCServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out = post(t, ss[1].URL+"/microserving/prep_recv", map[string]any{"prompt": prompt, "end": -1, "user": "u2"})
-	// The server records an exchange once its answer is sent: wait for it.
+	// The server records an exchange once its answer is sent: wait for
+	// it. The record of the start_generate above may come after before
+	// was read, so the new records are searched for the prep_recv.
 	var last Exchange
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		ex, err := ss[1].Exchanges()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ex) > len(before) {
-			last = ex[len(ex)-1]
+		i := slices.IndexFunc(ex[min(len(before), len(ex)):], func(e Exchange) bool { return e.Path == "/microserving/prep_recv" && strings.Contains(e.Request, `"u2"`) })
+		if i >= 0 {
+			last = ex[len(before)+i]
 			break
 		}
 		if time.Now().After(deadline) {
