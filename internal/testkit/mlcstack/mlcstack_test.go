@@ -315,7 +315,9 @@ func TestMLCServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		i := slices.IndexFunc(ex[min(len(before), len(ex)):], func(e Exchange) bool { return e.Path == "/microserving/prep_recv" && strings.Contains(e.Request, `"u2"`) })
+		i := slices.IndexFunc(ex[min(len(before), len(ex)):], func(e Exchange) bool {
+			return e.Path == "/microserving/prep_recv" && strings.Contains(e.Request, `"u2"`)
+		})
 		if i >= 0 {
 			last = ex[len(before)+i]
 			break
