@@ -117,7 +117,7 @@ done
 # its "kill $!" now (it starts Caddy in the background), the kill at the end.
 echo
 echo "# the README's \"Using it\" block"
-using=$(readme_block using)
+using=$(doc_block README.md using)
 [ "$(head -1 <<<"$using")" = "$run &" ] || fail "\"Using it\" does not start the main job ($run &)"
 stop=$(grep -x 'kill \$!' <<<"$using") || fail "\"Using it\" does not end with kill \$!"
 [ "$(tail -1 <<<"$using")" = "$stop" ] || fail "\"Using it\" does not end with kill \$!"

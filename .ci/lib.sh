@@ -1,18 +1,22 @@
 # shellcheck shell=bash
 # Helpers for the CI scripts (sourced, run from the repository root): the
-# README's commands, and the processes CI starts.
+# commands of the README and of the pages under docs/, and the processes CI
+# starts.
 
-# readme_block NAME prints the fenced block that follows the line
-# "<!-- ci: NAME -->" in README.md, and fails if there is none.
-readme_block() {
+# doc_block FILE NAME prints the fenced block that follows the line
+# "<!-- ci: NAME -->" in FILE (README.md, or a page under docs/), and fails
+# if FILE has no such block: a block moved to another page must be named
+# there by its caller.
+doc_block() {
   local block
-  block=$(awk -v marker="<!-- ci: $1 -->" '
+  [ -f "$1" ] || { echo "$1: no such file (looking for <!-- ci: $2 -->)" >&2; return 1; }
+  block=$(awk -v marker="<!-- ci: $2 -->" '
     $0 == marker { armed = 1; next }
     armed && /^```/ { if (inside) exit; inside = 1; next }
     armed && !inside { exit }
     inside { print }
-  ' README.md)
-  [ -n "$block" ] || { echo "README.md: no block after <!-- ci: $1 -->" >&2; return 1; }
+  ' "$1")
+  [ -n "$block" ] || { echo "$1: no block after <!-- ci: $2 -->" >&2; return 1; }
   printf '%s\n' "$block"
 }
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/lib.sh
-block=$(readme_block xcaddy)
+block=$(doc_block README.md xcaddy)
 echo "$block"
 out=$(eval "$block")
 echo "$out"
