@@ -29,7 +29,7 @@ eval "$build"
 # answers PORT succeeds if something accepts connections on 127.0.0.1:PORT.
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-block=$(doc_block README.md check)
+block=$(doc_block docs/operations.md check)
 grep -q -- '--start' <<<"$block" || fail "the check block has no mlc-check --start"
 [ "$(tail -1 <<<"$block")" = 'kill $!' ] || fail "the check block does not end with kill \$!"
 caddy=""
