@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The README's "Checking a fleet before traffic" block as written, on the
-# binary the README's main job builds, line by line: every line must
-# succeed; no engine that `mlc-check --start` started may outlive it (its
-# config's engine ports are free again), nor any process that the Caddy
-# the block starts in the background outlives its `kill $!`.
+# The "Checking a fleet before traffic" block of docs/operations.md as
+# written, on the binary the README's main job builds, line by line: every
+# line must succeed; no engine that `mlc-check --start` started may outlive
+# it (its config's engine ports are free again), nor any process that the
+# Caddy the block starts in the background outlives its `kill $!`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/lib.sh
