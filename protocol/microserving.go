@@ -139,7 +139,7 @@ type startGenerateFields struct {
 // it): the engine refuses it when it comes. The user names one attempt, so
 // no later prep_recv needs it. The built-in engine serves it; an engine
 // that does not (MLC's own) answers 404, and the router then falls back to
-// what MLC's API offers (see the README, "Reservations").
+// what MLC's API offers (see docs/operations.md, "Reservations").
 const PathRelease = "/microserving/release"
 
 // ReleaseRequest is the body of POST /microserving/release.

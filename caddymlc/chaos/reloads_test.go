@@ -15,7 +15,8 @@ import (
 // port sets, under streaming clients. Every reload is accepted (new
 // engines wait for the old ones on their ports, and for a port still
 // taken), and every request completes exactly. Clients retry connection
-// errors, the accept-queue race of any Caddy reload (README, Reloads).
+// errors, the accept-queue race of any Caddy reload (docs/operations.md,
+// "Reloads").
 func TestRapidReloads(t *testing.T) {
 	r := newRig(t, rigConfig{endpoints: []string{"", ""}, routerOpts: "\t\tmode whole\n"})
 	var setA, setB strings.Builder

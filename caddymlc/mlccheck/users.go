@@ -11,9 +11,9 @@ import (
 )
 
 // userIDs checks, on decode engine d, what the router relies on of the
-// user field, which MLC takes as a request's id (README, "MLC's request
-// ids"): every attempt has a user of its own, so an attempt whose
-// reservation was given back (the release extension, or on MLC a
+// user field, which MLC takes as a request's id (docs/operations.md,
+// "MLC's request ids"): every attempt has a user of its own, so an
+// attempt whose reservation was given back (the release extension, or on MLC a
 // start_generate that uses it up) leaves nothing that the next attempt
 // of the same prompt, with its own user, would read; and a local prefill
 // after a failed remote_send, whose user is the attempt's with "-local",

@@ -78,7 +78,7 @@ func ratios(rr rowResult) []string {
 }
 
 // writeCompact prints the figures that matter most, one line per row: the
-// table for the project's README.
+// table for the project's docs/benchmarks.md.
 func writeCompact(w io.Writer, rows []rowResult) {
 	fmt.Fprintln(w, "\n#### In short")
 	fmt.Fprintln(w)
