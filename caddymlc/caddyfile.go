@@ -33,7 +33,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    model             <path|name>
 //	    path              <path>     (what the engines load; default: the model's name)
 //	    model_lib         <path>
-//	    embedding_model   <path> [model_lib <lib>]
+//	    embedding_model   <path> [model_lib <lib>] [name <name>]
 //	    mode              disagg|whole   (round_robin, round-robin: MLC's names of whole)
 //	    pd_balance_factor <float in [0,1)>
 //	    max_prefill_queue <n>|off
@@ -187,21 +187,27 @@ func parseDefault(m *ModelConfig, d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// parseEmbeddingModel reads `embedding_model <path> [model_lib <lib>]`.
+// parseEmbeddingModel reads `embedding_model <path> [model_lib <lib>]
+// [name <name>]`.
 func parseEmbeddingModel(m *ModelConfig, d *caddyfile.Dispenser) error {
 	if !d.NextArg() {
 		return d.ArgErr()
 	}
 	m.EmbeddingModel = d.Val()
-	if !d.NextArg() {
-		return nil
-	}
-	if d.Val() != "model_lib" || !d.NextArg() {
-		return d.Errf("embedding_model %s: want model_lib <lib> after the path", m.EmbeddingModel)
-	}
-	m.EmbeddingModelLib = d.Val()
-	if d.NextArg() {
-		return d.ArgErr()
+	for d.NextArg() {
+		var dst *string
+		switch d.Val() {
+		case "model_lib":
+			dst = &m.EmbeddingModelLib
+		case "name":
+			dst = &m.EmbeddingModelName
+		default:
+			return d.Errf("embedding_model %s: want model_lib <lib> or name <name> after the path, not %q", m.EmbeddingModel, d.Val())
+		}
+		if *dst != "" || !d.NextArg() {
+			return d.Errf("embedding_model %s: %s takes one value, once", m.EmbeddingModel, d.Val())
+		}
+		*dst = d.Val()
 	}
 	return nil
 }

@@ -73,9 +73,15 @@ type ModelConfig struct {
 	Default bool `json:"default,omitempty"`
 
 	// EmbeddingModel is an embedding model the engines load beside the
-	// chat model, served at /v1/embeddings under this model's name.
+	// chat model, served at /v1/embeddings under its own name (see
+	// EmbeddingModelName) and, as before, under this model's name.
 	// MLC: --embedding-model.
 	EmbeddingModel string `json:"embedding_model,omitempty"`
+
+	// EmbeddingModelName is the name clients give the embedding model
+	// (listed in /v1/models); default: EmbeddingModel as written, the
+	// name MLC's server hosts it under.
+	EmbeddingModelName string `json:"embedding_model_name,omitempty"`
 
 	// EmbeddingModelLib is the embedding model's compiled library.
 	// MLC: --embedding-model-lib.
@@ -205,6 +211,9 @@ func (m ModelConfig) withDefaults() ModelConfig {
 	if c.Path == "" {
 		c.Path = c.Model
 	}
+	if c.EmbeddingModelName == "" {
+		c.EmbeddingModelName = c.EmbeddingModel
+	}
 	if c.Mode == "" {
 		c.Mode = router.ModeDisagg
 	}
@@ -267,6 +276,9 @@ func (r *Router) Validate() error {
 func (c ModelConfig) validate() error {
 	if strings.TrimSpace(c.Model) == "" {
 		return errors.New("mlc_router: model is required")
+	}
+	if c.EmbeddingModelName != "" && c.EmbeddingModel == "" {
+		return fmt.Errorf("mlc_router: embedding_model_name %q without an embedding_model", c.EmbeddingModelName)
 	}
 	if c.Mode != router.ModeDisagg && c.Mode != router.ModeWhole {
 		return fmt.Errorf("mlc_router: mode %q: want disagg or whole (round_robin, MLC's round-robin)", c.Mode)

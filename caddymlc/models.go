@@ -17,7 +17,7 @@ func (r *Router) models() ([]ModelConfig, error) {
 		}
 		return []ModelConfig{m}, nil
 	}
-	if r.Model != "" || len(r.Endpoints) > 0 || r.Dynamic != nil || r.Path != "" || r.EmbeddingModel != "" {
+	if r.Model != "" || len(r.Endpoints) > 0 || r.Dynamic != nil || r.Path != "" || r.EmbeddingModel != "" || r.EmbeddingModelName != "" {
 		return nil, errors.New("mlc_router: with model blocks, name every model in its own block, with its own endpoints")
 	}
 	out := make([]ModelConfig, 0, len(r.Models))
@@ -47,7 +47,30 @@ func (r *Router) models() ([]ModelConfig, error) {
 	if defaults > 1 {
 		return nil, errors.New("mlc_router: more than one model is marked default")
 	}
-	return out, nil
+	return out, checkEmbeddingNames(out)
+}
+
+// checkEmbeddingNames refuses an embedding model's name that another
+// model or embedding model has: a client must reach one fleet by a name.
+// A model may share its name with its own embedding model: completions
+// go to the one, embeddings to the other.
+func checkEmbeddingNames(ms []ModelConfig) error {
+	owner := map[string]string{}
+	for _, m := range ms {
+		owner[m.Model] = m.Model
+	}
+	for _, m := range ms {
+		name := m.EmbeddingModelName
+		if name == "" || name == m.Model {
+			continue
+		}
+		if other, ok := owner[name]; ok {
+			return fmt.Errorf("mlc_router: the embedding model of %s is named %s, as is a model of %s: rename one (embedding_model %s name <name>)",
+				m.Model, name, other, m.EmbeddingModel)
+		}
+		owner[name] = m.Model
+	}
+	return nil
 }
 
 // defaultModel returns the index of the model of requests that name
@@ -67,7 +90,7 @@ func defaultModel(ms []ModelConfig) int {
 // Reflection keeps this in step with ModelConfig as options are added.
 func inherit(m, shared ModelConfig) ModelConfig {
 	own := map[string]bool{"Model": true, "Path": true, "Default": true, "EmbeddingModel": true,
-		"EmbeddingModelLib": true, "Endpoints": true, "Dynamic": true}
+		"EmbeddingModelLib": true, "EmbeddingModelName": true, "Endpoints": true, "Dynamic": true}
 	dst, src := reflect.ValueOf(&m).Elem(), reflect.ValueOf(shared)
 	for i := range dst.NumField() {
 		f := dst.Type().Field(i)

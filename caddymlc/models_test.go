@@ -100,9 +100,14 @@ func TestManyModels(t *testing.T) {
 	waitFor(t, "every model ready", func() bool { return get(t, base+"/healthz") == http.StatusOK })
 
 	var list protocol.ModelList
-	if err := json.Unmarshal(getBody(t, base+"/v1/models"), &list); err != nil || len(list.Data) != 3 ||
-		list.Data[0].ID != "tiny" || list.Data[1].ID != "llama3" || list.Data[2].ID != "embed" {
+	if err := json.Unmarshal(getBody(t, base+"/v1/models"), &list); err != nil || len(list.Data) != 4 ||
+		list.Data[0].ID != "tiny" || list.Data[1].ID != "llama3" || list.Data[2].ID != "embed" || list.Data[3].ID != "tiny-embed" {
 		t.Fatalf("models: %+v %v", list, err)
+	}
+	for _, id := range []string{"tiny", "tiny-embed"} {
+		if status := get(t, base+"/v1/models/"+id); status != http.StatusOK {
+			t.Errorf("GET /v1/models/%s: %d", id, status)
+		}
 	}
 
 	// Completions and chat: each model's answer is its engines' own. A
@@ -129,30 +134,41 @@ func TestManyModels(t *testing.T) {
 		}
 	}
 
-	// Embeddings: the engine's vectors, bit for bit, under the model's name.
+	// Embeddings: the engine's vectors, bit for bit, by the embedding
+	// model's own name and by its chat model's.
 	for _, format := range []string{"float", "base64"} {
-		body := map[string]any{"input": []any{"the cat sat", "by the river"}, "encoding_format": format, "dimensions": 16}
-		var want, got protocol.EmbeddingResponse
-		mustUnmarshal(t, post(t, engine(5)+protocol.PathEmbeddings, body, 200), &want)
-		body["model"] = "embed"
-		mustUnmarshal(t, post(t, base+protocol.PathEmbeddings, body, 200), &got)
-		if got.Model != "embed" || len(got.Data) != 2 || got.Usage != want.Usage {
-			t.Fatalf("%s: %+v, engine %+v", format, got, want)
-		}
-		for i := range got.Data {
-			g, w := got.Data[i].Embedding, want.Data[i].Embedding
-			if g.Base64 != (format == "base64") || len(g.Floats) != 16 || fmt.Sprint(g.Floats) != fmt.Sprint(w.Floats) {
-				t.Fatalf("%s input %d: %v, engine %v", format, i, g, w)
+		for _, name := range []string{"tiny-embed", "embed"} {
+			body := map[string]any{"input": []any{"the cat sat", "by the river"}, "encoding_format": format, "dimensions": 16}
+			var want, got protocol.EmbeddingResponse
+			mustUnmarshal(t, post(t, engine(5)+protocol.PathEmbeddings, body, 200), &want)
+			body["model"] = name
+			mustUnmarshal(t, post(t, base+protocol.PathEmbeddings, body, 200), &got)
+			if got.Model != name || len(got.Data) != 2 || got.Usage != want.Usage {
+				t.Fatalf("%s %s: %+v, engine %+v", name, format, got, want)
+			}
+			for i := range got.Data {
+				g, w := got.Data[i].Embedding, want.Data[i].Embedding
+				if g.Base64 != (format == "base64") || len(g.Floats) != 16 || fmt.Sprint(g.Floats) != fmt.Sprint(w.Floats) {
+					t.Fatalf("%s %s input %d: %v, engine %v", name, format, i, g, w)
+				}
 			}
 		}
 	}
-	checkError(t, "tiny embeddings", http.StatusNotFound, post(t, base+protocol.PathEmbeddings, map[string]any{"model": "tiny", "input": "x"}, 404),
-		apiError{404, protocol.ErrTypeInvalidRequest, protocol.CodeModelNotFound, "model"})
+	notFound := apiError{404, protocol.ErrTypeInvalidRequest, protocol.CodeModelNotFound, "model"}
+	checkError(t, "tiny embeddings", http.StatusNotFound, post(t, base+protocol.PathEmbeddings, map[string]any{"model": "tiny", "input": "x"}, 404), notFound)
+	raw := post(t, base+protocol.PathCompletions, map[string]any{"model": "tiny-embed", "prompt": "hi"}, 404)
+	checkError(t, "a completion of the embedding model", http.StatusNotFound, raw, notFound)
+	if !strings.Contains(string(raw), "embedding model") {
+		t.Errorf("a completion of the embedding model: %s", raw)
+	}
 
-	// An unknown model: a 404 that names the served ones.
-	raw := post(t, base+protocol.PathCompletions, map[string]any{"model": "gpt-4", "prompt": "hi"}, 404)
-	if !strings.Contains(string(raw), `\"tiny\", \"llama3\", \"embed\"`) || !strings.Contains(string(raw), protocol.CodeModelNotFound) {
-		t.Fatalf("unknown model: %s", raw)
+	// An unknown model: a 404 that names the served ones, embedding
+	// models too.
+	for _, path := range []string{protocol.PathCompletions, protocol.PathEmbeddings} {
+		raw := post(t, base+path, map[string]any{"model": "gpt-4", "prompt": "hi", "input": "hi"}, 404)
+		if !strings.Contains(string(raw), `\"tiny\", \"llama3\", \"embed\", \"tiny-embed\"`) || !strings.Contains(string(raw), protocol.CodeModelNotFound) {
+			t.Fatalf("unknown model at %s: %s", path, raw)
+		}
 	}
 
 	// A reload that changes only llama3's engine args: new engines for it,

@@ -104,6 +104,7 @@ func (r ModelConfig) coreConfig() router.Config {
 		Path:              r.Path,
 		EmbeddingModel:    r.EmbeddingModel,
 		EmbeddingModelLib: r.EmbeddingModelLib,
+		EmbeddingName:     r.EmbeddingModelName,
 		Mode:              r.Mode,
 		PDBalanceFactor:   r.PDBalanceFactor,
 		MaxPrefillQueue:   r.MaxPrefillQueue,

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -45,7 +46,7 @@ func (r *Router) serveEmbeddings(w http.ResponseWriter, hreq *http.Request) {
 		r.refuse(w, hreq, apiErr)
 		return
 	}
-	req, apiErr := r.prepareEmbeddings(b)
+	req, asked, apiErr := r.prepareEmbeddings(b)
 	release()
 	if apiErr != nil {
 		r.refuse(w, hreq, apiErr)
@@ -73,33 +74,33 @@ func (r *Router) serveEmbeddings(w http.ResponseWriter, hreq *http.Request) {
 		apiErr.Write(w)
 		return
 	}
-	resp.Model = r.Model
+	resp.Model = cmp.Or(asked, r.Model)
 	protocol.WriteJSON(w, http.StatusOK, &resp)
 }
 
-// prepareEmbeddings decodes and checks an embeddings request: the model,
-// the inputs (count, and tokens where the router can count them), the
-// dimensions.
-func (r *Router) prepareEmbeddings(b []byte) (*protocol.EmbeddingRequest, *protocol.Error) {
-	var req protocol.EmbeddingRequest
-	if e := protocol.DecodeJSON(b, &req); e != nil {
-		return nil, e
+// prepareEmbeddings decodes and checks an embeddings request: the model
+// (asked: the name the client gave, which its answer carries), the inputs
+// (count, and tokens where the router can count them), the dimensions.
+func (r *Router) prepareEmbeddings(b []byte) (*protocol.EmbeddingRequest, string, *protocol.Error) {
+	req := new(protocol.EmbeddingRequest)
+	if e := protocol.DecodeJSON(b, req); e != nil {
+		return nil, "", e
 	}
-	if e := r.checkModel(req.Model); e != nil {
-		return nil, e
+	if e := r.checkEmbeddingModel(req.Model); e != nil {
+		return nil, "", e
 	}
 	if r.EmbeddingModel == "" {
 		e := protocol.Errorf(http.StatusNotFound, protocol.ErrTypeInvalidRequest,
 			"the model %q serves no embeddings: give it an embedding_model", r.Model).WithCode(protocol.CodeModelNotFound)
 		e.Param = new("model")
-		return nil, e
+		return nil, "", e
 	}
 	if e := req.Validate(); e != nil {
-		return nil, e
+		return nil, "", e
 	}
 	if r.embedBounds.dim > 0 {
 		if e := req.CheckDimensions(r.embedBounds.dim); e != nil {
-			return nil, e
+			return nil, "", e
 		}
 	}
 	if r.embedBounds.maxTokens > 0 && r.tok != nil {
@@ -109,12 +110,13 @@ func (r *Router) prepareEmbeddings(b []byte) (*protocol.EmbeddingRequest, *proto
 				n = len(r.tok.Encode(item.Text))
 			}
 			if e := req.Input.CheckTokens(i, n, r.embedBounds.maxTokens); e != nil {
-				return nil, e
+				return nil, "", e
 			}
 		}
 	}
+	asked := req.Model
 	req.Model = r.EmbeddingModel
-	return &req, nil
+	return req, asked, nil
 }
 
 // embed runs the request's attempts: each on the least loaded ready

@@ -11,22 +11,27 @@ import (
 )
 
 // Models is the front of one or more models, each its own Router: a
-// request goes to the model its "model" field names, or to the default
-// model when it names none; GET /v1/models lists them all. With one model
-// a request goes straight to it, its body unread: the dispatch costs
-// nothing.
+// request goes to the model its "model" field names (for embeddings, an
+// embedding model's name too), or to the default model when it names
+// none; GET /v1/models lists them all, embedding models included, as
+// MLC's server does. With one model a request goes straight to it, its
+// body unread: the dispatch costs nothing.
 type Models struct {
 	routers []*Router
-	byName  map[string]*Router
+	byName  map[string]*Router // chat models
+	byEmbed map[string]*Router // embedding models, by their own names
 	def     *Router
 }
 
 // NewModels makes the front of routers, whose def-th serves requests
 // that name no model.
 func NewModels(routers []*Router, def int) *Models {
-	m := &Models{routers: routers, byName: map[string]*Router{}, def: routers[def]}
+	m := &Models{routers: routers, byName: map[string]*Router{}, byEmbed: map[string]*Router{}, def: routers[def]}
 	for _, r := range routers {
 		m.byName[r.Model] = r
+		if r.EmbeddingName != "" {
+			m.byEmbed[r.EmbeddingName] = r
+		}
 	}
 	return m
 }
@@ -36,7 +41,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch path := req.URL.Path; {
 	case path == protocol.PathModels:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
-			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, m.names()...))
+			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, append(m.names(), m.embeddingNames()...)...))
 		}
 	case strings.HasPrefix(path, protocol.PathModels+"/") && len(path) > len(protocol.PathModels)+1:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
@@ -79,13 +84,16 @@ func (m *Models) route(w http.ResponseWriter, req *http.Request) *Router {
 		return m.def // a model of another type: the model's decoder says so
 	}
 	r := m.byName[name]
+	if req.URL.Path == protocol.PathEmbeddings && m.byEmbed[name] != nil {
+		r = m.byEmbed[name]
+	}
 	if r == nil {
 		m.def.refuse(w, req, m.modelNotFound(name))
 	}
 	return r
 }
 
-// names are the models served, in config order.
+// names are the chat models served, in config order.
 func (m *Models) names() []string {
 	out := make([]string, len(m.routers))
 	for i, r := range m.routers {
@@ -94,9 +102,19 @@ func (m *Models) names() []string {
 	return out
 }
 
+// embeddingNames are the embedding models served under names of their
+// own, in config order.
+func (m *Models) embeddingNames() []string {
+	var out []string
+	for _, r := range m.routers {
+		out = append(out, r.embeddingNames()...)
+	}
+	return out
+}
+
 // serveModel answers GET /v1/models/{id}.
 func (m *Models) serveModel(w http.ResponseWriter, id string) {
-	if m.byName[id] == nil {
+	if m.byName[id] == nil && m.byEmbed[id] == nil {
 		m.modelNotFound(id).Write(w)
 		return
 	}
@@ -106,7 +124,7 @@ func (m *Models) serveModel(w http.ResponseWriter, id string) {
 // modelNotFound is OpenAI's answer to a model it does not serve, naming
 // the served ones.
 func (m *Models) modelNotFound(id string) *protocol.Error {
-	return modelNotFound(id, m.names())
+	return modelNotFound(id, m.names(), m.embeddingNames())
 }
 
 // Ready reports whether every model has what it needs to serve, and

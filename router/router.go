@@ -60,9 +60,11 @@ type Config struct {
 	EngineKind engine.Kind
 	EngineArgs []string
 	// EmbeddingModel is the embedding model the engines load beside the
-	// chat model (served at /v1/embeddings under Model); "" for none.
+	// chat model, "" for none; clients reach it at /v1/embeddings by
+	// EmbeddingName (listed in /v1/models) or by Model.
 	EmbeddingModel    string
 	EmbeddingModelLib string
+	EmbeddingName     string
 
 	// MaxInflight bounds the requests the router runs at once on each
 	// generating engine, holding the rest in its fair queue: 0 is the

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -49,14 +50,6 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if allowMethod(w, req, http.MethodPost) {
 			r.serveEmbeddings(w, req)
 		}
-	case path == protocol.PathModels:
-		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
-			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, r.Model))
-		}
-	case strings.HasPrefix(path, protocol.PathModels+"/") && len(path) > len(protocol.PathModels)+1:
-		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
-			r.serveModel(w, strings.TrimPrefix(path, protocol.PathModels+"/"))
-		}
 	case strings.HasPrefix(path, "/microserving/"):
 		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
 			WithCode(protocol.CodeUnknownURL).Write(w)
@@ -76,40 +69,54 @@ func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bo
 	return false
 }
 
-// serveModel answers GET /v1/models/{id}: the served model, or a 404.
-func (r *Router) serveModel(w http.ResponseWriter, id string) {
-	if id != r.Model {
-		r.modelNotFound(id).Write(w)
-		return
-	}
-	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelCard(servedSince, ownedBy, r.Model))
-}
-
-// checkModel checks a request's model field: absent or empty means the
-// served model, as MLC's server (one model) reads it; another model is a
-// 404, as OpenAI answers a model it does not have, rather than an answer
-// from a model the client did not ask for.
+// checkModel checks a completion's model field: absent or empty means
+// the served model, as MLC's server (one model) reads it; another model
+// is a 404, as OpenAI answers a model it does not have, rather than an
+// answer from a model the client did not ask for.
 func (r *Router) checkModel(model string) *protocol.Error {
 	if model == "" || model == r.Model {
 		return nil
 	}
-	return r.modelNotFound(model)
+	return modelNotFound(model, []string{r.Model}, r.embeddingNames())
 }
 
-func (r *Router) modelNotFound(id string) *protocol.Error {
-	return modelNotFound(id, []string{r.Model})
+// checkEmbeddingModel checks an embeddings request's model field: the
+// embedding model's name, or the chat model's (which reaches its
+// embedding model too), or none.
+func (r *Router) checkEmbeddingModel(model string) *protocol.Error {
+	if model == "" || model == r.Model || model == r.EmbeddingName && model != "" {
+		return nil
+	}
+	return modelNotFound(model, []string{r.Model}, r.embeddingNames())
+}
+
+// embeddingNames is the embedding model's name, listed beside the chat
+// model's when it differs from it.
+func (r *Router) embeddingNames() []string {
+	if r.EmbeddingName == "" || r.EmbeddingName == r.Model {
+		return nil
+	}
+	return []string{r.EmbeddingName}
 }
 
 // modelNotFound is OpenAI's answer to a model it does not serve, naming
-// the served ones; the type is OpenAI's too (invalid_request_error), so
-// that clients that branch on it see what they know.
-func modelNotFound(id string, served []string) *protocol.Error {
-	quoted := make([]string, len(served))
-	for i, s := range served {
-		quoted[i] = strconv.Quote(s)
+// the served ones (chat, then embedding models); the type is OpenAI's too
+// (invalid_request_error), so that clients that branch on it see what
+// they know. An embedding model's name asked for a completion is told
+// apart.
+func modelNotFound(id string, chat, embedding []string) *protocol.Error {
+	quote := func(names []string) string {
+		quoted := make([]string, len(names))
+		for i, s := range names {
+			quoted[i] = strconv.Quote(s)
+		}
+		return strings.Join(quoted, ", ")
 	}
-	e := protocol.Errorf(http.StatusNotFound, protocol.ErrTypeInvalidRequest, "the model %q does not exist: this server serves %s", id, strings.Join(quoted, ", ")).
-		WithCode(protocol.CodeModelNotFound)
+	msg := fmt.Sprintf("the model %q does not exist: this server serves %s", id, quote(append(slices.Clip(chat), embedding...)))
+	if slices.Contains(embedding, id) {
+		msg = fmt.Sprintf("the model %q is an embedding model, served at %s only: this server's chat models are %s", id, protocol.PathEmbeddings, quote(chat))
+	}
+	e := protocol.Errorf(http.StatusNotFound, protocol.ErrTypeInvalidRequest, "%s", msg).WithCode(protocol.CodeModelNotFound)
 	e.Param = new("model")
 	return e
 }

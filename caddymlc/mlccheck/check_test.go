@@ -21,7 +21,8 @@ func TestBuiltinFleetPasses(t *testing.T) {
 	run := runCheck(t, caddyfile(`
 		model tiny
 		mode disagg
-		prefix_cache radix`,
+		prefix_cache radix
+		embedding_model tiny-embed name search`,
 		fmt.Sprintf("127.0.0.1:%d role prefill", ports[0]),
 		fmt.Sprintf("127.0.0.1:%d role decode", ports[1]),
 		fmt.Sprintf("127.0.0.1:%d role decode", ports[2])), true)
@@ -33,7 +34,7 @@ func TestBuiltinFleetPasses(t *testing.T) {
 	}
 	// Each check ran where it applies: per engine, per pair, per decode
 	// engine.
-	perEngine := []string{CheckModels, CheckCompletion, CheckCompletionString, CheckContextLength, CheckNVSHMEMWorld}
+	perEngine := []string{CheckModels, CheckCompletion, CheckCompletionString, CheckContextLength, CheckEmbeddings, CheckNVSHMEMWorld}
 	perDecode := []string{CheckKVMetadata, CheckUserIDs, CheckRelease}
 	for i, p := range ports {
 		addr := fmt.Sprintf("127.0.0.1:%d", p)
@@ -97,6 +98,23 @@ func TestOtherModelFails(t *testing.T) {
 	}
 	if run.report.OK {
 		t.Fatal("report ok with a failed check")
+	}
+}
+
+// A config with an embedding model, over engines one of which was started
+// without it: the embeddings check fails naming that engine, and passes
+// the other.
+func TestMissingEmbeddingModelFails(t *testing.T) {
+	ports := testnet.FreePorts(t, 2)
+	handEngine(t, "tiny", ports[0], nil, "--embedding-model", "tiny-embed")
+	handEngine(t, "tiny", ports[1], nil)
+	good, odd := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+	run := runCheck(t, caddyfile("model tiny\nmode whole\nembedding_model tiny-embed", good+" external", odd+" external"), false)
+	if run.status != ExitFailed || run.err == nil || !strings.Contains(run.err.Error(), "embeddings ("+odd+")") {
+		t.Fatalf("exit %d (%v), want 1 naming embeddings (%s)", run.status, run.err, odd)
+	}
+	if rows := run.results(CheckEmbeddings, good); len(rows) != 1 || rows[0].Status != Pass || !strings.Contains(rows[0].Reason, "2 vectors") {
+		t.Fatalf("embeddings of %s: %+v, want a pass", good, rows)
 	}
 }
 

@@ -23,6 +23,9 @@ type checker struct {
 	// preps are the prep_recv answers of the disagg checks, for the check
 	// of their KV metadata.
 	preps []prepRecord
+	// embedDim is the length of the first engine's embedding vectors,
+	// which every other engine's must have.
+	embedDim int
 }
 
 func newChecker(c *client, log *zap.Logger, report *Report, r *handler, nonce string) *checker {
@@ -55,7 +58,7 @@ func (ck *checker) run(ctx context.Context) {
 	for _, c := range []struct {
 		name string
 		run  func(context.Context, int)
-	}{{CheckCompletion, ck.completion}, {CheckCompletionString, ck.completionString}, {CheckContextLength, ck.contextLength}} {
+	}{{CheckCompletion, ck.completion}, {CheckCompletionString, ck.completionString}, {CheckContextLength, ck.contextLength}, {CheckEmbeddings, ck.embeddings}} {
 		for i := range r.cfg.Endpoints {
 			if ctx.Err() != nil {
 				return

