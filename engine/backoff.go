@@ -1,25 +1,17 @@
 package engine
 
-import "time"
+import (
+	"time"
 
-// Restart backoff: the first restart waits minBackoff, each failed attempt
-// doubles the wait up to maxBackoff. An engine that stayed up for
-// backoffReset before dying starts again from minBackoff.
-const (
-	minBackoff   = 200 * time.Millisecond
-	maxBackoff   = 10 * time.Second
-	backoffReset = time.Minute
+	"github.com/caddy-mlc/caddy-mlc/internal/backoff"
 )
 
-// backoff is the restart delay of one engine.
-type backoff struct{ next time.Duration }
+// Restart backoff: the first restart waits 200 ms, each failed attempt
+// doubles the wait up to 10 s. An engine that stayed up for backoffReset
+// before dying starts again from the shortest wait.
+const backoffReset = time.Minute
 
-// delay returns the wait before the next attempt and doubles the next one.
-func (b *backoff) delay() time.Duration {
-	d := max(b.next, minBackoff)
-	b.next = min(2*d, maxBackoff)
-	return d
+// restartBackoff returns the restart delay of one engine.
+func restartBackoff() *backoff.Backoff {
+	return &backoff.Backoff{Min: 200 * time.Millisecond, Max: 10 * time.Second}
 }
-
-// reset makes the next delay minBackoff again.
-func (b *backoff) reset() { b.next = 0 }

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/backoff"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"go.uber.org/zap"
 )
@@ -29,7 +30,7 @@ func (e *engine) run(startCtx, ctx context.Context, initial chan<- error) {
 		reported = true
 		initial <- err
 	}
-	var b backoff
+	b := restartBackoff()
 	for {
 		panicked := goroutine.Call(e.logger, "engine supervision", func() {
 			if !reported {
@@ -48,7 +49,7 @@ func (e *engine) run(startCtx, ctx context.Context, initial chan<- error) {
 			e.abandon(StateFailed)
 			report(fmt.Errorf("engine %s: supervision panicked while starting it", e.ep.Addr()))
 			return
-		case !sleep(ctx, b.delay()):
+		case b.Wait(ctx) != nil:
 			e.abandon(StateStopped)
 			return
 		}
@@ -119,7 +120,7 @@ func (e *engine) launch(ctx context.Context) (*process, error) {
 // process and restarts it with backoff when the process exits (or is
 // killed as hung). Without a process it restarts one first.
 func (e *engine) supervise(ctx context.Context) {
-	var b backoff
+	b := restartBackoff()
 	for {
 		if p := e.current(); p != nil {
 			up := time.Now()
@@ -127,10 +128,10 @@ func (e *engine) supervise(ctx context.Context) {
 				return
 			}
 			if time.Since(up) >= backoffReset {
-				b.reset()
+				b.Reset()
 			}
 		}
-		if !e.restart(ctx, &b) {
+		if !e.restart(ctx, b) {
 			return
 		}
 	}
@@ -159,12 +160,12 @@ func (e *engine) shutdown(p *process) {
 
 // restart relaunches a dead engine, waiting out the backoff before every
 // attempt. It returns false when ctx is done first.
-func (e *engine) restart(ctx context.Context, b *backoff) bool {
+func (e *engine) restart(ctx context.Context, b *backoff.Backoff) bool {
 	e.set(StateRestarting, nil)
 	for {
-		d := b.delay()
+		d := b.Next()
 		e.logger().Info("restarting engine", zap.Duration("backoff", d))
-		if !sleep(ctx, d) {
+		if backoff.Sleep(ctx, d) != nil {
 			e.set(StateStopped, nil)
 			return false
 		}
@@ -180,17 +181,5 @@ func (e *engine) restart(ctx context.Context, b *backoff) bool {
 			return false
 		}
 		e.logger().Error("engine restart failed", zap.Error(err))
-	}
-}
-
-// sleep waits d, or returns false when ctx is done first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

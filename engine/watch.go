@@ -146,9 +146,9 @@ func (h *healthWatch) record(err error) {
 // A panic in the checks is logged and they resume after a backoff.
 func (e *engine) runExternal(ctx context.Context) {
 	e.setState(StateStarting)
-	var b backoff
+	b := restartBackoff()
 	for goroutine.Call(e.logger, "external engine health checks", func() { e.watch(ctx, nil) }) {
-		if !sleep(ctx, b.delay()) {
+		if b.Wait(ctx) != nil {
 			break
 		}
 		e.logger().Warn("resuming the health checks of the engine after a panic")

@@ -3,6 +3,8 @@ package router
 import (
 	"sync"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/backoff"
 )
 
 // Circuit breaker settings. An engine whose calls fail breakerThreshold
@@ -18,6 +20,8 @@ const (
 	breakerMinCooldown = time.Second
 	breakerMaxCooldown = 16 * time.Second
 )
+
+var breakerCooldown = backoff.Backoff{Min: breakerMinCooldown, Max: breakerMaxCooldown}
 
 // breakerState is where a breaker is.
 type breakerState int
@@ -41,7 +45,7 @@ type breaker struct {
 	mu        sync.Mutex
 	failures  int // in a row
 	openUntil time.Time
-	cooldown  time.Duration
+	opens     int       // the first opening and the failed trials since a reset
 	trial     time.Time // when the half-open trial in flight began; zero when none
 	pid       int
 	now       func() time.Time // tests
@@ -106,13 +110,12 @@ func (b *breaker) failure(pid int) bool {
 	}
 	wasTrial := !b.trial.IsZero()
 	b.trial = time.Time{}
-	switch {
-	case b.cooldown == 0:
-		b.cooldown = breakerMinCooldown
-	case wasTrial:
-		b.cooldown = min(2*b.cooldown, breakerMaxCooldown)
+	// A failure while open, not the trial's, keeps the cool-down: only a
+	// failed trial lengthens it.
+	if b.opens == 0 || wasTrial {
+		b.opens++
 	}
-	b.openUntil = b.clock().Add(b.cooldown)
+	b.openUntil = b.clock().Add(breakerCooldown.Attempt(b.opens))
 	return b.failures == breakerThreshold || wasTrial
 }
 
@@ -147,7 +150,7 @@ func (b *breaker) trialPending() bool {
 }
 
 func (b *breaker) reset(pid int) {
-	b.failures, b.openUntil, b.cooldown, b.trial, b.pid = 0, time.Time{}, 0, time.Time{}, pid
+	b.failures, b.openUntil, b.opens, b.trial, b.pid = 0, time.Time{}, 0, time.Time{}, pid
 }
 
 func (b *breaker) clock() time.Time {

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/backoff"
 	"github.com/caddy-mlc/caddy-mlc/internal/stopscan"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -209,22 +210,19 @@ func (j *choiceJob) exhausted(last error) *protocol.Error {
 	return e
 }
 
+// retryBackoff is the wait before a retry after failures in a row.
+var retryBackoff = backoff.Backoff{Min: 10 * time.Millisecond, Max: 640 * time.Millisecond}
+
 // waitBackoff waits before the next attempt, after attempt failures in a
-// row: briefly after a preemption, longer and growing after a failure.
+// row: briefly after a preemption (the engine is busy, not broken),
+// longer and doubling after a failure.
 func waitBackoff(ctx context.Context, attempt int, preempted bool) error {
-	d := time.Duration(1<<min(attempt-1, 6)) * 10 * time.Millisecond // 10ms .. 640ms
+	d := retryBackoff.Attempt(attempt)
 	if preempted {
 		d = time.Duration(min(attempt, 10)) * 5 * time.Millisecond
 	}
 	defer engineWaitOf(ctx).since(time.Now())
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return backoff.Sleep(ctx, d)
 }
 
 // attemptRequest builds the engine request of an attempt: the prompt is

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/backoff"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 )
 
@@ -124,7 +125,8 @@ func (lf *Fleet) Launch(reload bool) error {
 func (lf *Fleet) waitPorts() {
 	deadline := time.Now().Add(lf.spec.StartupTimeout)
 	logged := false
-	for wait := 10 * time.Millisecond; !lf.draining.Load() && time.Now().Before(deadline); wait = min(2*wait, 500*time.Millisecond) {
+	b := backoff.Backoff{Min: 10 * time.Millisecond, Max: 500 * time.Millisecond}
+	for !lf.draining.Load() && time.Now().Before(deadline) {
 		err := lf.spec.CheckPorts()
 		if !errors.Is(err, engine.ErrPortInUse) {
 			return
@@ -133,7 +135,7 @@ func (lf *Fleet) waitPorts() {
 			lf.log().Info("the new engines wait for their ports to be free", zap.Error(err))
 			logged = true
 		}
-		time.Sleep(wait) // polling a port another process holds: nothing to wait on
+		time.Sleep(b.Next()) // polling a port another process holds: nothing to wait on
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/backoff"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -76,7 +77,8 @@ type release struct {
 
 func (rel *release) run() {
 	begin := time.Now()
-	for wait := releaseTimeout; ; wait = min(2*wait, 16*time.Second) {
+	b := backoff.Backoff{Min: releaseTimeout, Max: 16 * time.Second}
+	for {
 		how, reached := rel.once()
 		if reached {
 			rel.r.metrics.releases.WithLabelValues(how).Inc()
@@ -88,7 +90,7 @@ func (rel *release) run() {
 				zap.String("user", userOf(rel.req)), addrField(rel.p.Upstream))
 			return
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(b.Next())
 		select {
 		case <-t.C:
 		case <-rel.p.fleet.done:
