@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // sample is what one request measured.
@@ -137,25 +137,21 @@ var errNoDone = errors.New("stream ended without data: [DONE]")
 // event's data (valid until onEvent returns). It returns the time of
 // [DONE]. An error event ends the stream with its text.
 func readEvents(body io.Reader, onEvent func(at time.Time, first bool, prev time.Time, data []byte)) (time.Time, error) {
-	br := bufio.NewReaderSize(body, 32<<10)
+	events := protocol.NewSSEReader(body, 0)
+	defer events.Release()
 	var prev time.Time
 	first := true
 	for {
-		line, err := br.ReadSlice('\n')
+		data, err := events.Next()
 		now := time.Now()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				err = errNoDone
 			}
 			return now, err
 		}
-		data, ok := bytes.CutPrefix(line, []byte("data:"))
-		if !ok {
-			continue // the blank line after an event, or a comment
-		}
-		data = bytes.TrimSpace(data)
 		switch {
-		case string(data) == "[DONE]":
+		case protocol.IsDone(data):
 			return now, nil
 		case bytes.HasPrefix(data, []byte(`{"error"`)):
 			return now, fmt.Errorf("error event: %.300s", data)

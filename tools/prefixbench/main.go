@@ -13,10 +13,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +34,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 var (
@@ -262,10 +264,17 @@ func ask(ctx context.Context, api string, prompt []int) (time.Duration, int, err
 	}
 	var ttft time.Duration
 	n := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok || data == "[DONE]" {
+	events := protocol.NewSSEReader(resp.Body, 0)
+	defer events.Release()
+	for {
+		data, err := events.Next()
+		if errors.Is(err, io.EOF) {
+			return ttft, n, nil
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		if protocol.IsDone(data) {
 			continue
 		}
 		var chunk struct {
@@ -274,7 +283,7 @@ func ask(ctx context.Context, api string, prompt []int) (time.Duration, int, err
 				PromptTokens int `json:"prompt_tokens"`
 			}
 		}
-		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+		if err := json.Unmarshal(data, &chunk); err != nil {
 			return 0, 0, fmt.Errorf("bad chunk %s", data)
 		}
 		if ttft == 0 && len(chunk.Choices) > 0 && chunk.Choices[0].Text != "" {
@@ -284,7 +293,6 @@ func ask(ctx context.Context, api string, prompt []int) (time.Duration, int, err
 			n = chunk.Usage.PromptTokens
 		}
 	}
-	return ttft, n, sc.Err()
 }
 
 // prefillTokens sums the prompt tokens the engines computed (the rest came
