@@ -18,8 +18,8 @@ import (
 func TestChatCompletions(t *testing.T) {
 	s := startSite(t, 2, "\t\t\tmode disagg\n")
 	msgs := []chat.Message{
-		{Role: "system", Content: chat.TextContent("you are a kind guide")},
-		{Role: "user", Content: chat.TextContent("where does the river go")},
+		{Role: "system", Content: chat.Content{Text: "you are a kind guide"}},
+		{Role: "user", Content: chat.Content{Text: "where does the river go"}},
 	}
 	rendered, err := chat.Tiny().Render(msgs, chat.DefaultOptions())
 	if err != nil {

@@ -37,7 +37,7 @@ func TestLlama3TokenizerModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := []chat.Message{{Role: "user", Content: chat.TextContent("What is Caddy?")}}
+	msgs := []chat.Message{{Role: "user", Content: chat.Content{Text: "What is Caddy?"}}}
 	rendered, err := tmpl.Render(msgs, chat.DefaultOptions())
 	if err != nil || !strings.Contains(rendered, "<|start_header_id|>assistant<|end_header_id|>") {
 		t.Fatalf("rendered %q: %v", rendered, err)

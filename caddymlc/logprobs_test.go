@@ -109,7 +109,7 @@ func TestLogprobsThroughTheRouter(t *testing.T) {
 
 			// Chat: the completion of the rendered conversation, in the
 			// chat shape.
-			msgs := []chat.Message{{Role: "user", Content: chat.TextContent("where does the river go")}}
+			msgs := []chat.Message{{Role: "user", Content: chat.Content{Text: "where does the river go"}}}
 			rendered, err := chat.Tiny().Render(msgs, chat.DefaultOptions())
 			if err != nil {
 				t.Fatal(err)

@@ -118,14 +118,9 @@ func typeName(t reflect.Type) string {
 	return fmt.Sprintf("a value of type %s", t)
 }
 
-// DecodeCompletionRequest reads, decodes and validates a client's
-// completion request body of at most limit bytes.
-func DecodeCompletionRequest(r io.Reader, limit int64) (*CompletionRequest, *Error) {
-	return decodeCompletionRequest(r, limit, (*CompletionRequest).Validate)
-}
-
-// DecodeEngineRequest is DecodeCompletionRequest for the request an engine
-// serves, checked by ValidateForEngine.
+// DecodeEngineRequest reads, decodes and validates the completion request
+// body (of at most limit bytes) that an engine serves, checked by
+// ValidateForEngine.
 func DecodeEngineRequest(r io.Reader, limit int64) (*CompletionRequest, *Error) {
 	return decodeCompletionRequest(r, limit, (*CompletionRequest).ValidateForEngine)
 }

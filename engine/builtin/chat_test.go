@@ -267,7 +267,7 @@ func TestChatRefusals(t *testing.T) {
 			t.Errorf("%v: %d %s, want a 400 about %s (%s)", c.body, status, b, c.param, c.code)
 		}
 	}
-	rendered, err := chat.Tiny().Render([]chat.Message{{Role: "user", Content: chat.TextContent(long)}}, chat.DefaultOptions())
+	rendered, err := chat.Tiny().Render([]chat.Message{{Role: "user", Content: chat.Content{Text: long}}}, chat.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

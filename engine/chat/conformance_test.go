@@ -48,11 +48,11 @@ func conformanceCases(n int) []conformanceCase {
 		if partsOK && r.IntN(4) == 0 {
 			parts := make([]ContentPart, 1+r.IntN(3))
 			for i := range parts {
-				parts[i] = TextPart(text())
+				parts[i] = textPart(text())
 			}
 			return PartsContent(parts...)
 		}
-		return TextContent(text())
+		return Content{Text: text()}
 	}
 	cases := make([]conformanceCase, n)
 	for i := range cases {

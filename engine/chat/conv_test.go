@@ -77,9 +77,10 @@ const (
 }`
 )
 
-func user(s string) Message      { return Message{Role: "user", Content: TextContent(s)} }
-func assistant(s string) Message { return Message{Role: "assistant", Content: TextContent(s)} }
-func system(s string) Message    { return Message{Role: "system", Content: TextContent(s)} }
+func user(s string) Message         { return Message{Role: "user", Content: Content{Text: s}} }
+func assistant(s string) Message    { return Message{Role: "assistant", Content: Content{Text: s}} }
+func system(s string) Message       { return Message{Role: "system", Content: Content{Text: s}} }
+func textPart(s string) ContentPart { return ContentPart{Type: "text", Text: s} }
 
 func mustConv(t *testing.T, src string) Template {
 	t.Helper()
@@ -137,7 +138,7 @@ func TestConversationRender(t *testing.T) {
 	}, {
 		name: "qwen2 text parts are concatenated",
 		conv: qwen2Conv,
-		msgs: []Message{{Role: "user", Content: PartsContent(TextPart("Hello "), TextPart("wörld"))}},
+		msgs: []Message{{Role: "user", Content: PartsContent(textPart("Hello "), textPart("wörld"))}},
 		opts: DefaultOptions(),
 		want: "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n" +
 			"<|im_start|>user\nHello wörld<|im_end|>\n" +
@@ -194,9 +195,9 @@ func TestConversationUnsupported(t *testing.T) {
 		opts Options
 	}{
 		{"tools without placeholder", llama3Conv, []Message{user("x")}, Options{Tools: []json.RawMessage{tool}}},
-		{"unknown role", llama3Conv, []Message{{Role: "tool", Content: TextContent("x")}}, Options{}},
+		{"unknown role", llama3Conv, []Message{{Role: "tool", Content: Content{Text: "x"}}}, Options{}},
 		{"late system message", llama3Conv, []Message{user("x"), system("y")}, Options{}},
-		{"parts on assistant", llama3Conv, []Message{{Role: "assistant", Content: PartsContent(TextPart("x"))}}, Options{}},
+		{"parts on assistant", llama3Conv, []Message{{Role: "assistant", Content: PartsContent(textPart("x"))}}, Options{}},
 		{"image part", llama3Conv, []Message{{Role: "user", Content: PartsContent(ContentPart{Type: "image_url"})}}, Options{}},
 		{"tool calls", llama3Conv, []Message{{Role: "assistant", ToolCalls: []json.RawMessage{json.RawMessage(`{}`)}}}, Options{}},
 		{"variables", llama3Conv, []Message{user("x")}, Options{Vars: map[string]any{"enable_thinking": false}}},

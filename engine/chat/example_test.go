@@ -30,7 +30,7 @@ func ExampleFromJinja() {
 	if err != nil {
 		panic(err)
 	}
-	msgs := []chat.Message{{Role: "user", Content: chat.TextContent("Hi")}}
+	msgs := []chat.Message{{Role: "user", Content: chat.Content{Text: "Hi"}}}
 	prompt, err := tmpl.Render(msgs, chat.DefaultOptions())
 	if err != nil {
 		panic(err)

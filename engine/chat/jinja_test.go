@@ -23,11 +23,11 @@ func TestJinjaMessageFields(t *testing.T) {
 		`{% if m.tool_call_id is defined %}#{{ m.tool_call_id }}{% endif %}]{% endfor %}{% if add_generation_prompt %}>{% endif %}`
 	tmpl := mustJinja(t, src, map[string]any{"bos_token": "<s>"})
 	msgs := []Message{
-		{Role: "user", Name: "bob", Content: PartsContent(TextPart("a"), TextPart("b"))},
+		{Role: "user", Name: "bob", Content: PartsContent(textPart("a"), textPart("b"))},
 		{Role: "assistant", Content: Content{Null: true}, ToolCalls: []json.RawMessage{
 			json.RawMessage(`{"type":"function","function":{"name":"f","arguments":{"z":1,"a":[true,null,"ü"]}}}`),
 		}},
-		{Role: "tool", Content: TextContent("r"), ToolCallID: "c1"},
+		{Role: "tool", Content: Content{Text: "r"}, ToolCallID: "c1"},
 	}
 	got, err := tmpl.Render(msgs, DefaultOptions())
 	if err != nil {

@@ -68,9 +68,6 @@ func (p ContentPart) MarshalJSON() ([]byte, error) {
 	}{p.Type, p.Text, p.ImageURL})
 }
 
-// TextContent returns string content.
-func TextContent(s string) Content { return Content{Text: s} }
-
 // PartsContent returns array content made of parts.
 func PartsContent(parts ...ContentPart) Content {
 	if parts == nil {
@@ -78,9 +75,6 @@ func PartsContent(parts ...ContentPart) Content {
 	}
 	return Content{Parts: parts}
 }
-
-// TextPart returns a "text" content part.
-func TextPart(s string) ContentPart { return ContentPart{Type: "text", Text: s} }
 
 // IsParts reports whether the content is an array of parts.
 func (c Content) IsParts() bool { return c.Parts != nil }

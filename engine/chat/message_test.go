@@ -39,8 +39,8 @@ func TestMessageJSON(t *testing.T) {
 			t.Errorf("round trip of %s via %s changed the content", tt.in, out)
 		}
 	}
-	if b, _ := json.Marshal(TextPart("")); string(b) != `{"type":"text","text":""}` {
-		t.Errorf("Marshal(TextPart(\"\")) = %s", b)
+	if b, _ := json.Marshal(ContentPart{Type: "text"}); string(b) != `{"type":"text","text":""}` {
+		t.Errorf("Marshal of an empty text part = %s", b)
 	}
 	for _, bad := range []string{`{"content":1}`, `{"content":{"type":"text"}}`, `{"content":[1]}`, `{"content":true}`} {
 		var m Message

@@ -78,7 +78,7 @@ func TestQwen3(t *testing.T) {
 			{Role: "assistant", Content: Content{Null: true}, ToolCalls: []json.RawMessage{
 				json.RawMessage(`{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}`),
 			}},
-			{Role: "tool", Content: TextContent("sunny"), ToolCallID: "c1"},
+			{Role: "tool", Content: Content{Text: "sunny"}, ToolCallID: "c1"},
 		},
 		opts: Options{AddGenerationPrompt: true, Tools: []json.RawMessage{json.RawMessage(weatherTool)}},
 		want: toolsBlock + "<|im_start|>user\nweather in Paris?<|im_end|>\n" +

@@ -7,7 +7,7 @@ import (
 )
 
 func TestTiny(t *testing.T) {
-	msgs := []Message{system("be brief."), user("hello there."), assistant("hi."), {Role: "user", Content: PartsContent(TextPart("how are "), TextPart("you?"))}}
+	msgs := []Message{system("be brief."), user("hello there."), assistant("hi."), {Role: "user", Content: PartsContent(textPart("how are "), textPart("you?"))}}
 	got, err := Tiny().Render(msgs, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)

@@ -83,3 +83,13 @@ func BenchmarkEncodeLlama3Cold(b *testing.B) {
 	b.ReportMetric(float64(tokens)/sec, "tokens/s")
 	b.ReportMetric(float64(size*rounds)/sec/1e6, "MB/s")
 }
+
+// reset empties the cache.
+func (c *wordCache) reset() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.m = nil
+		s.mu.Unlock()
+	}
+}

@@ -47,13 +47,3 @@ func (c *wordCache) put(w string, ids []int) {
 	s.m[strings.Clone(w)] = ids
 	s.mu.Unlock()
 }
-
-// reset empties the cache.
-func (c *wordCache) reset() {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		s.m = nil
-		s.mu.Unlock()
-	}
-}
