@@ -254,10 +254,8 @@ func parseMode(r *ModelConfig, d *caddyfile.Dispenser) error {
 	if err := oneArg(d, &r.Mode); err != nil {
 		return err
 	}
-	switch r.Mode {
+	switch r.Mode = modeName(r.Mode); r.Mode {
 	case router.ModeDisagg, router.ModeWhole:
-	case "round-robin", router.ModeRoundRobin:
-		r.Mode = router.ModeWhole
 	default:
 		return d.Errf("mode %q: want disagg or whole (round_robin, MLC's round-robin)", r.Mode)
 	}

@@ -217,9 +217,7 @@ func (m ModelConfig) withDefaults() ModelConfig {
 	if c.Mode == "" {
 		c.Mode = router.ModeDisagg
 	}
-	if c.Mode == "round-robin" || c.Mode == router.ModeRoundRobin {
-		c.Mode = router.ModeWhole
-	}
+	c.Mode = modeName(c.Mode)
 	if c.PrefixCache == "" {
 		c.PrefixCache = engine.PrefixCacheDisable
 	}
@@ -271,6 +269,15 @@ func (m ModelConfig) withDefaults() ModelConfig {
 func (r *Router) Validate() error {
 	_, err := r.models()
 	return err
+}
+
+// modeName is the router's name of a mode: MLC's names of whole mode
+// (its --router-mode round-robin, or round_robin) are accepted for it.
+func modeName(mode string) string {
+	if mode == "round-robin" || mode == "round_robin" {
+		return router.ModeWhole
+	}
+	return mode
 }
 
 func (c ModelConfig) validate() error {

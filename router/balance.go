@@ -185,3 +185,14 @@ const kvPageTokens = 16
 
 // pagesFor estimates the KV pages a request of n tokens holds.
 func pagesFor(n int) int { return (n + kvPageTokens - 1) / kvPageTokens }
+
+// readyGenerating counts the generating engines ready now.
+func (r *Router) readyGenerating() int {
+	n := 0
+	for _, u := range r.candidates(r.strategy.generatingRole()) {
+		if ok, _ := u.status(); ok {
+			n++
+		}
+	}
+	return n
+}

@@ -17,7 +17,7 @@ import (
 // it, the conversion the built-in engine serves chats with.
 func TestPrepareChatIsChatCompletion(t *testing.T) {
 	tok, _ := tokenizer.ForModel("tiny")
-	r := &Router{Config: Config{Model: "tiny"}, tok: tok, chatTmpl: chat.Tiny()}
+	r := &decoder{Config: &Config{Model: "tiny"}, tok: tok, chatTmpl: chat.Tiny()}
 	body := `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"stop":"x","max_tokens":3,"n":2,"logprobs":true,"top_logprobs":1}`
 	hreq, _ := http.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
 	got, prompt, perr := r.prepareChat(hreq)

@@ -22,7 +22,7 @@ func TestTopLogprobsBoundByEngine(t *testing.T) {
 		{"mlc", protocol.MaxCompletionLogprobs, true},
 		{"mlc", protocol.MaxCompletionLogprobs + 1, false},
 	} {
-		r := &Router{Config: Config{EngineKind: engine.Kind(c.kind)}}
+		r := &decoder{Config: &Config{EngineKind: engine.Kind(c.kind)}}
 		e := r.checkTopLogprobs(&c.k)
 		if (e == nil) != c.ok || e != nil && (e.Status != 400 || deref(e.Param) != "top_logprobs" || deref(e.Code) != protocol.CodeIntegerAboveMax) {
 			t.Errorf("%s engines, top_logprobs %d: %+v", c.kind, c.k, e)

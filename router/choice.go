@@ -12,9 +12,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/backoff"
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/internal/stopscan"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -28,7 +30,6 @@ type choiceJob struct {
 	// What it needs of the router, given, not reached for.
 	tok         Tokenizer // nil: the router has no tokenizer for the model
 	maxAttempts int
-	runAttempt  func(context.Context, *protocol.CompletionRequest, map[string]bool, reader) error
 	metrics     *routerMetrics
 
 	seed      *int64
@@ -50,12 +51,13 @@ type choiceJob struct {
 	base     int             // bytes delivered before it: where its text begins
 	chunks   int             // its chunks that carried text
 	usage    *protocol.Usage // the engine's count, once it finished
+	open     *attempt        // being read: closed by run's recovery on a panic
 }
 
-func (j *choiceJob) run(ctx context.Context, out sink) (stats, error) {
-	err := j.generate(ctx, out)
+// stats are what the choice's attempts amounted to.
+func (j *choiceJob) stats() stats {
 	j.st.tokens = j.tokensDelivered()
-	return j.st, err
+	return j.st
 }
 
 // tokensDelivered counts the tokens the client got, however the choice
@@ -75,8 +77,19 @@ func (j *choiceJob) tokensDelivered() int {
 	return j.before + j.chunks
 }
 
-// generate runs the attempts of the choice until it is complete.
-func (j *choiceJob) generate(ctx context.Context, out sink) error {
+// run runs the attempts of the choice until it is complete: each starts
+// on the mode's strategy (on the router that serves new attempts, after
+// a reload its successor), is read to the client and closed; one that
+// fails or is preempted is followed by another, from the text delivered.
+func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
+	// A bug here must fail this request, not the server: the goroutine
+	// may be ours, and net/http's recovery does not cover it.
+	defer goroutine.Recover(j.c.log, "serving a choice", func(any) {
+		if j.open != nil {
+			j.open.Close(ErrRouteDropped)
+		}
+		err = protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "internal error")
+	})
 	j.started = j.c.begin
 	ctx = withEngineWait(ctx, &j.waited)
 	if j.c.req.Echo {
@@ -89,17 +102,24 @@ func (j *choiceJob) generate(ctx context.Context, out sink) error {
 	// backoff grows with them, not with the attempts a long stream made
 	// over its life (each engine lost costs it one).
 	fruitless := 0
-	for attempt := 1; ; attempt++ {
-		j.st.attempts = attempt
-		req, remaining := j.attemptRequest(attempt)
+	for n := 1; ; n++ {
+		j.st.attempts = n
+		req, remaining := j.attemptRequest(n)
 		if remaining == 0 {
 			return j.finish(protocol.FinishLength, nil, out)
 		}
-		delivered := j.delivered.Len()
-		actx, span := startSpan(ctx, "mlc.attempt", attribute.Int("mlc.choice", j.index), attribute.Int("mlc.attempt", attempt),
-			attribute.String("mlc.mode", j.c.r.Mode), attribute.String("mlc.model", j.c.r.Model), attribute.String("mlc.retry_cause", cause),
-			attribute.Int("mlc.resumed_tokens", j.before))
-		finished, err := j.attempt(actx, req, out)
+		delivered := j.resumeFrom()
+		actx, span := j.startSpan(ctx, n, cause)
+		finished := false
+		a, err := j.c.r.target().strategy.start(actx, req, j.avoidNext())
+		if err != nil {
+			j.blame(err) // the engine failed before it generated
+		} else {
+			j.open = a
+			finished, err = j.read(a, out)
+			j.open = nil
+			a.Close(err)
+		}
 		span.SetAttributes(attribute.Int("mlc.preemptions", j.st.preemptions), attribute.String("mlc.outcome", attemptOutcome(finished, err)))
 		endSpan(span, err)
 		if finished {
@@ -109,35 +129,54 @@ func (j *choiceJob) generate(ctx context.Context, out sink) error {
 			fruitless = 0
 		}
 		fruitless++
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		if errors.Is(err, errDraining) {
-			// The router's engines drain after a reload: the attempt
-			// goes to the engines that replaced them, at once.
-			attempt--
-			continue
-		}
-		var none *noEngineError
-		if errors.As(err, &none) {
-			return none.apiError() // it waited in the queue already
-		}
-		if cause = retryCause(err); cause == "" {
+		if cause, err = j.retry(ctx, err, n); err != nil {
 			return err
 		}
-		if attempt >= j.maxAttempts {
-			return j.exhausted(err)
+		if cause == "" {
+			n-- // the router's engines drain after a reload: the attempt goes to their successors, at once
+			continue
 		}
-		if j.delivered.Len() > 0 && j.tok == nil {
-			return protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
-				"the engine stopped this request after text was sent, and without the model's tokenizer the router cannot resume it").WithCode("cannot_resume")
-		}
-		j.metrics.retry(cause)
-		j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", attempt), zap.String("cause", cause), zap.Error(err))
 		if err := waitBackoff(ctx, fruitless, cause == causePreempt); err != nil {
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// startSpan starts the span of attempt n, which follows a retry of cause.
+func (j *choiceJob) startSpan(ctx context.Context, n int, cause string) (context.Context, trace.Span) {
+	return startSpan(ctx, "mlc.attempt", attribute.Int("mlc.choice", j.index), attribute.Int("mlc.attempt", n),
+		attribute.String("mlc.mode", j.c.r.Mode), attribute.String("mlc.model", j.c.r.Model), attribute.String("mlc.retry_cause", cause),
+		attribute.Int("mlc.resumed_tokens", j.before))
+}
+
+// retry decides what follows attempt n, which ended with err without
+// completing the choice: the cause of the next attempt; "" when the
+// router drains after a reload and its successor takes the attempt at
+// once, no attempt spent; or the error that ends the choice.
+func (j *choiceJob) retry(ctx context.Context, err error, n int) (string, error) {
+	if ctx.Err() != nil {
+		return "", context.Cause(ctx)
+	}
+	if errors.Is(err, errDraining) {
+		return "", nil
+	}
+	var none *noEngineError
+	if errors.As(err, &none) {
+		return "", none.apiError() // it waited in the queue already
+	}
+	cause := retryCause(err)
+	switch {
+	case cause == "":
+		return "", err
+	case n >= j.maxAttempts:
+		return "", j.exhausted(err)
+	case j.delivered.Len() > 0 && j.tok == nil:
+		return "", protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
+			"the engine stopped this request after text was sent, and without the model's tokenizer the router cannot resume it").WithCode("cannot_resume")
+	}
+	j.metrics.retry(cause)
+	j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", n), zap.String("cause", cause), zap.Error(err))
+	return cause, nil
 }
 
 // attemptOutcome names how an attempt ended, for its span: finished,
@@ -266,36 +305,27 @@ func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, in
 	return req, remaining
 }
 
-// attempt runs one attempt. finished reports that the choice is complete
-// (err then says whether the client got it); otherwise err is why the
-// attempt failed, or nil after a preemption.
-func (j *choiceJob) attempt(ctx context.Context, req *protocol.CompletionRequest, out sink) (finished bool, err error) {
-	// What an earlier attempt left held back is generated again.
+// resumeFrom readies the choice for an attempt that resumes from the
+// text delivered, whose length it returns: what an earlier attempt left
+// held back is generated again.
+func (j *choiceJob) resumeFrom() int {
 	j.stop.Drop()
 	j.logprobs.resume(j.delivered.Len())
 	j.base, j.received, j.chunks = j.delivered.Len(), j.delivered.Len(), 0
-	read := false
-	err = j.runAttempt(ctx, req, j.avoidNext(), func(g *generation) error {
-		read = true
-		var err error
-		finished, err = j.read(g, out)
-		return err
-	})
-	if !read {
-		j.blame(err) // the engine failed before it generated
-	}
-	return finished, err
+	return j.delivered.Len()
 }
 
-// read reads the attempt's generation to the client. finished and err are
-// as attempt's; the engine's part ended well when err is nil.
-func (j *choiceJob) read(g *generation, out sink) (finished bool, err error) {
+// read reads the attempt to the client. finished reports that the choice
+// is complete (err then says whether the client got it); otherwise err is
+// why the attempt failed, or nil after a preemption: the engine's part
+// ended well when err is nil.
+func (j *choiceJob) read(a *attempt, out sink) (finished bool, err error) {
 	defer out.flush() // whatever ends the attempt, the client gets what it was given
-	j.st.servedBy(g.addr())
+	j.st.servedBy(a.l.addr)
 	reason := ""
 	var usage *protocol.Usage
 	for {
-		chunk, err := g.next()
+		chunk, err := a.next()
 		if err == io.EOF {
 			break
 		}
@@ -319,7 +349,7 @@ func (j *choiceJob) read(g *generation, out sink) (finished bool, err error) {
 				}
 				j.st.preemptions++
 				j.metrics.preempted()
-				j.preempted = g.l.procKey()
+				j.preempted = a.l.procKey()
 				return false, nil // the text so far stays delivered; resume from it
 			default:
 				hit, err := j.deliver(ch.Text, ch.Logprobs, out)
@@ -334,12 +364,12 @@ func (j *choiceJob) read(g *generation, out sink) (finished bool, err error) {
 				}
 			}
 		}
-		if !g.pending() {
+		if !a.pending() {
 			out.flush()
 		}
 	}
 	if reason == "" {
-		return false, badAnswer("stream", &g.l.proc, "an answer without a finish reason", errors.New("stream ended without a finish reason"))
+		return false, badAnswer("stream", &a.l.proc, "an answer without a finish reason", errors.New("stream ended without a finish reason"))
 	}
 	if err := j.send(j.stop.Flush(), j.logprobs.take(j.received), out); err != nil {
 		return false, err

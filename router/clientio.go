@@ -31,21 +31,6 @@ const (
 	dropStalled  = "stalled"   // the client accepted no byte for client_timeout
 )
 
-// readDeadline bounds the reading of the request body of w's request by
-// the router's body timeout; the returned func lifts the bound once the
-// body was read (the connection's read deadline would otherwise cut the
-// answer's stream: Go's server reads on to see a client leave). A body
-// that timed out keeps its expired deadline: Go's HTTP/1 server reads
-// what is left of a small body before it writes the answer, and would
-// wait on the client for ever.
-func (r *Router) readDeadline(w http.ResponseWriter) (lift func()) {
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(time.Duration(r.BodyTimeout))) != nil {
-		return func() {} // not supported by this connection: Caddy's read_body still applies
-	}
-	return func() { _ = rc.SetReadDeadline(time.Time{}) }
-}
-
 // bodyTimedOut is the answer to a request whose body did not arrive in
 // time; the connection is closed after it, as its body is still coming.
 func (r *Router) bodyTimedOut(w http.ResponseWriter, e *protocol.Error) {

@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/internal/stopscan"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -90,32 +89,27 @@ func (c *completion) run(ctx context.Context, out sink) stats {
 	n := c.req.NOr()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	results := make([]stats, n)
+	jobs := make([]*choiceJob, n)
 	errs := make([]error, n)
-	serve := func(i int) {
-		// A bug here must fail this request, not the server: the
-		// goroutine may be ours, and net/http's recovery does not cover it.
-		defer goroutine.Recover(c.log, "serving a choice", func(any) {
-			errs[i] = protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "internal error")
-			cancel(errs[i])
-		})
-		results[i], errs[i] = c.choice(i).run(ctx, out)
-		if errs[i] != nil {
-			cancel(errs[i])
-		}
+	for i := range jobs {
+		jobs[i] = c.choice(i)
 	}
 	if n == 1 {
-		serve(0) // most requests: no goroutine to start and wait for
+		errs[0] = jobs[0].run(ctx, out) // most requests: no goroutine to start and wait for
 	} else {
 		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { serve(i) })
+		for i, j := range jobs {
+			wg.Go(func() { // j.run recovers its own panics
+				if errs[i] = j.run(ctx, out); errs[i] != nil {
+					cancel(errs[i])
+				}
+			})
 		}
 		wg.Wait()
 	}
 	var total stats
-	for _, s := range results {
-		total.add(s)
+	for _, j := range jobs {
+		total.add(j.stats())
 	}
 	if err := firstError(errs); err != nil {
 		out.fail(c.clientError(err))
@@ -168,7 +162,7 @@ func answerOf(err error) *protocol.Error {
 // choice returns the job that generates choice i.
 func (c *completion) choice(i int) *choiceJob {
 	r := c.r
-	j := &choiceJob{c: c, index: i, tok: r.tok, maxAttempts: r.MaxAttempts, runAttempt: r.run, metrics: r.metrics,
+	j := &choiceJob{c: c, index: i, tok: r.tok, maxAttempts: r.MaxAttempts, metrics: r.metrics,
 		stop: stopscan.New(c.req.Stop), logprobs: newChoiceLogprobs(c.req.Logprobs != nil)}
 	if c.req.Stream {
 		j.itl = c.r.itl

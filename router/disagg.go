@@ -52,35 +52,47 @@ func (d *disagg) windowEnd(promptLen int) int {
 	return int((1 - d.balance) * float64(promptLen))
 }
 
-func (d *disagg) run(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool, read reader) (err error) {
+func (d *disagg) generatingRole() string { return engine.RoleDecode }
+
+func (d *disagg) roles(eps []engine.Endpoint) map[string][]int {
+	roles := allEndpoints(len(eps))
+	roles[engine.RolePrefill], roles[engine.RoleDecode], _ = SplitRoles(eps)
+	return roles
+}
+
+func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool) (a *attempt, err error) {
 	req := microservingRequest(whole)
 	q := d.r.newRequest(ctx, req)
 	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { dec.release(err) }()
+	defer func() {
+		if a == nil {
+			dec.release(err)
+		}
+	}()
 	dec.routed() // every way on calls it: prep_recv, or a completion
 	end, local, err := d.prepare(ctx, dec, q, req, avoid)
-	switch {
-	case err != nil:
-		return err
-	case local != "":
-		return d.r.prefillLocally(ctx, dec, whole, local, read)
+	if err != nil {
+		return nil, err
+	}
+	if local != "" {
+		d.r.metrics.localPrefills.WithLabelValues(local).Inc()
+		return startAttempt(ctx, d.r.client, dec, protocol.PathCompletions, localRequest(whole), req.Stream)
 	}
 	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
 	t0 := time.Now()
-	g, err := d.r.generate(ctx, dec, protocol.PathStartGenerate, gen, req.Stream)
-	if err != nil {
+	if a, err = startAttempt(ctx, d.r.client, dec, protocol.PathStartGenerate, gen, req.Stream); err != nil {
 		// The engine may have started the generation, which holds the
 		// reservation now: only the release extension is safe.
 		d.r.releaseUnknown(dec, req)
-		return err
+		return nil, err
 	}
 	if req.Stream {
 		d.r.metrics.steps.WithLabelValues("start_generate").Observe(time.Since(t0).Seconds())
 	}
-	return g.consume(read)
+	return a, nil
 }
 
 // prepare has the decode engine reserve the KV of the prompt's window
@@ -114,7 +126,9 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 	// may serve it all the same (MLC's does, and aborting its request
 	// then frees nothing of the reservation), and a reservation the
 	// router knows of is one it can give back.
-	if err := d.r.post(context.WithoutCancel(ctx), &dec.proc, protocol.PathPrepRecv, prep, &recv); err != nil {
+	err = d.r.client.post(context.WithoutCancel(ctx), &dec.proc, protocol.PathPrepRecv, prep, &recv)
+	dec.judge(err)
+	if err != nil {
 		d.r.releaseUnknown(dec, req)
 		return 0, "", err
 	}
@@ -195,7 +209,8 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 	for try := 1; ; try++ {
 		var ack protocol.CompletionResponse
 		t0 := time.Now()
-		err := d.r.post(withCallName(ctx, "remote_send"), &pre.proc, protocol.PathCompletions, send, &ack)
+		err := d.r.client.post(withCallName(ctx, "remote_send"), &pre.proc, protocol.PathCompletions, send, &ack)
+		pre.judge(err)
 		if err == nil && preempted(&ack) {
 			err = &engineError{op: "remote_send", addr: pre.addr, proc: pre.procKey(), retry: true, preempted: true,
 				err: errors.New("the prefill engine preempted the send (finish_reason preempt)")}
@@ -261,19 +276,13 @@ func (d *disagg) decodeAtFault(pre, dec *lease, err error) error {
 		err: fmt.Errorf("the KV transfer to %s got no answer, nor did the engine: %w", dec.addr, err)}
 }
 
-// prefillLocally serves the whole request on the decode engine l, which
-// then prefills it itself: MLC's plain /v1/completions, which every engine
-// serves. The caller holds l.
-func (r *Router) prefillLocally(ctx context.Context, l *lease, req *protocol.CompletionRequest, reason string, read reader) error {
-	r.metrics.localPrefills.WithLabelValues(reason).Inc()
-	// A user of its own: the attempt's may still name a reservation on
-	// this engine (a remote_send that failed), and MLC takes the user as
-	// the request's id, which must be unique.
+// localRequest is req as the decode engine serves it whole when it
+// prefills the request itself: MLC's plain /v1/completions, which every
+// engine serves, under a user of its own: the attempt's may still name a
+// reservation on this engine (a remote_send that failed), and MLC takes
+// the user as the request's id, which must be unique.
+func localRequest(req *protocol.CompletionRequest) *protocol.CompletionRequest {
 	local := *req
 	local.User = new(userOf(req) + "-local")
-	g, err := r.generate(ctx, l, protocol.PathCompletions, &local, req.Stream)
-	if err != nil {
-		return err
-	}
-	return g.consume(read)
+	return &local
 }

@@ -78,47 +78,6 @@ func (r *Router) serveEmbeddings(w http.ResponseWriter, hreq *http.Request) {
 	protocol.WriteJSON(w, http.StatusOK, &resp)
 }
 
-// prepareEmbeddings decodes and checks an embeddings request: the model
-// (asked: the name the client gave, which its answer carries), the inputs
-// (count, and tokens where the router can count them), the dimensions.
-func (r *Router) prepareEmbeddings(b []byte) (*protocol.EmbeddingRequest, string, *protocol.Error) {
-	req := new(protocol.EmbeddingRequest)
-	if e := protocol.DecodeJSON(b, req); e != nil {
-		return nil, "", e
-	}
-	if e := r.checkEmbeddingModel(req.Model); e != nil {
-		return nil, "", e
-	}
-	if r.EmbeddingModel == "" {
-		e := protocol.Errorf(http.StatusNotFound, protocol.ErrTypeInvalidRequest,
-			"the model %q serves no embeddings: give it an embedding_model", r.Model).WithCode(protocol.CodeModelNotFound)
-		e.Param = new("model")
-		return nil, "", e
-	}
-	if e := req.Validate(); e != nil {
-		return nil, "", e
-	}
-	if r.embedBounds.dim > 0 {
-		if e := req.CheckDimensions(r.embedBounds.dim); e != nil {
-			return nil, "", e
-		}
-	}
-	if r.embedBounds.maxTokens > 0 && r.tok != nil {
-		for i, item := range req.Input.Items {
-			n := len(item.IDs)
-			if item.IsText {
-				n = len(r.tok.Encode(item.Text))
-			}
-			if e := req.Input.CheckTokens(i, n, r.embedBounds.maxTokens); e != nil {
-				return nil, "", e
-			}
-		}
-	}
-	asked := req.Model
-	req.Model = r.EmbeddingModel
-	return req, asked, nil
-}
-
 // embed runs the request's attempts: each on the least loaded ready
 // engine that has not failed it, until one answers or the attempts run
 // out. It returns the engine that answered and the attempts made.
@@ -159,7 +118,9 @@ func (r *Router) embedOn(ctx context.Context, o pickOptions, req *protocol.Embed
 	}
 	defer func() { l.release(err) }()
 	l.routed()
-	if err = r.post(ctx, &l.proc, protocol.PathEmbeddings, req, out); err == nil {
+	err = r.client.post(ctx, &l.proc, protocol.PathEmbeddings, req, out)
+	l.judge(err)
+	if err == nil {
 		l.finish(nil)
 	}
 	return l.addr, err

@@ -63,7 +63,7 @@ func startCore(t testing.TB, engines int, cfg Config, policy Policy) *core {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.r.Close)
-	srv := httptest.NewServer(c.r)
+	srv := httptest.NewServer(NewModels([]*Router{c.r}, 0))
 	t.Cleanup(srv.Close)
 	c.base = srv.URL
 	return c

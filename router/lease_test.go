@@ -55,9 +55,9 @@ const (
 	chatter   = `data: {"id":"c","object":"text_completion","model":"m","choices":[]}` + "\n\n"
 )
 
-// readToEnd is an attempt's reader: every chunk to the end, and an answer
+// readToEnd reads an attempt: every chunk to the end, and an answer
 // without a finish reason is bad, as choiceJob.read has it.
-func readToEnd(g *generation) error {
+func readToEnd(g *attempt) error {
 	finished := false
 	for {
 		c, err := g.next()
@@ -89,7 +89,7 @@ func TestTheLeaseOwnerReportsEveryOutcome(t *testing.T) {
 		name   string
 		stream bool
 		engine func(w http.ResponseWriter, r *http.Request)
-		read   reader
+		read   func(*attempt) error
 		events []string
 		fails  int // breaker failures after, from one
 		err    func(error) bool
@@ -116,11 +116,11 @@ func TestTheLeaseOwnerReportsEveryOutcome(t *testing.T) {
 			err: func(err error) bool { return errors.Is(err, errEngineSilent) }},
 		{name: "stream the reader stops early", stream: true,
 			engine: sse(chunkA, chunkStop, chunkUse, done),
-			read:   func(g *generation) error { _, err := g.next(); return err },
+			read:   func(g *attempt) error { _, err := g.next(); return err },
 			events: []string{"routed", "first token", "finished"}, fails: 1},
 		{name: "stream the client left", stream: true,
 			engine: sse(chunkA, chunkStop, chunkUse, done),
-			read:   func(g *generation) error { g.next(); return errStop },
+			read:   func(g *attempt) error { g.next(); return errStop },
 			events: []string{"routed", "first token", "failed"}, fails: 1,
 			err: func(err error) bool { return err == errStop }},
 		{name: "whole answer served",
@@ -139,7 +139,7 @@ func TestTheLeaseOwnerReportsEveryOutcome(t *testing.T) {
 			events: []string{"routed", "failed"}, fails: 0},
 		{name: "reader panics", stream: true,
 			engine: sse(chunkA, chunkStop, chunkUse, done),
-			read:   func(*generation) error { panic("reader") },
+			read:   func(*attempt) error { panic("reader") },
 			events: []string{"routed", "failed"}, fails: 1,
 			err: func(err error) bool { return err == ErrRouteDropped }},
 	} {
@@ -164,11 +164,21 @@ func TestTheLeaseOwnerReportsEveryOutcome(t *testing.T) {
 				read = readToEnd
 			}
 			req := &protocol.CompletionRequest{Prompt: protocol.TokenPrompt([]int{1}), Stream: c.stream}
-			var err error
-			func() {
-				defer func() { recover() }()
-				err = (&wholeRequest{r}).run(context.Background(), req, nil, read)
-			}()
+			// As choiceJob.run: the strategy starts the attempt, the
+			// reader reads it, and it is closed with the reader's error,
+			// or, when the reader panics, as a dropped route.
+			a, err := (&wholeRequest{r}).start(context.Background(), req, nil)
+			if err == nil {
+				func() {
+					defer func() {
+						if recover() != nil {
+							err = ErrRouteDropped
+						}
+						a.Close(err)
+					}()
+					err = read(a)
+				}()
+			}
 			if n, p := u.inflight.Load(), u.prefilling.Load(); n != 0 || p != 0 {
 				t.Errorf("%d calls in flight, %d prefilling after the attempt", n, p)
 			}

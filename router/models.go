@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -36,9 +35,29 @@ func NewModels(routers []*Router, def int) *Models {
 	return m
 }
 
-// ServeHTTP serves the paths Handles reports for every model.
+// ServeHTTP serves the OpenAI-compatible API, the paths Handles reports.
+// The engines' own microserving endpoints are never reachable through the
+// router.
 func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch path := req.URL.Path; {
+	case path == protocol.PathCompletions || path == protocol.PathChatCompletions || path == protocol.PathEmbeddings:
+		if !allowMethod(w, req, http.MethodPost) {
+			return
+		}
+		r := m.def
+		if len(m.routers) > 1 {
+			if r = m.route(w, req); r == nil {
+				return
+			}
+		}
+		switch path {
+		case protocol.PathCompletions:
+			r.serve(w, req, completionsAPI)
+		case protocol.PathChatCompletions:
+			r.serve(w, req, chatAPI)
+		default:
+			r.serveEmbeddings(w, req)
+		}
 	case path == protocol.PathModels:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, append(m.names(), m.embeddingNames()...)...))
@@ -47,13 +66,13 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			m.serveModel(w, strings.TrimPrefix(path, protocol.PathModels+"/"))
 		}
-	case len(m.routers) > 1 && req.Method == http.MethodPost &&
-		(path == protocol.PathCompletions || path == protocol.PathChatCompletions || path == protocol.PathEmbeddings):
-		if r := m.route(w, req); r != nil {
-			r.ServeHTTP(w, req)
-		}
+	case strings.HasPrefix(path, "/microserving/"):
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
+			WithCode(protocol.CodeUnknownURL).Write(w)
 	default:
-		m.def.ServeHTTP(w, req)
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s, %s and %s",
+			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathEmbeddings, protocol.PathModels).
+			WithCode(protocol.CodeUnknownURL).Write(w)
 	}
 }
 
@@ -66,7 +85,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (m *Models) route(w http.ResponseWriter, req *http.Request) *Router {
 	limit := int64(0)
 	for _, r := range m.routers {
-		limit = max(limit, r.maxBody())
+		limit = max(limit, r.MaxBodySize)
 	}
 	lift := m.def.readDeadline(w)
 	b, apiErr := protocol.ReadBody(req.Body, limit)
@@ -98,16 +117,6 @@ func (m *Models) names() []string {
 	out := make([]string, len(m.routers))
 	for i, r := range m.routers {
 		out[i] = r.Model
-	}
-	return out
-}
-
-// embeddingNames are the embedding models served under names of their
-// own, in config order.
-func (m *Models) embeddingNames() []string {
-	var out []string
-	for _, r := range m.routers {
-		out = append(out, r.embeddingNames()...)
 	}
 	return out
 }
@@ -164,17 +173,22 @@ type readiness struct {
 
 // unready says what the router lacks to serve, "" for nothing.
 func (r *Router) unready() string {
-	role := ""
-	if r.Mode == ModeDisagg {
-		role = engine.RoleDecode
-	}
-	for _, u := range r.candidates(role) {
-		if ready, _ := u.status(); ready {
-			return ""
-		}
-	}
-	if role == "" {
+	switch role := r.strategy.generatingRole(); {
+	case r.readyGenerating() > 0:
+		return ""
+	case role == "":
 		return "no engine is ready"
+	default:
+		return "no " + role + " engine is ready"
 	}
-	return "no decode engine is ready"
+}
+
+// embeddingNames are the embedding models served under names of their
+// own, in config order.
+func (m *Models) embeddingNames() []string {
+	var out []string
+	for _, r := range m.routers {
+		out = append(out, r.embeddingNames()...)
+	}
+	return out
 }

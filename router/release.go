@@ -111,7 +111,8 @@ func (rel *release) once() (how string, reached bool) {
 	user := userOf(rel.req)
 	if !rel.p.noRelease.Load() {
 		var ack protocol.ReleaseResponse
-		err := rel.r.post(ctx, &rel.p, protocol.PathRelease, protocol.ReleaseRequest{User: user}, &ack)
+		err := rel.r.client.post(ctx, &rel.p, protocol.PathRelease, protocol.ReleaseRequest{User: user}, &ack)
+		rel.p.judge(err)
 		var ee *engineError
 		switch {
 		case err == nil:
@@ -133,7 +134,8 @@ func (rel *release) once() (how string, reached bool) {
 	gen.MaxTokens = new(1)
 	gen.Stream, gen.StreamOptions = false, nil
 	var answer protocol.CompletionResponse
-	err := rel.r.post(ctx, &rel.p, protocol.PathStartGenerate, gen, &answer)
+	err := rel.r.client.post(ctx, &rel.p, protocol.PathStartGenerate, gen, &answer)
+	rel.p.judge(err)
 	var ee *engineError
 	switch {
 	case err == nil:

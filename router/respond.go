@@ -13,60 +13,6 @@ import (
 // that write its answer, streamed or whole. The chat API (chat.go) builds
 // on both.
 
-// serveCompletion is MLC's handle_completion: decode and validate, tokenize
-// a string prompt, then run the request's attempts.
-func (r *Router) serveCompletion(w http.ResponseWriter, hreq *http.Request) {
-	r.serve(w, hreq, "cmpl-", r.prepareCompletion, completionSink)
-}
-
-// prepareCompletion decodes a completion request and returns its prompt
-// ids, tokenizing a string prompt. The model is checked before the other
-// fields: a request for another model is judged by nothing of this one.
-func (r *Router) prepareCompletion(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
-	b, release, apiErr := r.readBody(hreq)
-	if apiErr != nil {
-		return nil, nil, apiErr
-	}
-	defer release()
-	var req protocol.CompletionRequest
-	if e := protocol.DecodeJSON(b, &req); e != nil {
-		return nil, nil, e
-	}
-	if e := r.checkModel(req.Model); e != nil {
-		return nil, nil, e
-	}
-	if e := req.Validate(); e != nil {
-		return nil, nil, e
-	}
-	if e := r.needsTokenizer(&req); e != nil {
-		return nil, nil, e
-	}
-	if !req.Prompt.IsText {
-		return &req, req.Prompt.IDs, nil
-	}
-	prompt, apiErr := r.encode(req.Prompt.Text)
-	if apiErr != nil {
-		return nil, nil, apiErr
-	}
-	if len(prompt) == 0 {
-		return nil, nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
-	}
-	return &req, prompt, nil
-}
-
-// needsTokenizer refuses what cannot be served without a tokenizer.
-func (r *Router) needsTokenizer(req *protocol.CompletionRequest) *protocol.Error {
-	switch {
-	case r.tok != nil:
-		return nil
-	case req.Prompt.IsText:
-		return r.noTokenizer("prompt", "a string prompt")
-	case req.Echo:
-		return r.noTokenizer("echo", "echo")
-	}
-	return nil
-}
-
 // sinkMaker makes the sink that writes one API's answer to a request.
 type sinkMaker func(w http.ResponseWriter, id, model string, req *protocol.CompletionRequest) sink
 

@@ -65,21 +65,6 @@ func missingRole(role string, endpoints int, explicit bool) error {
 	return fmt.Errorf("disagg mode needs an endpoint that can %s: %s", role, hint)
 }
 
-// RoleIndexes returns, for every role a call can need, the endpoints of
-// the mode that serve it: "" (any engine, whole mode), prefill and
-// decode (disagg mode).
-func RoleIndexes(mode string, eps []engine.Endpoint) map[string][]int {
-	all := make([]int, len(eps))
-	for i := range all {
-		all[i] = i
-	}
-	roles := map[string][]int{"": all}
-	if mode == ModeDisagg {
-		roles[engine.RolePrefill], roles[engine.RoleDecode], _ = SplitRoles(eps)
-	}
-	return roles
-}
-
 // RoleName is a role as logs and policies name it: "any" for "".
 func RoleName(role string) string {
 	if role == "" {

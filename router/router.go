@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,10 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/chat"
-	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
-	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router/budget"
 	"github.com/caddy-mlc/caddy-mlc/router/fair"
 )
@@ -28,10 +24,8 @@ const (
 	ModeDisagg = "disagg"
 	// ModeWhole sends each whole request to one engine, chosen by the
 	// selection policy (MLC's "round-robin" mode, which is not the
-	// round_robin policy).
+	// round_robin policy; the adapter accepts MLC's name for it).
 	ModeWhole = "whole"
-	// ModeRoundRobin is MLC's name of ModeWhole, accepted as an alias.
-	ModeRoundRobin = "round_robin"
 )
 
 // DefaultMaxAttempts is the attempts a request gets by default.
@@ -88,17 +82,11 @@ type Config struct {
 type Router struct {
 	Config
 
-	logger   *zap.Logger
-	tok      Tokenizer // nil when it could not be loaded (see tokErr)
-	tokErr   error
-	chatTmpl chat.Template
-	chatErr  error
-	context  int // tokens one sequence may hold; 0: unknown (engine.Driver.ContextWindow)
-	// embedBounds is what the router knows of the embedding model.
-	embedBounds embeddingBounds
-	handle      *Handle
-	roles       map[string][]int // endpoint indexes by the role a call needs
-	policy      Policy
+	decoder
+	logger *zap.Logger
+	handle *Handle
+	roles  map[string][]int // endpoint indexes by the role a call needs
+	policy Policy
 	// observers are the hooks of the policy and of the router's own
 	// bookkeeping (see Observer); readsPrefixes says the policy reads
 	// Candidate.PrefixHit.
@@ -111,13 +99,8 @@ type Router struct {
 	strategy strategy
 	metrics  *routerMetrics
 	vars     func(ctx context.Context, name string, value any)
-	// The gate (gate.go): the fair queue of requests waiting for the
-	// engines' capacity, each engine's batch (0: unknown, no gate), the
-	// tenants' budgets (nil: none).
-	queue   *fair.Queue
-	batch   int
-	budgets *budget.Limiter
-	closed  chan struct{}
+	gate     gate // admit.go
+	closed   chan struct{}
 }
 
 // Discovered are engines found while the router runs (the adapter's
@@ -166,8 +149,8 @@ type routerState struct {
 // New makes the router of cfg: it loads the model's tokenizer and chat
 // template, and takes the policy and the engines of o.
 func New(cfg Config, o Options) (*Router, error) {
-	if cfg.Mode == ModeRoundRobin {
-		cfg.Mode = ModeWhole
+	if cfg.Mode != ModeDisagg && cfg.Mode != ModeWhole {
+		return nil, fmt.Errorf("mlc_router: mode %q: want %s or %s", cfg.Mode, ModeDisagg, ModeWhole)
 	}
 	if cfg.Path == "" {
 		cfg.Path = cfg.Model
@@ -182,82 +165,29 @@ func New(cfg Config, o Options) (*Router, error) {
 	if r.vars == nil {
 		r.vars = func(context.Context, string, any) {}
 	}
-	if err := r.loadTokenizer(); err != nil {
+	var err error
+	if r.decoder, err = newDecoder(&r.Config, r.logger); err != nil {
 		return nil, err
 	}
-	// The router refuses what does not fit with OpenAI's
-	// context_length_exceeded before any engine is asked: MLC's engines
-	// do not refuse a max_tokens beyond their context, they stop
-	// generating at its end, and a request must get the same answer
-	// whichever engine serves it.
-	r.context = cfg.EngineKind.Driver().ContextWindow(cfg.Path, cfg.EngineArgs)
-	var err error
-	if r.chatTmpl, err = loadChatTemplate(cfg.Path); err != nil {
-		r.chatErr = err
-		r.logger.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
-	}
-	r.embedBounds = loadEmbeddingBounds(cfg.EngineKind, cfg.EmbeddingModel, cfg.EmbeddingModelLib)
-	r.roles = RoleIndexes(cfg.Mode, cfg.Endpoints)
 	policy := o.Policy
 	if policy == nil {
 		policy = new(LeastLoaded)
 	}
 	r.setPolicy(policy)
-	r.queue, r.budgets, r.closed = o.Queue, o.Budgets, make(chan struct{})
-	if r.queue == nil {
-		if r.queue, err = fair.New(fair.Config{MaxWaiting: cfg.QueueSize, Timeout: cfg.QueueTimeout}); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case cfg.MaxInflight > 0:
-		r.batch = cfg.MaxInflight
-	case cfg.MaxInflight == 0 && o.Discovered == nil && !slices.ContainsFunc(cfg.Endpoints, func(ep engine.Endpoint) bool { return ep.External }):
-		// Only the router's own engines run its command line; an
-		// external or discovered one's batch is its operator's.
-		r.batch = cfg.EngineKind.Driver().Batch(cfg.Path, cfg.EngineArgs)
-	}
+	r.closed = make(chan struct{})
 	r.client = newEngineClient(cfg.EngineTimeout, r.logger)
 	r.metrics = sharedMetrics()
 	r.itl = r.metrics.itl.WithLabelValues(cfg.Model, cfg.Mode)
-	r.strategy = r.newStrategy()
-	if r.batch > 0 {
-		goroutine.Go(r.logger, "gate capacity", func() { r.followEngines(r.closed) }, nil)
+	r.strategy = newStrategy(r)
+	r.roles = r.strategy.roles(cfg.Endpoints)
+	if r.gate, err = newGate(&r.Config, o, r.readyGenerating, r.logger, r.metrics); err != nil {
+		return nil, err
+	}
+	if r.gate.batch > 0 {
+		goroutine.Go(r.logger, "gate capacity", func() { r.gate.followEngines(r.closed) }, nil)
 	}
 	addLive(r)
 	return r, nil
-}
-
-// loadTokenizer loads the model's tokenizer. The built-in engine cannot
-// run without one, so neither can the router; other engines may load
-// models the router cannot read (an HF:// name, say): the router then
-// serves token-id prompts only, and says so.
-func (r *Router) loadTokenizer() error {
-	tok, err := tokenizer.ForModel(r.Path)
-	if err == nil {
-		r.tok = tok
-		return nil
-	}
-	if r.EngineKind.Driver().Traits().NeedsTokenizer {
-		return fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
-	}
-	r.tokErr = err
-	r.logger.Warn("no tokenizer: only token-id prompts are served; string prompts, chat, echo and resuming a partly sent answer are off",
-		zap.String("model", r.Path), zap.Error(err))
-	return nil
-}
-
-// noTokenizer is the answer to a request that needs the tokenizer the
-// router could not load.
-func (r *Router) noTokenizer(param, what string) *protocol.Error {
-	return protocol.InvalidRequest(param, "%s needs the model's tokenizer, which this router could not load (%v); send the prompt as token ids", what, r.tokErr)
-}
-
-func (r *Router) newStrategy() strategy {
-	if r.Mode == ModeWhole {
-		return &wholeRequest{r: r}
-	}
-	return &disagg{r: r, balance: r.PDBalanceFactor, maxPrefillQueue: r.MaxPrefillQueue}
 }
 
 // target returns the router that serves a new attempt of r's requests:
@@ -273,12 +203,6 @@ func (r *Router) target() *Router {
 		t = t.next.Load()
 	}
 	return t
-}
-
-// run runs an attempt of a request: on r's engines, or, after a reload
-// replaced r, on those of the router that took its place.
-func (r *Router) run(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool, read reader) error {
-	return r.target().strategy.run(ctx, req, avoid, read)
 }
 
 // HandOver makes next the router that takes r's new work once r retires

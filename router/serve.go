@@ -33,33 +33,6 @@ func Handles(path string) bool {
 	return strings.HasPrefix(path, apiPrefix) || path+"/" == apiPrefix || strings.HasPrefix(path, "/microserving/")
 }
 
-// ServeHTTP serves the OpenAI-compatible API, the paths Handles reports.
-// The engines' own microserving endpoints are never reachable through the
-// router.
-func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	switch path := req.URL.Path; {
-	case path == protocol.PathCompletions:
-		if allowMethod(w, req, http.MethodPost) {
-			r.serveCompletion(w, req)
-		}
-	case path == protocol.PathChatCompletions:
-		if allowMethod(w, req, http.MethodPost) {
-			r.serveChat(w, req)
-		}
-	case path == protocol.PathEmbeddings:
-		if allowMethod(w, req, http.MethodPost) {
-			r.serveEmbeddings(w, req)
-		}
-	case strings.HasPrefix(path, "/microserving/"):
-		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
-			WithCode(protocol.CodeUnknownURL).Write(w)
-	default:
-		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s, %s and %s",
-			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathEmbeddings, protocol.PathModels).
-			WithCode(protocol.CodeUnknownURL).Write(w)
-	}
-}
-
 func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bool {
 	if slices.Contains(methods, req.Method) {
 		return true
@@ -67,36 +40,6 @@ func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bo
 	w.Header().Set("Allow", strings.Join(methods, ", "))
 	protocol.Errorf(http.StatusMethodNotAllowed, protocol.ErrTypeInvalidRequest, "method %s is not allowed on %s", req.Method, req.URL.Path).Write(w)
 	return false
-}
-
-// checkModel checks a completion's model field: absent or empty means
-// the served model, as MLC's server (one model) reads it; another model
-// is a 404, as OpenAI answers a model it does not have, rather than an
-// answer from a model the client did not ask for.
-func (r *Router) checkModel(model string) *protocol.Error {
-	if model == "" || model == r.Model {
-		return nil
-	}
-	return modelNotFound(model, []string{r.Model}, r.embeddingNames())
-}
-
-// checkEmbeddingModel checks an embeddings request's model field: the
-// embedding model's name, or the chat model's (which reaches its
-// embedding model too), or none.
-func (r *Router) checkEmbeddingModel(model string) *protocol.Error {
-	if model == "" || model == r.Model || model == r.EmbeddingName && model != "" {
-		return nil
-	}
-	return modelNotFound(model, []string{r.Model}, r.embeddingNames())
-}
-
-// embeddingNames is the embedding model's name, listed beside the chat
-// model's when it differs from it.
-func (r *Router) embeddingNames() []string {
-	if r.EmbeddingName == "" || r.EmbeddingName == r.Model {
-		return nil
-	}
-	return []string{r.EmbeddingName}
 }
 
 // modelNotFound is OpenAI's answer to a model it does not serve, naming
@@ -121,16 +64,29 @@ func modelNotFound(id string, chat, embedding []string) *protocol.Error {
 	return e
 }
 
-// prepareFunc turns an API request into the completion that answers it:
-// the request, the prompt's token ids, or the error the client gets.
-type prepareFunc func(*http.Request) (*protocol.CompletionRequest, []int, *protocol.Error)
+// api is a generation API the router serves: how a request is turned into
+// the completion that answers it (the request, the prompt's token ids, or
+// the error the client gets), and how the answer is written.
+type api struct {
+	idPrefix string
+	prepare  func(*decoder, *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error)
+	sink     sinkMaker
+}
 
-// serve prepares a request with prepare, runs it, and writes the answer
-// with the sink mk makes.
-func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix string, prepare prepareFunc, mk sinkMaker) {
+// The generation APIs: completions (respond.go) and chat completions
+// (chat.go), which builds on it.
+var (
+	completionsAPI = api{"cmpl-", (*decoder).prepareCompletion, completionSink}
+	chatAPI        = api{"chatcmpl-", (*decoder).prepareChat, chatSink}
+)
+
+// serve is MLC's handle_completion: it prepares a request as its API
+// does (decode, validate, tokenize), admits it, runs its choices'
+// attempts, and writes the answer with the API's sink.
+func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	begin := time.Now()
 	lift := r.readDeadline(w)
-	req, prompt, apiErr := prepare(hreq)
+	req, prompt, apiErr := a.prepare(&r.decoder, hreq)
 	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
 		lift()
 	}
@@ -143,18 +99,18 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, idPrefix strin
 	}
 	req.Model = r.Path // what the engines are told; the answers say r.Model
 	f := factsOf(hreq.Context())
-	g, err := r.admit(hreq.Context(), w, f, r.cost(len(prompt), req))
+	g, err := r.gate.admit(hreq.Context(), w, f, r.cost(len(prompt), req))
 	if err != nil {
 		r.refuse(w, hreq, answerOf(err))
 		return
 	}
-	c := r.newCompletion(idPrefix, req, prompt, begin)
+	c := r.newCompletion(a.idPrefix, req, prompt, begin)
 	c.facts, c.admitWait = f, g.waited
 	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
 	defer sw.end()
-	rec := &outcomeSink{sink: mk(sw, c.id, r.Model, req)}
+	rec := &outcomeSink{sink: a.sink(sw, c.id, r.Model, req)}
 	st := c.run(hreq.Context(), rec)
-	r.done(hreq.Context(), g, int64(len(prompt)+st.tokens))
+	r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens))
 	if sw.stalled {
 		r.metrics.dropped.WithLabelValues(dropStalled).Inc()
 		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
@@ -248,10 +204,6 @@ func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st 
 		fields = append(fields, zap.String("error", rec.err.Message))
 	}
 	c.log.Debug("completion", fields...)
-}
-
-func (r *Router) maxBody() int64 {
-	return r.MaxBodySize
 }
 
 // outcomeSink remembers how a response ended, for logs and metrics.

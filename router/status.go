@@ -118,8 +118,8 @@ func Statuses() []RouterStatus {
 // Status describes the router and its engines.
 func (r *Router) Status() RouterStatus {
 	st := RouterStatus{Model: r.Model, Mode: r.Mode, Queued: r.queued.Load()}
-	qs := r.queue.Stats()
-	st.Gate = GateStatus{Batch: r.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.queue.Snapshot()}
+	qs := r.gate.queue.Stats()
+	st.Gate = GateStatus{Batch: r.gate.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.gate.queue.Snapshot()}
 	lf := r.handle.get()
 	roles := r.EffectiveRoles()
 	starts := engine.DeviceIDStarts(endpointGPUs(r.Endpoints))
@@ -183,25 +183,23 @@ func endpointGPUs(eps []engine.Endpoint) []int {
 
 // EffectiveRoles names what each listed engine is used for in this mode.
 func (r *Router) EffectiveRoles() []string {
+	prefill, decode := map[int]bool{}, map[int]bool{}
+	for _, i := range r.roles[engine.RolePrefill] {
+		prefill[i] = true
+	}
+	for _, i := range r.roles[engine.RoleDecode] {
+		decode[i] = true
+	}
 	roles := make([]string, len(r.Endpoints))
 	for i := range roles {
-		roles[i] = engine.RoleAny
-	}
-	if r.Mode != ModeDisagg {
-		return roles
-	}
-	prefill, decode, _ := SplitRoles(r.Endpoints)
-	for i := range roles {
-		roles[i] = ""
-	}
-	for _, i := range prefill {
-		roles[i] = engine.RolePrefill
-	}
-	for _, i := range decode {
-		if roles[i] != "" {
-			roles[i] += "+"
+		switch {
+		case prefill[i] && !decode[i]:
+			roles[i] = engine.RolePrefill
+		case decode[i] && !prefill[i]:
+			roles[i] = engine.RoleDecode
+		default:
+			roles[i] = engine.RoleAny
 		}
-		roles[i] += engine.RoleDecode
 	}
 	return roles
 }

@@ -3,18 +3,49 @@ package router
 import (
 	"context"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// strategy runs one attempt of a request on a router's engines: it
-// chooses them, makes the calls the mode needs and has read read the
-// generation of the engine that makes the text. It owns the leases it
-// acquires: each is released, deferred, where it was acquired, once the
-// engine's part is over. Engines in avoid failed an earlier attempt of
-// the request and are chosen only when no other is ready. MLC calls this
-// translate_request.
+// strategy starts one attempt of a request on a router's engines, as the
+// mode does it: it chooses them, makes the calls that come before the
+// generation, and returns the generating engine's stream as an attempt
+// that owns that engine's lease. It releases what it acquired when it
+// returns an error (or panics). Engines in avoid failed an earlier
+// attempt of the request and are chosen only when no other is ready. MLC
+// calls this translate_request.
 type strategy interface {
-	run(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool, read reader) error
+	start(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (*attempt, error)
+	// generatingRole is the role of the engines that generate: the gate
+	// fills their batch, and the router is ready when one of them is.
+	generatingRole() string
+	// roles returns, for every role a call of the mode can need, the
+	// endpoints that serve it ("" is any engine).
+	roles(eps []engine.Endpoint) map[string][]int
+}
+
+// newStrategy is the strategy of r's mode.
+func newStrategy(r *Router) strategy {
+	if r.Mode == ModeWhole {
+		return &wholeRequest{r: r}
+	}
+	return &disagg{r: r, balance: r.PDBalanceFactor, maxPrefillQueue: r.MaxPrefillQueue}
+}
+
+// RoleIndexes returns, for every role a call of mode can need, the
+// endpoints that serve it: "" (any engine), and in disagg mode prefill
+// and decode.
+func RoleIndexes(mode string, eps []engine.Endpoint) map[string][]int {
+	return newStrategy(&Router{Config: Config{Mode: mode}}).roles(eps)
+}
+
+// allEndpoints are the indexes of n endpoints.
+func allEndpoints(n int) map[string][]int {
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return map[string][]int{"": all}
 }
 
 // Interface guards.
@@ -24,20 +55,24 @@ var (
 )
 
 // wholeRequest sends each whole request to one engine's /v1/completions,
-// the least loaded (MLC's "round-robin" mode).
+// chosen by the policy (MLC's "round-robin" mode).
 type wholeRequest struct{ r *Router }
 
-func (s *wholeRequest) run(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool, read reader) (err error) {
+func (s *wholeRequest) generatingRole() string { return "" }
+
+func (s *wholeRequest) roles(eps []engine.Endpoint) map[string][]int { return allEndpoints(len(eps)) }
+
+func (s *wholeRequest) start(ctx context.Context, req *protocol.CompletionRequest, avoid map[string]bool) (a *attempt, err error) {
 	q := s.r.newRequest(ctx, req)
 	l, err := s.r.acquire(ctx, "", pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { l.release(err) }()
+	defer func() {
+		if a == nil {
+			l.release(err)
+		}
+	}()
 	l.routed()
-	g, err := s.r.generate(ctx, l, protocol.PathCompletions, req, req.Stream)
-	if err != nil {
-		return err
-	}
-	return g.consume(read)
+	return startAttempt(ctx, s.r.client, l, protocol.PathCompletions, req, req.Stream)
 }

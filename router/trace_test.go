@@ -90,7 +90,7 @@ func TestTraceOfAPreemptedRequest(t *testing.T) {
 	traced := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, span := tp.Tracer("test").Start(r.Context(), "request")
 		defer span.End()
-		s.r.ServeHTTP(w, r.WithContext(ctx))
+		NewModels([]*Router{s.r}, 0).ServeHTTP(w, r.WithContext(ctx))
 	}))
 	t.Cleanup(traced.Close)
 	if got, done := s.streamAt(traced.URL, body); got != want || !done {

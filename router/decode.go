@@ -1,0 +1,354 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddy-mlc/caddy-mlc/engine/chat"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"go.uber.org/zap"
+)
+
+// decoder turns the requests of a model's API into what the router
+// serves, before any engine is asked: it reads the body (bounded in size
+// and time), decodes and validates it, checks the model it names,
+// tokenizes the prompt or renders the chat.
+type decoder struct {
+	*Config
+	tok      Tokenizer // nil when it could not be loaded (see tokErr)
+	tokErr   error
+	chatTmpl chat.Template
+	chatErr  error
+	context  int // tokens one sequence may hold; 0: unknown (engine.Driver.ContextWindow)
+	// embedBounds is what the router knows of the embedding model.
+	embedBounds embeddingBounds
+}
+
+// newDecoder loads what decoding cfg's requests needs: the model's
+// tokenizer and chat template, its context and the embedding model's
+// bounds. The built-in engine cannot run without a tokenizer, so neither
+// can the router; other engines may load models the router cannot read
+// (an HF:// name, say): the router then serves token-id prompts only, and
+// says so.
+func newDecoder(cfg *Config, log *zap.Logger) (decoder, error) {
+	d := decoder{Config: cfg}
+	tok, err := tokenizer.ForModel(cfg.Path)
+	switch {
+	case err == nil:
+		d.tok = tok
+	case cfg.EngineKind.Driver().Traits().NeedsTokenizer:
+		return d, fmt.Errorf("mlc_router: loading the tokenizer: %w", err)
+	default:
+		d.tokErr = err
+		log.Warn("no tokenizer: only token-id prompts are served; string prompts, chat, echo and resuming a partly sent answer are off",
+			zap.String("model", cfg.Path), zap.Error(err))
+	}
+	// The router refuses what does not fit with OpenAI's
+	// context_length_exceeded before any engine is asked: MLC's engines
+	// do not refuse a max_tokens beyond their context, they stop
+	// generating at its end, and a request must get the same answer
+	// whichever engine serves it.
+	d.context = cfg.EngineKind.Driver().ContextWindow(cfg.Path, cfg.EngineArgs)
+	if d.chatTmpl, err = loadChatTemplate(cfg.Path); err != nil {
+		d.chatErr = err
+		log.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
+	}
+	d.embedBounds = loadEmbeddingBounds(cfg.EngineKind, cfg.EmbeddingModel, cfg.EmbeddingModelLib)
+	return d, nil
+}
+
+// readDeadline bounds the reading of the request body of w's request by
+// the router's body timeout; the returned func lifts the bound once the
+// body was read (the connection's read deadline would otherwise cut the
+// answer's stream: Go's server reads on to see a client leave). A body
+// that timed out keeps its expired deadline: Go's HTTP/1 server reads
+// what is left of a small body before it writes the answer, and would
+// wait on the client for ever.
+func (d *decoder) readDeadline(w http.ResponseWriter) (lift func()) {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(time.Duration(d.BodyTimeout))) != nil {
+		return func() {} // not supported by this connection: Caddy's read_body still applies
+	}
+	return func() { _ = rc.SetReadDeadline(time.Time{}) }
+}
+
+// readBody reads hreq's body. A large one waits for a large slot
+// (bounded by the queue timeout) before it is decoded; release gives
+// the slot back once the request is tokenized.
+func (d *decoder) readBody(hreq *http.Request) (body []byte, release func(), e *protocol.Error) {
+	b, e := protocol.ReadBody(hreq.Body, d.MaxBodySize)
+	if e != nil {
+		return nil, nil, e
+	}
+	if len(b) < largeBody {
+		return b, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(hreq.Context(), time.Duration(d.QueueTimeout))
+	defer cancel()
+	select {
+	case largeSlots <- struct{}{}:
+		return b, func() { <-largeSlots }, nil
+	case <-ctx.Done():
+		if hreq.Context().Err() != nil {
+			return nil, nil, protocol.Errorf(protocol.StatusClientClosedRequest, protocol.ErrTypeServer, "request canceled")
+		}
+		e := protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
+			"too many large requests are being prepared; retry later")
+		e.RetryAfter = retryAfter
+		return nil, nil, e
+	}
+}
+
+// encode tokenizes a prompt's text. When the context is known and the
+// text longer than its probe, the probe is tokenized first: a prompt that
+// overflows the context there is refused at once (the cut may split a
+// token in two, hence the one token of slack).
+func (d *decoder) encode(text string) ([]int, *protocol.Error) {
+	if probe := d.context * probeBytesPerToken; d.context > 0 && len(text) > probe {
+		for probe > 0 && !utf8.RuneStart(text[probe]) {
+			probe--
+		}
+		if n := len(d.tok.Encode(text[:probe])) - 1; n >= d.context {
+			return nil, protocol.PromptTooLongAtLeast(n, d.context)
+		}
+	}
+	return d.tok.Encode(text), nil
+}
+
+// prepareCompletion decodes a completion request and returns its prompt
+// ids, tokenizing a string prompt. The model is checked before the other
+// fields: a request for another model is judged by nothing of this one.
+func (d *decoder) prepareCompletion(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
+	b, release, apiErr := d.readBody(hreq)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	defer release()
+	var req protocol.CompletionRequest
+	if e := protocol.DecodeJSON(b, &req); e != nil {
+		return nil, nil, e
+	}
+	if e := d.checkModel(req.Model); e != nil {
+		return nil, nil, e
+	}
+	if e := req.Validate(); e != nil {
+		return nil, nil, e
+	}
+	if e := d.needsTokenizer(&req); e != nil {
+		return nil, nil, e
+	}
+	if !req.Prompt.IsText {
+		return &req, req.Prompt.IDs, nil
+	}
+	prompt, apiErr := d.encode(req.Prompt.Text)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	if len(prompt) == 0 {
+		return nil, nil, protocol.InvalidRequest("prompt", "prompt encodes to no tokens")
+	}
+	return &req, prompt, nil
+}
+
+// needsTokenizer refuses what cannot be served without a tokenizer.
+func (d *decoder) needsTokenizer(req *protocol.CompletionRequest) *protocol.Error {
+	switch {
+	case d.tok != nil:
+		return nil
+	case req.Prompt.IsText:
+		return d.noTokenizer("prompt", "a string prompt")
+	case req.Echo:
+		return d.noTokenizer("echo", "echo")
+	}
+	return nil
+}
+
+// prepareChat decodes a chat request and returns the completion request
+// that answers it (its text is the assistant's answer): the conversation
+// rendered with the model's template and tokenized, and the template's
+// stop strings.
+func (d *decoder) prepareChat(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
+	creq, release, apiErr := d.decodeChat(hreq)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	defer release()
+	prompt, stops, apiErr := d.renderChat(creq)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	req := creq.Completion(prompt)
+	req.Stop = append(append(protocol.StopList(nil), creq.Stop...), stops...)
+	return req, prompt, nil
+}
+
+// decodeChat reads, decodes and validates a chat request; the model is
+// checked before the other fields, as prepareCompletion does.
+// release gives back the large slot the request may hold (see readBody).
+func (d *decoder) decodeChat(hreq *http.Request) (_ *protocol.ChatCompletionRequest, release func(), _ *protocol.Error) {
+	b, release, e := d.readBody(hreq)
+	if e != nil {
+		return nil, nil, e
+	}
+	var creq protocol.ChatCompletionRequest
+	e = protocol.DecodeJSON(b, &creq)
+	if e == nil {
+		e = d.checkModel(creq.Model)
+	}
+	if e == nil {
+		e = creq.Validate()
+	}
+	if e == nil {
+		e = d.checkTopLogprobs(creq.TopLogprobs)
+	}
+	if e != nil {
+		release()
+		return nil, nil, e
+	}
+	return &creq, release, nil
+}
+
+// checkTopLogprobs refuses a top_logprobs that the engines cannot serve.
+// The router asks engines for a chat's top_logprobs as the logprobs of a
+// completion request. The built-in engine serves them up to the chat
+// bound (20); MLC-LLM's engines validate a completion's logprobs against
+// its own bound (5; engine.Traits.MaxLogprobs), so with them more is a
+// 400 here, naming the chat field, rather than fewer alternatives than
+// asked for or an engine's error about a field the client did not send.
+func (d *decoder) checkTopLogprobs(k *int) *protocol.Error {
+	if k == nil || *k <= protocol.MaxCompletionLogprobs {
+		return nil
+	}
+	bound := d.EngineKind.Driver().Traits().MaxLogprobs
+	if bound == 0 || *k <= bound {
+		return nil
+	}
+	return protocol.InvalidRequest("top_logprobs", "top_logprobs must be at most %d with %s engines (they serve a chat's logprobs through completion requests, which they bound at %d), got %d",
+		bound, d.EngineKind, bound, *k).WithCode(protocol.CodeIntegerAboveMax)
+}
+
+// renderChat returns the prompt ids of the conversation and the stop
+// strings its template implies.
+func (d *decoder) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []string, *protocol.Error) {
+	if d.tok == nil {
+		return nil, nil, d.noTokenizer("messages", "a chat completion")
+	}
+	if d.chatTmpl == nil {
+		return nil, nil, protocol.InvalidRequest("messages", "model %s has no chat template (%v); use /v1/completions", d.Model, d.chatErr)
+	}
+	msgs := make([]chat.Message, len(creq.Messages))
+	for i, raw := range creq.Messages {
+		if err := json.Unmarshal(raw, &msgs[i]); err != nil || msgs[i].Role == "" {
+			return nil, nil, protocol.InvalidRequest("messages", "messages[%d]: want an object with a role and a content", i)
+		}
+	}
+	opts := chat.DefaultOptions()
+	opts.Vars = creq.ChatTemplateKwargs
+	if !bytes.Equal(bytes.TrimSpace(creq.ToolChoice), []byte(`"none"`)) {
+		opts.Tools = creq.Tools
+	}
+	text, err := d.chatTmpl.Render(msgs, opts)
+	if errors.Is(err, chat.ErrUnsupported) {
+		return nil, nil, protocol.InvalidRequest("messages", "%v", err)
+	}
+	if err != nil {
+		return nil, nil, protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "rendering the chat template: %v", err)
+	}
+	var prompt []int
+	if t, ok := d.chatTmpl.(chat.TokenIDTemplate); ok {
+		prompt = append(prompt, t.PrefixTokenIDs()...)
+	}
+	ids, apiErr := d.encode(text)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	prompt = append(prompt, ids...)
+	if len(prompt) == 0 {
+		return nil, nil, protocol.InvalidRequest("messages", "the conversation renders to no tokens")
+	}
+	return prompt, d.chatTmpl.StopStrings(), nil
+}
+
+// prepareEmbeddings decodes and checks an embeddings request: the model
+// (asked: the name the client gave, which its answer carries), the inputs
+// (count, and tokens where the router can count them), the dimensions.
+func (d *decoder) prepareEmbeddings(b []byte) (*protocol.EmbeddingRequest, string, *protocol.Error) {
+	req := new(protocol.EmbeddingRequest)
+	if e := protocol.DecodeJSON(b, req); e != nil {
+		return nil, "", e
+	}
+	if e := d.checkEmbeddingModel(req.Model); e != nil {
+		return nil, "", e
+	}
+	if d.EmbeddingModel == "" {
+		e := protocol.Errorf(http.StatusNotFound, protocol.ErrTypeInvalidRequest,
+			"the model %q serves no embeddings: give it an embedding_model", d.Model).WithCode(protocol.CodeModelNotFound)
+		e.Param = new("model")
+		return nil, "", e
+	}
+	if e := req.Validate(); e != nil {
+		return nil, "", e
+	}
+	if d.embedBounds.dim > 0 {
+		if e := req.CheckDimensions(d.embedBounds.dim); e != nil {
+			return nil, "", e
+		}
+	}
+	if d.embedBounds.maxTokens > 0 && d.tok != nil {
+		for i, item := range req.Input.Items {
+			n := len(item.IDs)
+			if item.IsText {
+				n = len(d.tok.Encode(item.Text))
+			}
+			if e := req.Input.CheckTokens(i, n, d.embedBounds.maxTokens); e != nil {
+				return nil, "", e
+			}
+		}
+	}
+	asked := req.Model
+	req.Model = d.EmbeddingModel
+	return req, asked, nil
+}
+
+// checkModel checks a completion's model field: absent or empty means
+// the served model, as MLC's server (one model) reads it; another model
+// is a 404, as OpenAI answers a model it does not have, rather than an
+// answer from a model the client did not ask for.
+func (d *decoder) checkModel(model string) *protocol.Error {
+	if model == "" || model == d.Model {
+		return nil
+	}
+	return modelNotFound(model, []string{d.Model}, d.embeddingNames())
+}
+
+// checkEmbeddingModel checks an embeddings request's model field: the
+// embedding model's name, or the chat model's (which reaches its
+// embedding model too), or none.
+func (d *decoder) checkEmbeddingModel(model string) *protocol.Error {
+	if model == "" || model == d.Model || model == d.EmbeddingName && model != "" {
+		return nil
+	}
+	return modelNotFound(model, []string{d.Model}, d.embeddingNames())
+}
+
+// noTokenizer is the answer to a request that needs the tokenizer the
+// router could not load.
+func (d *decoder) noTokenizer(param, what string) *protocol.Error {
+	return protocol.InvalidRequest(param, "%s needs the model's tokenizer, which this router could not load (%v); send the prompt as token ids", what, d.tokErr)
+}
+
+// embeddingNames is the embedding model's name, listed beside the chat
+// model's when it differs from it.
+func (d *decoder) embeddingNames() []string {
+	if d.EmbeddingName == "" || d.EmbeddingName == d.Model {
+		return nil
+	}
+	return []string{d.EmbeddingName}
+}
