@@ -70,7 +70,7 @@ func (r *Router) provisionModel(ctx caddy.Context, app *App, m ModelConfig, budg
 	}
 	var handle *router.Handle
 	if len(m.Endpoints) > 0 {
-		spec, err := m.fleetSpec()
+		spec, err := m.FleetSpec()
 		if err != nil {
 			return nil, err
 		}
@@ -122,8 +122,10 @@ func (r ModelConfig) coreConfig() router.Config {
 	}
 }
 
-// fleetSpec is the engine fleet the configuration describes.
-func (r ModelConfig) fleetSpec() (engine.Spec, error) {
+// FleetSpec is the engine fleet of an effective model (see
+// EffectiveModels), as the mlc app starts it: built-in engines are this
+// binary's mlc-engine subcommand.
+func (r ModelConfig) FleetSpec() (engine.Spec, error) {
 	spec := engine.Spec{
 		Model:             r.Path,
 		ModelLib:          r.ModelLib,

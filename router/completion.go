@@ -14,28 +14,6 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
-// sink receives what the client is to see of a completion: text pieces and
-// the end of each choice. Implementations format it as a completion or a
-// chat completion, streamed or whole. Methods are called from one goroutine
-// per choice; implementations serialise what they need to.
-type sink interface {
-	// delta delivers text of choice index, with the logprobs of the
-	// tokens it completes (nil when the request did not ask for them). An
-	// error means the client is gone. A streaming sink may hold it until
-	// flush.
-	delta(index int, text string, logprobs *protocol.CompletionLogprobs) error
-	// flush sends the deltas held: the caller has no more at hand. Like
-	// reverse_proxy, which writes whatever one read brought, the router
-	// coalesces what the engine sent at once into one write.
-	flush()
-	// finish ends choice index.
-	finish(index int, reason string)
-	// done ends the response with the usage of the whole request.
-	done(usage protocol.Usage)
-	// fail ends the response with an error.
-	fail(err *protocol.Error)
-}
-
 // completion is one client request on its way through the fleet: MLC's
 // handle_completion, which tokenizes, then loops over attempts until the
 // request completes.

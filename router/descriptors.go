@@ -22,15 +22,12 @@ const (
 	dropNotAccepted   = "not_accepted"
 )
 
-// outOfDescriptors reports a call that failed because the process (EMFILE)
-// or the system (ENFILE) is out of file descriptors.
-func outOfDescriptors(err error) bool {
+// OutOfDescriptors reports a call that failed because the process
+// (EMFILE) or the system (ENFILE) is out of file descriptors: an engine
+// call, or an accept of the adapter's listener wrapper.
+func OutOfDescriptors(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
-
-// OutOfDescriptors is outOfDescriptors for the Caddy adapter's listener
-// wrapper, whose accepts fail so.
-func OutOfDescriptors(err error) bool { return outOfDescriptors(err) }
 
 // DropNotAccepted counts a client a listener could not accept for want
 // of a descriptor, and answered NoDescriptorsError (or closed, where it
@@ -100,12 +97,12 @@ func WatchDescriptors(ctx context.Context, log *zap.Logger) {
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			return // no /proc: nothing to watch here
-		case outOfDescriptors(err):
+		case OutOfDescriptors(err):
 			open = limit // the count itself needs a descriptor
 		case err != nil:
 			log.Debug("counting open descriptors", zap.Error(err))
 		}
-		if err == nil || outOfDescriptors(err) {
+		if err == nil || OutOfDescriptors(err) {
 			m.openFiles.Set(float64(open))
 			m.openFilesLimit.Set(float64(limit))
 			if alarm.observe(open, limit) {

@@ -86,7 +86,7 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 	if a, err = startAttempt(ctx, d.r.client, dec, protocol.PathStartGenerate, gen, req.Stream); err != nil {
 		// The engine may have started the generation, which holds the
 		// reservation now: only the release extension is safe.
-		d.r.releaseUnknown(dec, req)
+		d.releaseUnknown(dec, req)
 		return nil, err
 	}
 	if req.Stream {
@@ -103,6 +103,7 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *protocol.CompletionRequest, avoid map[string]bool) (end int, local string, err error) {
 	n := len(q.Prompt)
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
+	prep.Stream, prep.StreamOptions = false, nil
 	end = protocol.ResolveIndex(prep.End, n)
 	if end <= 0 {
 		return 0, "empty_window", nil
@@ -119,29 +120,10 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 	if d.prefillBusy(pre, dec, n) {
 		return 0, "prefill_busy", nil // pre is never routed
 	}
-	prep.Stream, prep.StreamOptions = false, nil
-	var recv protocol.PrepRecvResponse
-	t0 := time.Now()
-	// The prep_recv is waited for even when the client leaves: an engine
-	// may serve it all the same (MLC's does, and aborting its request
-	// then frees nothing of the reservation), and a reservation the
-	// router knows of is one it can give back.
-	err = d.r.client.post(context.WithoutCancel(ctx), &dec.proc, protocol.PathPrepRecv, prep, &recv)
-	dec.judge(err)
+	recv, err := d.prepRecv(ctx, dec, req, prep, end)
 	if err != nil {
-		d.r.releaseUnknown(dec, req)
 		return 0, "", err
 	}
-	if ctx.Err() != nil {
-		d.r.releaseReservation(dec, req, end)
-		return 0, "", context.Cause(ctx)
-	}
-	if recv.PrefixMatchedLength > end || recv.PrefixMatchedLength < 0 {
-		d.r.releaseReservation(dec, req, end)
-		return 0, "", &engineError{op: "prep_recv", addr: dec.addr, proc: dec.procKey(), retry: true,
-			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
-	}
-	d.r.metrics.steps.WithLabelValues("prep_recv").Observe(time.Since(t0).Seconds())
 	dec.matched(recv.PrefixMatchedLength)
 	if recv.PrefixMatchedLength == end {
 		return end, "", nil // the decode engine's prefix cache holds the window
@@ -151,7 +133,7 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 		pre.finish(nil)
 		return end, "", nil
 	}
-	d.r.releaseReservation(dec, req, end)
+	d.releaseReservation(dec, req, end)
 	if ctx.Err() != nil {
 		return 0, "", context.Cause(ctx)
 	}
@@ -161,6 +143,35 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 	d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
 		zap.String("user", userOf(req)), addrField(pre.Upstream), zap.Error(sendErr))
 	return 0, "remote_send_failed", nil
+}
+
+// prepRecv has the decode engine reserve the KV of the window [0, end)
+// (prep_recv), and returns its answer: how much of the window its prefix
+// cache holds, and where the rest is to be written. On error it leaves no
+// reservation held.
+func (d *disagg) prepRecv(ctx context.Context, dec *lease, req *protocol.CompletionRequest, prep protocol.PrepRecvRequest, end int) (protocol.PrepRecvResponse, error) {
+	var recv protocol.PrepRecvResponse
+	t0 := time.Now()
+	// The prep_recv is waited for even when the client leaves: an engine
+	// may serve it all the same (MLC's does, and aborting its request
+	// then frees nothing of the reservation), and a reservation the
+	// router knows of is one it can give back.
+	err := d.r.client.post(context.WithoutCancel(ctx), &dec.proc, protocol.PathPrepRecv, prep, &recv)
+	dec.judge(err)
+	switch {
+	case err != nil:
+		d.releaseUnknown(dec, req)
+		return recv, err
+	case ctx.Err() != nil:
+		d.releaseReservation(dec, req, end)
+		return recv, context.Cause(ctx)
+	case recv.PrefixMatchedLength > end || recv.PrefixMatchedLength < 0:
+		d.releaseReservation(dec, req, end)
+		return recv, &engineError{op: "prep_recv", addr: dec.addr, proc: dec.procKey(), retry: true,
+			err: fmt.Errorf("prefix_matched_length %d outside the window [0, %d]", recv.PrefixMatchedLength, end)}
+	}
+	d.r.metrics.steps.WithLabelValues("prep_recv").Observe(time.Since(t0).Seconds())
+	return recv, nil
 }
 
 // microservingRequest is req as a microserving call carries it: with a

@@ -261,7 +261,7 @@ func (c *engineClient) failure(cl *call, err error) error {
 		ee.err = fmt.Errorf("%w for %v", errEngineSilent, time.Since(cl.began).Round(time.Millisecond))
 	case cause != nil:
 		ee.err = cause // the client left or the attempt was given up
-	case outOfDescriptors(err):
+	case OutOfDescriptors(err):
 		return noDescriptors(c.log, err) // the router's trouble, not the engine's
 	default:
 		ee.retry, ee.verdict = true, verdictFailed

@@ -50,15 +50,15 @@ func (lf *Fleet) pollGPUs(ctx context.Context) {
 	if !lf.spec.Kind.Driver().Traits().UsesGPUs || lf.spec.LocalGPUsNeeded() == 0 {
 		return
 	}
-	goroutine.Go(lf.log(), "GPU metrics", func() {
+	goroutine.Go(lf.Log(), "GPU metrics", func() {
 		t := time.NewTicker(gpuPollInterval)
 		defer t.Stop()
 		for {
 			if err := lf.sampleGPUsOnce(); errors.Is(err, engine.ErrNoNVML) {
-				lf.log().Info("no GPU metrics: NVML is not available", zap.Error(err))
+				lf.Log().Info("no GPU metrics: NVML is not available", zap.Error(err))
 				return
 			} else if err != nil {
-				lf.log().Warn("reading GPU metrics", zap.Error(err))
+				lf.Log().Warn("reading GPU metrics", zap.Error(err))
 			}
 			select {
 			case <-ctx.Done():

@@ -26,7 +26,7 @@ import (
 // policy implements if it wants them.
 type Observer interface {
 	// Routed is called when the router sends the attempt to the engine,
-	// before its first call there: the completion (round_robin mode, or
+	// before its first call there: the completion (whole mode, or
 	// a decode engine that prefills the request itself), the prep_recv
 	// of a decode engine, the remote_send of a prefill engine. An engine
 	// chosen and then not used (a prefill engine passed over for being

@@ -65,7 +65,8 @@ func NewFleet(spec engine.Spec, log *zap.Logger) (*Fleet, error) {
 	return lf, nil
 }
 
-func (lf *Fleet) log() *zap.Logger { return lf.logger.Load() }
+// Log is the fleet's logger: the newest config's that holds it.
+func (lf *Fleet) Log() *zap.Logger { return lf.logger.Load() }
 
 // engineChanges wakes the requests that wait for an engine: an engine's
 // state changed, a fleet was attached or drains, a breaker opened, a
@@ -95,10 +96,10 @@ func (lf *Fleet) Launch(reload bool) error {
 		return lf.LaunchNow()
 	}
 	if len(old) > 0 {
-		lf.log().Info("the new engines wait for the old engines on their ports to drain and stop",
+		lf.Log().Info("the new engines wait for the old engines on their ports to drain and stop",
 			zap.Strings("ports", sharedAddrs(lf.spec, old)))
 	}
-	goroutine.Go(lf.log(), "deferred engine start", func() {
+	goroutine.Go(lf.Log(), "deferred engine start", func() {
 		for _, o := range old {
 			<-o.done
 		}
@@ -110,7 +111,7 @@ func (lf *Fleet) Launch(reload bool) error {
 			return
 		}
 		if err := lf.LaunchNow(); err != nil {
-			lf.log().Error("starting the new engines after the old ones stopped", zap.Error(err))
+			lf.Log().Error("starting the new engines after the old ones stopped", zap.Error(err))
 		}
 	}, func(p any) { lf.abandon(fmt.Errorf("panic starting engines: %v", p)) })
 	return nil
@@ -132,7 +133,7 @@ func (lf *Fleet) waitPorts() {
 			return
 		}
 		if !logged {
-			lf.log().Info("the new engines wait for their ports to be free", zap.Error(err))
+			lf.Log().Info("the new engines wait for their ports to be free", zap.Error(err))
 			logged = true
 		}
 		time.Sleep(b.Next()) // polling a port another process holds: nothing to wait on
@@ -142,14 +143,14 @@ func (lf *Fleet) waitPorts() {
 // LaunchNow starts the engines and waits until they are ready.
 func (lf *Fleet) LaunchNow() error {
 	begin := time.Now()
-	lf.log().Info("starting engine fleet", zap.String("model", lf.spec.Model),
+	lf.Log().Info("starting engine fleet", zap.String("model", lf.spec.Model),
 		zap.String("kind", string(lf.spec.Kind)), zap.Int("engines", len(lf.spec.Endpoints)))
 	if err := lf.Fleet.Start(context.Background()); err != nil {
 		err = fmt.Errorf("mlc: starting engines: %w", err)
 		lf.abandon(err)
 		return err
 	}
-	lf.log().Info("engine fleet ready", zap.Duration("took", time.Since(begin).Round(time.Millisecond)))
+	lf.Log().Info("engine fleet ready", zap.Duration("took", time.Since(begin).Round(time.Millisecond)))
 	ctx, cancel := context.WithCancel(context.Background())
 	lf.cancel = cancel
 	lf.pollLoad(ctx)
@@ -190,7 +191,7 @@ func (lf *Fleet) Drain(exiting bool) {
 		lf.drainAndStop()
 		return
 	}
-	goroutine.Go(lf.log(), "engine fleet drain", lf.drainAndStop, func(any) { lf.stop() })
+	goroutine.Go(lf.Log(), "engine fleet drain", lf.drainAndStop, func(any) { lf.stop() })
 }
 
 // SetLogger makes log the fleet's logger: the newest config's (a stopped
@@ -199,9 +200,6 @@ func (lf *Fleet) SetLogger(log *zap.Logger) { lf.logger.Store(log) }
 
 // SetGrace sets how long the fleet's engines may drain.
 func (lf *Fleet) SetGrace(d time.Duration) { lf.grace.Store(int64(d)) }
-
-// Log is the fleet's logger.
-func (lf *Fleet) Log() *zap.Logger { return lf.log() }
 
 // Upstreams are the fleet's engines as the routers see them, in endpoint
 // order.
@@ -233,13 +231,10 @@ func (h *Handle) Set(f *Fleet) {
 // get returns the fleet, or nil before the config started.
 func (h *Handle) get() *Fleet { return h.lf.Load() }
 
-// Get returns the fleet, or nil before the config started.
-func (h *Handle) Get() *Fleet { return h.lf.Load() }
-
 func (lf *Fleet) drainAndStop() {
 	grace := time.Duration(lf.grace.Load())
 	if n := lf.inflight.Load(); n > 0 {
-		lf.log().Info("draining engines before stopping them", zap.Int64("in_flight", n), zap.Duration("grace", grace))
+		lf.Log().Info("draining engines before stopping them", zap.Int64("in_flight", n), zap.Duration("grace", grace))
 	}
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
@@ -251,7 +246,7 @@ func (lf *Fleet) drainAndStop() {
 		select {
 		case <-idle:
 		case <-deadline.C:
-			lf.log().Warn("drain grace period over: stopping the engines under live streams, which resume on the new engines",
+			lf.Log().Warn("drain grace period over: stopping the engines under live streams, which resume on the new engines",
 				zap.Int64("in_flight", lf.inflight.Load()))
 			drained = true
 		}

@@ -41,7 +41,7 @@ var loadQuery = []byte(`{"prompt":[0],"max_tokens":1,"debug_config":{"special_re
 func (lf *Fleet) pollLoad(ctx context.Context) {
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
 	for _, u := range lf.upstreams {
-		goroutine.Go(lf.log(), "engine load poll", func() {
+		goroutine.Go(lf.Log(), "engine load poll", func() {
 			t := time.NewTicker(loadPollInterval)
 			defer t.Stop()
 			for {
@@ -63,7 +63,7 @@ func (lf *Fleet) pollLoad(ctx context.Context) {
 // does not answer keeps its last report, which goes stale.
 func (u *Upstream) pollOnce(ctx context.Context, client *http.Client) {
 	// A bug here must cost one report, not the poller.
-	defer goroutine.Recover(u.fleet.log(), "engine load poll", nil)
+	defer goroutine.Recover(u.fleet.Log(), "engine load poll", nil)
 	ctx, cancel := context.WithTimeout(ctx, loadPollTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url+protocol.PathCompletions, bytes.NewReader(loadQuery))
@@ -134,7 +134,7 @@ func (u *Upstream) report(extra map[string]json.RawMessage, own int64) bool {
 		g[1].Set(float64(l.pagesCached))
 		g[2].Set(float64(l.pagesFree))
 	}
-	if ce := u.fleet.log().Check(zap.DebugLevel, "engine load"); ce != nil {
+	if ce := u.fleet.Log().Check(zap.DebugLevel, "engine load"); ce != nil {
 		ce.Write(addrField(u), zap.Int("running", l.running), zap.Int("waiting", l.waiting), zap.Int("blocked", l.blocked),
 			zap.Int("prepared", l.prepared), zap.Int("kv_pages_free", l.pagesFree))
 	}

@@ -171,18 +171,6 @@ type readiness struct {
 	Missing []string `json:"missing,omitempty"`
 }
 
-// unready says what the router lacks to serve, "" for nothing.
-func (r *Router) unready() string {
-	switch role := r.strategy.generatingRole(); {
-	case r.readyGenerating() > 0:
-		return ""
-	case role == "":
-		return "no engine is ready"
-	default:
-		return "no " + role + " engine is ready"
-	}
-}
-
 // embeddingNames are the embedding models served under names of their
 // own, in config order.
 func (m *Models) embeddingNames() []string {

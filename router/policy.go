@@ -1,16 +1,13 @@
 package router
 
 import (
-	"context"
 	"time"
-
-	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // Policy is a selection policy: how the router chooses among engines of
 // equal standing, as reverse_proxy's Selector is for its upstreams. It
 // chooses the decode engine (disagg mode), the prefill engine (disagg
-// mode) and the engine of a whole request (round_robin mode).
+// mode) and the engine of a whole request (whole mode).
 //
 // In Caddy, policies are modules in the namespace
 // http.handlers.mlc_router.selection_policies (see the caddymlc package):
@@ -56,16 +53,6 @@ func (q *Request) prefixChain() []uint64 {
 	return q.chain
 }
 
-// newRequest is the policies' view of an attempt.
-func (r *Router) newRequest(ctx context.Context, req *protocol.CompletionRequest) *Request {
-	f := factsOf(ctx)
-	q := &Request{Model: r.Model, Prompt: req.Prompt.IDs, Tenant: f.Tenant, Band: f.Band}
-	if req.User != nil {
-		q.ID = *req.User
-	}
-	return q
-}
-
 // Engine is an engine as policies know it: comparable, and the same for
 // as long as the engine is in its fleet (a reload that keeps the fleet
 // keeps it), so a policy may key its own state by it.
@@ -107,7 +94,7 @@ type Candidate struct {
 	// Role is what the engine is chosen for: "prefill" (a remote_send: it
 	// computes the prompt's KV for another engine), "decode" (it
 	// generates, disagg mode; it may prefill the prompt too) or "any"
-	// (the whole request, round_robin mode).
+	// (the whole request, whole mode).
 	Role string
 	Tier Tier
 	// InFlight is the calls this Caddy has in flight on the engine (every
@@ -162,17 +149,4 @@ type EngineLoad struct {
 // CPU, which other policies do not pay).
 type PrefixReader interface {
 	ReadsPrefixHit() bool
-}
-
-// setPolicy makes p the router's policy: the router keeps the prefix index
-// for a policy that reads it, and calls the policy's hooks if it has any.
-func (r *Router) setPolicy(p Policy) {
-	r.policy, r.observers, r.readsPrefixes = p, nil, false
-	if pr, ok := p.(PrefixReader); ok && pr.ReadsPrefixHit() {
-		r.readsPrefixes = true
-		r.observers = append(r.observers, prefixTracker{})
-	}
-	if o, ok := p.(Observer); ok {
-		r.observers = append(r.observers, o)
-	}
 }

@@ -93,7 +93,7 @@ func (p *proc) served() {
 // once per engine and reason until the engine serves a call well again.
 func (p *proc) answerFailed(reason string) {
 	if prev := p.badStream.Swap(&reason); prev == nil || *prev != reason {
-		p.fleet.log().Warn("engine answered badly", addrField(p.Upstream), zap.Int("pid", p.pid), zap.String("reason", reason))
+		p.fleet.Log().Warn("engine answered badly", addrField(p.Upstream), zap.Int("pid", p.pid), zap.String("reason", reason))
 	}
 	p.failed()
 }
@@ -101,7 +101,7 @@ func (p *proc) answerFailed(reason string) {
 // failed reports a call the engine failed.
 func (p *proc) failed() {
 	if p.breaker.failure(p.pid) {
-		p.fleet.log().Warn("engine taken out of rotation after failures in a row",
+		p.fleet.Log().Warn("engine taken out of rotation after failures in a row",
 			addrField(p.Upstream), zap.Int("pid", p.pid), zap.Int("failures", breakerThreshold))
 		engineChanges.notify()
 	}

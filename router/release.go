@@ -25,27 +25,13 @@ const (
 
 // releaseReservation gives back, in the background, the KV pages that
 // prep_recv reserved (or still waits to reserve) for req on the decode
-// engine of l, when the request will not start generating there: the
-// client left, remote_send failed, the attempt failed before
-// start_generate took the reservation. Left alone, the pages would stay
-// held until the engine's prep_recv timeout, invisible to the balancer.
-// The attempt that gave up goes on at once: its next attempt has its own
-// user, so the release can never touch it.
-//
-// Engines that serve caddy-mlc's release extension (the built-in engine)
-// drop the reservation at once. MLC's API has no such call: for an engine
-// that answers 404, the router uses up the reservation with a whole
-// (not streamed) start_generate that asks for one token. MLC's engine
-// keeps the prep_recv's max_tokens instead, and does not abort a stream
-// whose client left (its server does not tell it), but its entrypoint for
-// a whole answer checks for a client gone at every token and aborts: so
-// the router drops the call after releaseTimeout, and the engine frees
-// the pages at its next token. An engine
-// that cannot be reached is asked again until it answers, restarts (its
-// KV went with its process) or its own timeout has freed the pages.
-func (r *Router) releaseReservation(l *lease, req *protocol.CompletionRequest, end int) {
-	rel := &release{r: r, p: l.proc, req: req, end: end}
-	goroutine.Go(r.logger, "reservation release", rel.run, nil)
+// engine of l, when the request will not start generating there: left
+// alone, they would stay held until the engine's prep_recv timeout,
+// invisible to the balancer. The attempt that gave up goes on at once:
+// its next attempt has its own user, which the release never touches.
+func (d *disagg) releaseReservation(l *lease, req *protocol.CompletionRequest, end int) {
+	rel := &release{r: d.r, p: l.proc, req: req, end: end}
+	goroutine.Go(d.r.logger, "reservation release", rel.run, nil)
 }
 
 // releaseUnknown gives back a reservation that may or may not exist, or
@@ -55,17 +41,29 @@ func (r *Router) releaseReservation(l *lease, req *protocol.CompletionRequest, e
 // runs, fails a check (and may stop its engine thread). On such an
 // engine what the failed call left is held until its prep_recv timeout
 // or its generation ends.
-func (r *Router) releaseUnknown(l *lease, req *protocol.CompletionRequest) {
+func (d *disagg) releaseUnknown(l *lease, req *protocol.CompletionRequest) {
 	if l.noRelease.Load() {
 		return
 	}
-	rel := &release{r: r, p: l.proc, req: req, extensionOnly: true}
-	goroutine.Go(r.logger, "reservation release", rel.run, nil)
+	rel := &release{r: d.r, p: l.proc, req: req, extensionOnly: true}
+	goroutine.Go(d.r.logger, "reservation release", rel.run, nil)
 }
 
 // release is one reservation to give back, on the engine's process p
 // that holds it. Its calls are its own, made on no lease: the lease that
 // asked for the reservation may be released by then.
+//
+// Engines that serve caddy-mlc's release extension (the built-in engine)
+// drop the reservation at once. MLC's API has no such call: for an engine
+// that answers 404, the router uses up the reservation with a whole (not
+// streamed) start_generate that asks for one token. MLC's engine keeps
+// the prep_recv's max_tokens instead, and does not abort a stream whose
+// client left (its server does not tell it), but its entrypoint for a
+// whole answer checks for a client gone at every token and aborts: so the
+// router drops the call after releaseTimeout, and the engine frees the
+// pages at its next token. An engine that cannot be reached is asked
+// again until it answers, restarts (its KV went with its process) or its
+// own timeout has freed the pages.
 type release struct {
 	r   *Router
 	p   proc

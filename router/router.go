@@ -77,8 +77,8 @@ type Config struct {
 }
 
 // Router routes one model's requests to its engines. The adapter makes it
-// with New and serves HTTP through it (ServeHTTP); Caddy is not needed.
-// Its files follow a request in order: see the package documentation.
+// with New and serves it, with the other models', through Models; Caddy
+// is not needed. Its files follow a request in order (see doc.go).
 type Router struct {
 	Config
 

@@ -139,8 +139,10 @@ func (r *Router) refuse(w http.ResponseWriter, hreq *http.Request, apiErr *proto
 	r.metrics.requests.WithLabelValues(r.Model, r.Mode, outcome).Inc()
 	r.vars(hreq.Context(), VarOutcome, outcome)
 	if apiErr.Status == http.StatusRequestTimeout {
-		r.bodyTimedOut(w, apiErr)
-		return
+		// The body is still coming: the connection is closed after the
+		// answer.
+		r.metrics.dropped.WithLabelValues(dropSlowBody).Inc()
+		w.Header().Set("Connection", "close")
 	}
 	apiErr.Write(w)
 }

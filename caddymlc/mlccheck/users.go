@@ -58,9 +58,16 @@ func (ck *checker) userIDs(ctx context.Context, d int) {
 		return
 	}
 
-	// A local prefill beside a held reservation.
-	third := microserving(ids, ck.user(name+"-3"))
-	_, end, err = ck.prepRecv(ctx, d, third)
+	ck.localBesideReservation(ctx, d, ids, ck.user(name+"-3"), want, how)
+}
+
+// localBesideReservation checks, for userIDs, that a local prefill (user
+// <id>-local) is served beside the reservation of the attempt user still
+// holds on decode engine d, with the text want; how is how attempt 1 gave
+// its reservation back, for the report.
+func (ck *checker) localBesideReservation(ctx context.Context, d int, ids []int, user, want, how string) {
+	third := microserving(ids, user)
+	_, end, err := ck.prepRecv(ctx, d, third)
 	if err != nil {
 		ck.fail(CheckUserIDs, []int{d}, "attempt 3: %v", err)
 		return

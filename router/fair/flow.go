@@ -32,78 +32,67 @@ type band struct {
 	// grant. Every tag of a waiting head is at least vtime.
 	vtime    float64
 	flows    map[string]*flow
-	byStart  startHeap // flows with waiters, least head start tag first
-	byLen    lenHeap   // flows with waiters, most waiters first
+	byStart  flowHeap // flows with waiters, least head start tag first
+	byLen    flowHeap // flows with waiters, most waiters first
 	waiting  int
 	inFlight int
 }
 
-// startHeap orders flows by their head's start tag, then arrival.
-type startHeap []*flow
+// flowHeap is a heap of flows in the order of less, each flow's place in
+// it kept at *at(f), -1 when it is not in it, so that a flow can be
+// fixed or removed where it is.
+type flowHeap struct {
+	flows []*flow
+	less  func(a, b *flow) bool
+	at    func(f *flow) *int
+}
 
-func (h startHeap) Len() int { return len(h) }
-func (h startHeap) Less(i, j int) bool {
-	a, b := h[i].head, h[j].head
-	if a.start != b.start {
-		return a.start < b.start
-	}
-	return a.seq < b.seq
+func (h *flowHeap) Len() int           { return len(h.flows) }
+func (h *flowHeap) Less(i, j int) bool { return h.less(h.flows[i], h.flows[j]) }
+func (h *flowHeap) Swap(i, j int) {
+	h.flows[i], h.flows[j] = h.flows[j], h.flows[i]
+	*h.at(h.flows[i]) = i
+	*h.at(h.flows[j]) = j
 }
-func (h startHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].startIdx = i
-	h[j].startIdx = j
-}
-func (h *startHeap) Push(x any) {
+func (h *flowHeap) Push(x any) {
 	f := x.(*flow)
-	f.startIdx = len(*h)
-	*h = append(*h, f)
+	*h.at(f) = len(h.flows)
+	h.flows = append(h.flows, f)
 }
-func (h *startHeap) Pop() any {
-	old := *h
-	f := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	f.startIdx = -1
+func (h *flowHeap) Pop() any {
+	n := len(h.flows) - 1
+	f := h.flows[n]
+	h.flows[n] = nil
+	h.flows = h.flows[:n]
+	*h.at(f) = -1
 	return f
 }
 
-// lenHeap orders flows by their number of waiters, most first, then by
+// byStart orders flows by their head's start tag, then arrival.
+func byStart(a, b *flow) bool {
+	if a.head.start != b.head.start {
+		return a.head.start < b.head.start
+	}
+	return a.head.seq < b.head.seq
+}
+
+// byLen orders flows by their number of waiters, most first, then by
 // their newest waiter, newest first: the flow that gives up a place when
 // the queue is full.
-type lenHeap []*flow
-
-func (h lenHeap) Len() int { return len(h) }
-func (h lenHeap) Less(i, j int) bool {
-	if h[i].waiting != h[j].waiting {
-		return h[i].waiting > h[j].waiting
+func byLen(a, b *flow) bool {
+	if a.waiting != b.waiting {
+		return a.waiting > b.waiting
 	}
-	return h[i].tail.seq > h[j].tail.seq
-}
-func (h lenHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].lenIdx = i
-	h[j].lenIdx = j
-}
-func (h *lenHeap) Push(x any) {
-	f := x.(*flow)
-	f.lenIdx = len(*h)
-	*h = append(*h, f)
-}
-func (h *lenHeap) Pop() any {
-	old := *h
-	f := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	f.lenIdx = -1
-	return f
+	return a.tail.seq > b.tail.seq
 }
 
 // flowFor returns the flow of tenant in band level, made if need be.
 func (q *Queue) flowFor(level int, tenant string) *flow {
 	b := q.bands[level]
 	if b == nil {
-		b = &band{level: level, flows: map[string]*flow{}}
+		b = &band{level: level, flows: map[string]*flow{},
+			byStart: flowHeap{less: byStart, at: func(f *flow) *int { return &f.startIdx }},
+			byLen:   flowHeap{less: byLen, at: func(f *flow) *int { return &f.lenIdx }}}
 		q.bands[level] = b
 	}
 	f := b.flows[tenant]

@@ -152,7 +152,7 @@ func (q *Queue) Close() {
 	defer q.mu.Unlock()
 	q.closed = true
 	for len(q.active) > 0 {
-		t := q.active[0].byStart[0].head
+		t := q.active[0].byStart.flows[0].head
 		q.drop(t, ErrClosed)
 		q.counts.Closed++
 	}
@@ -234,7 +234,7 @@ func (q *Queue) Submit(it Item) (*Ticket, error) {
 // than t's; otherwise t itself.
 func (q *Queue) victim(t *Ticket) *Ticket {
 	low := q.active[len(q.active)-1]
-	f := low.byLen[0]
+	f := low.byLen.flows[0]
 	if low.level < t.item.Band || (f != t.flow && f.waiting > t.flow.waiting) {
 		return f.tail
 	}
@@ -261,7 +261,7 @@ func (q *Queue) fits(cost int64) bool {
 // one.
 func (q *Queue) dispatch() {
 	for len(q.active) > 0 {
-		if !q.fits(q.active[0].byStart[0].head.item.Cost) {
+		if !q.fits(q.active[0].byStart.flows[0].head.item.Cost) {
 			return
 		}
 		q.grantNext()
@@ -272,7 +272,7 @@ func (q *Queue) dispatch() {
 // grantNext grants the head of least start tag of the highest band.
 func (q *Queue) grantNext() {
 	b := q.active[0]
-	f := b.byStart[0]
+	f := b.byStart.flows[0]
 	t := f.head
 	q.unlink(t)
 	b.vtime = max(b.vtime, t.start)

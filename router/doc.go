@@ -1,0 +1,36 @@
+// Package router is the routing core of caddy-mlc: it serves the
+// OpenAI-compatible API of one or more models and turns each request into
+// calls to MLC-LLM engines, disaggregated or whole, resuming what an
+// engine preempts or fails. It imports no Caddy package; the caddymlc
+// package adapts it to Caddy.
+//
+// Its files follow a request in order:
+//
+//   - models.go: the front (Models.ServeHTTP): the path, the model named.
+//   - serve.go: a request's way through, serve: decode, admit, run its
+//     choices, record.
+//   - decode.go: decode and validate (decoder): the body, the model, the
+//     prompt's tokens, the chat rendered; embeddings.go for /v1/embeddings.
+//   - admit.go: the gate: the tenant's budget, the fair queue in front of
+//     the engines' batch.
+//   - completion.go: the request's choices, each run by resume.go.
+//   - resume.go: one choice's attempts (choiceJob.run): each started,
+//     read to the client and closed; one preempted or failed is resumed
+//     from the text delivered.
+//   - strategy.go, disagg.go: an attempt per mode: whole (one engine's
+//     /v1/completions) or disagg (prep_recv, remote_send, start_generate),
+//     each returning an attempt; release.go gives reservations back.
+//   - choose.go: choosing an engine (pick: tiers, then the policy) or
+//     waiting for one (acquire).
+//   - attempt.go: an attempt's stream and its Close; engineclient.go: the
+//     calls, under a watchdog, and their verdicts.
+//   - sink.go: the answer out, streamed or whole, completion or chat;
+//     choicelogprobs.go the logprobs that go with the text.
+//
+// Around them: router.go (Router, Config, New, reloads), policy.go and
+// policies.go (the selection policy API and the built-in ones), hooks.go
+// (a route's lifecycle hooks), prefix.go (the prefix index), upstream.go,
+// proc.go and breaker.go (an engine as the router knows it), livefleet.go,
+// loadpoll.go and gpumetrics.go (the fleet), status.go and inspect.go
+// (what operators read), metrics.go, trace.go.
+package router
