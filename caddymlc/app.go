@@ -132,9 +132,9 @@ func (a *App) checkPorts() error {
 
 // acquire returns the fleet of spec, starting it if no loaded config has
 // it yet.
-func (a *App) acquire(key string, spec engine.Spec) (*router.Fleet, error) {
+func (a *App) acquire(key string, spec engine.Spec) (*router.LiveFleet, error) {
 	val, loaded, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
-		lf, err := router.NewFleet(spec, a.logger.Named("engine"))
+		lf, err := router.NewLiveFleet(spec, a.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func (a *App) acquire(key string, spec engine.Spec) (*router.Fleet, error) {
 	if loaded {
 		a.logger.Info("keeping the running engines", zap.String("fleet", key), zap.Int("engines", len(spec.Endpoints)))
 	}
-	return val.(pooledFleet).Fleet, nil
+	return val.(pooledFleet).LiveFleet, nil
 }
 
 // drainGrace is Caddy's grace_period when set, else router.DefaultDrainGrace.
@@ -263,10 +263,10 @@ func routesHold(routes caddyhttp.RouteList, r *Router) bool {
 }
 
 // pooledFleet is a fleet in a usage pool: when no config holds it any
-// more it drains, then stops its engines (router.Fleet.Drain). During a
+// more it drains, then stops its engines (router.LiveFleet.Drain). During a
 // reload that returns at once; when Caddy exits it drains and stops
 // before returning, so that no engine outlives Caddy.
-type pooledFleet struct{ *router.Fleet }
+type pooledFleet struct{ *router.LiveFleet }
 
 // Destruct drains the fleet and stops its engines.
 func (p pooledFleet) Destruct() error {

@@ -78,7 +78,7 @@ type dynamicSet struct {
 	engines atomic.Pointer[map[string][]*router.Upstream] // by role asked: "", prefill, decode
 
 	mu     sync.Mutex
-	held   map[string]*router.Fleet // by address
+	held   map[string]*router.LiveFleet // by address
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -89,7 +89,7 @@ func (s *served) provisionDynamic(ctx caddy.Context) error {
 	if r.Dynamic == nil {
 		return nil
 	}
-	d := &dynamicSet{r: s, sources: map[string]reverseproxy.UpstreamSource{}, held: map[string]*router.Fleet{}}
+	d := &dynamicSet{r: s, sources: map[string]reverseproxy.UpstreamSource{}, held: map[string]*router.LiveFleet{}}
 	for _, src := range []struct {
 		role, field string
 		raw         json.RawMessage
@@ -206,7 +206,7 @@ func (d *dynamicSet) refresh(ctx context.Context) {
 
 // acquire returns the watched engine at addr, starting to watch it if no
 // router does yet.
-func (d *dynamicSet) acquire(addr string) (*router.Fleet, error) {
+func (d *dynamicSet) acquire(addr string) (*router.LiveFleet, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func (d *dynamicSet) acquire(addr string) (*router.Fleet, error) {
 	spec := engine.Spec{Model: d.r.cfg.Path, Kind: engine.Kind(d.r.cfg.Engine.Kind),
 		Endpoints: []engine.Endpoint{{Host: host, Port: port, GPUs: 1, External: true}}}.Normalize()
 	val, _, err := dynamicFleets.LoadOrNew("mlc-dynamic-"+addr, func() (caddy.Destructor, error) {
-		lf, err := router.NewFleet(spec, d.r.logger.Named("engine"))
+		lf, err := router.NewLiveFleet(spec, d.r.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}
@@ -231,7 +231,7 @@ func (d *dynamicSet) acquire(addr string) (*router.Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return val.(pooledFleet).Fleet, nil
+	return val.(pooledFleet).LiveFleet, nil
 }
 
 // release lets go of the engine at addr; the caller holds d.mu.

@@ -12,7 +12,7 @@ import (
 )
 
 // liveRouter returns the one live routing core and its fleet.
-func liveRouter(t *testing.T) (*router.Router, *router.Fleet) {
+func liveRouter(t *testing.T) (*router.Router, *router.LiveFleet) {
 	t.Helper()
 	rs := router.Live()
 	if len(rs) != 1 {
@@ -23,7 +23,7 @@ func liveRouter(t *testing.T) (*router.Router, *router.Fleet) {
 
 // liveFleets returns the fleets of the live routers, each once.
 func liveFleets() []*engine.Fleet {
-	seen := map[*router.Fleet]bool{}
+	seen := map[*router.LiveFleet]bool{}
 	var out []*engine.Fleet
 	for _, r := range router.Live() {
 		if lf := r.Fleet(); lf != nil && !seen[lf] {
@@ -38,7 +38,7 @@ func liveFleets() []*engine.Fleet {
 // router's fleet.
 func liveInflight() []int64 {
 	var out []int64
-	seen := map[*router.Fleet]bool{}
+	seen := map[*router.LiveFleet]bool{}
 	for _, r := range router.Live() {
 		lf := r.Fleet()
 		if lf == nil || seen[lf] {
@@ -54,13 +54,13 @@ func liveInflight() []int64 {
 
 // runningFleets returns the fleets whose engines run or start, draining
 // ones included.
-func runningFleets() []*router.Fleet { return router.Running() }
+func runningFleets() []*router.LiveFleet { return router.Running() }
 
 // waitDrained waits until every fleet of old that no live router uses
 // any more has stopped its engines.
-func waitDrained(t testing.TB, old []*router.Fleet) {
+func waitDrained(t testing.TB, old []*router.LiveFleet) {
 	t.Helper()
-	inUse := map[*router.Fleet]bool{}
+	inUse := map[*router.LiveFleet]bool{}
 	for _, r := range router.Live() {
 		inUse[r.Fleet()] = true
 	}

@@ -218,7 +218,7 @@ func TestReloadRouterSettingsKeepsEngines(t *testing.T) {
 // only once the old engines on their ports have stopped) are ready.
 func waitReadyFleet(t *testing.T) *engine.Fleet {
 	t.Helper()
-	var lf *router.Fleet
+	var lf *router.LiveFleet
 	for _, r := range router.Live() {
 		lf = r.Fleet()
 	}

@@ -16,7 +16,7 @@ import (
 
 // externalFleet starts a live fleet of n external engines that answer
 // their health checks, and waits until all are ready.
-func externalFleet(t *testing.T, n int) *Fleet {
+func externalFleet(t *testing.T, n int) *LiveFleet {
 	t.Helper()
 	return fleetServing(t, n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"object":"list","data":[]}`))
@@ -25,7 +25,7 @@ func externalFleet(t *testing.T, n int) *Fleet {
 
 // fleetServing starts a live fleet of n external engines served by h,
 // which answers their health checks too, and waits until all are ready.
-func fleetServing(t *testing.T, n int, h http.Handler) *Fleet {
+func fleetServing(t *testing.T, n int, h http.Handler) *LiveFleet {
 	t.Helper()
 	var eps []engine.Endpoint
 	for range n {
@@ -35,7 +35,7 @@ func fleetServing(t *testing.T, n int, h http.Handler) *Fleet {
 		p, _ := strconv.Atoi(port)
 		eps = append(eps, engine.Endpoint{Host: host, Port: p, GPUs: 1, External: true})
 	}
-	lf, err := NewFleet(engine.Spec{Model: "tiny", Endpoints: eps}.Normalize(), zap.NewNop())
+	lf, err := NewLiveFleet(engine.Spec{Model: "tiny", Endpoints: eps}.Normalize(), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func fleetServing(t *testing.T, n int, h http.Handler) *Fleet {
 
 // testRouter is a router over lf's engines (all of them, any role) with
 // the given selection policy.
-func testRouter(t *testing.T, lf *Fleet, policy Policy) *Router {
+func testRouter(t *testing.T, lf *LiveFleet, policy Policy) *Router {
 	t.Helper()
 	r := queueRouter(time.Minute, 8)
 	r.setPolicy(policy)

@@ -87,7 +87,7 @@ func (r *Router) embed(ctx context.Context, id string, req *protocol.EmbeddingRe
 	for attempt := 1; attempt <= r.MaxAttempts; attempt++ {
 		user := id + "-" + strconv.Itoa(attempt)
 		req.User = &user
-		addr, err := r.target().embedOn(ctx, pickOptions{avoid: avoid, req: &Request{ID: user, Model: r.Model}}, req, out)
+		addr, err := r.serving().embedOn(ctx, pickOptions{avoid: avoid, req: &Request{ID: user, Model: r.Model}}, req, out)
 		switch {
 		case errors.Is(err, errDraining):
 			attempt-- // the successor's engines take it; no attempt spent

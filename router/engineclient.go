@@ -55,8 +55,8 @@ type engineClient struct {
 	log     *zap.Logger // for what is nobody's fault but the router's (out of descriptors)
 }
 
-// target is an engine as the engine client sees it.
-type target interface {
+// callee is an engine as the engine client sees it: where a call goes.
+type callee interface {
 	// Addr is the engine's host:port, which its errors name.
 	Addr() string
 	// baseURL is where its API is.
@@ -112,7 +112,7 @@ type engineError struct {
 
 // badAnswer is the error of a call the engine answered, but not as an
 // engine must: retried, and a failure for the breaker.
-func badAnswer(op string, t target, reason string, err error) *engineError {
+func badAnswer(op string, t callee, reason string, err error) *engineError {
 	return &engineError{op: op, addr: t.Addr(), proc: t.procKey(), retry: true, verdict: verdictBadAnswer, bad: reason, err: err}
 }
 
@@ -141,7 +141,7 @@ var errEngineSilent = errors.New("engine timeout: no answer")
 // the engine's other work, not lost, while the engine gives other calls
 // tokens (see bark).
 type call struct {
-	t      target
+	t      callee
 	op     string
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -170,7 +170,7 @@ const maxQueuedTimeouts = 4
 
 // start posts body as JSON to path on the engine t; kind is what the
 // call waits for.
-func (c *engineClient) start(ctx context.Context, t target, path string, body any, kind callKind) (*call, error) {
+func (c *engineClient) start(ctx context.Context, t callee, path string, body any, kind callKind) (*call, error) {
 	op := strings.TrimPrefix(path, "/")
 	b, err := protocol.AppendJSON(nil, body)
 	if err != nil {
@@ -289,7 +289,7 @@ func (cl *call) end() {
 
 // post makes a non-streamed call and decodes its JSON answer into out. A
 // nil error means the engine served the call.
-func (c *engineClient) post(ctx context.Context, t target, path string, body, out any) error {
+func (c *engineClient) post(ctx context.Context, t callee, path string, body, out any) error {
 	cl, err := c.start(ctx, t, path, body, callAnswer)
 	if err != nil {
 		return err
@@ -325,7 +325,7 @@ const maxEngineAnswer = 64 << 20
 // a stream, or, for a request that does not stream, its one answer (MLC's
 // router makes one call for a client that does not stream: no chunk to
 // rebuild the answer from). The caller closes the stream.
-func (c *engineClient) generate(ctx context.Context, t target, path string, body any, stream bool) (*chunkStream, error) {
+func (c *engineClient) generate(ctx context.Context, t callee, path string, body any, stream bool) (*chunkStream, error) {
 	if stream {
 		return c.stream(ctx, t, path, body)
 	}
@@ -334,7 +334,7 @@ func (c *engineClient) generate(ctx context.Context, t target, path string, body
 
 // whole makes a completion call answered at its end, and returns the
 // answer as a stream of one chunk.
-func (c *engineClient) whole(ctx context.Context, t target, path string, body any) (*chunkStream, error) {
+func (c *engineClient) whole(ctx context.Context, t callee, path string, body any) (*chunkStream, error) {
 	cl, err := c.start(ctx, t, path, body, callWhole)
 	if err != nil {
 		return nil, err
@@ -372,7 +372,7 @@ func decodeAnswer(body io.Reader, answer *protocol.CompletionResponse) error {
 }
 
 // stream makes a streamed completion call and returns its chunks.
-func (c *engineClient) stream(ctx context.Context, t target, path string, body any) (*chunkStream, error) {
+func (c *engineClient) stream(ctx context.Context, t callee, path string, body any) (*chunkStream, error) {
 	cl, err := c.start(ctx, t, path, body, callStream)
 	if err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ func (g gpuMetrics) collectors() []prometheus.Collector {
 // spawned engines use (engine i has devices [start_i, start_i + gpus)),
 // into the GPU gauges. Only `engine mlc` fleets have GPUs to read; a
 // machine without NVML is said once and not asked again.
-func (lf *Fleet) pollGPUs(ctx context.Context) {
+func (lf *LiveFleet) pollGPUs(ctx context.Context) {
 	if !lf.spec.Kind.Driver().Traits().UsesGPUs || lf.spec.LocalGPUsNeeded() == 0 {
 		return
 	}
@@ -70,7 +70,7 @@ func (lf *Fleet) pollGPUs(ctx context.Context) {
 }
 
 // sampleGPUsOnce reads the GPUs once into the gauges.
-func (lf *Fleet) sampleGPUsOnce() error {
+func (lf *LiveFleet) sampleGPUsOnce() error {
 	samples, err := sampleGPUs()
 	if err != nil {
 		return err

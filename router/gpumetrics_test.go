@@ -17,7 +17,7 @@ func TestGPUMetricsPerEngine(t *testing.T) {
 	spec := engine.Spec{Model: "HF://some/model", Kind: engine.KindMLC, Endpoints: []engine.Endpoint{
 		{Host: "127.0.0.1", Port: 9001, GPUs: 2}, {Host: "127.0.0.1", Port: 9002, GPUs: 1},
 	}}.Normalize()
-	lf, err := NewFleet(spec, zap.NewNop())
+	lf, err := NewLiveFleet(spec, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

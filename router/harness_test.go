@@ -25,7 +25,7 @@ import (
 type core struct {
 	t       testing.TB
 	r       *Router
-	fleet   *Fleet
+	fleet   *LiveFleet
 	base    string   // the router's URL
 	engines []string // the engines' URLs
 }
@@ -48,7 +48,7 @@ func startCore(t testing.TB, engines int, cfg Config, policy Policy) *core {
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.fleet, err = NewFleet(spec, zap.NewNop()); err != nil {
+	if c.fleet, err = NewLiveFleet(spec, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.fleet.LaunchNow(); err != nil {

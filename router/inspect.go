@@ -14,22 +14,22 @@ func Live() []*Router {
 	return out
 }
 
-// Fleet returns the router's fleet, nil before its config started (or
+// LiveFleet returns the router's fleet, nil before its config started (or
 // for a router with only discovered engines).
-func (r *Router) Fleet() *Fleet { return r.handle.get() }
+func (r *Router) Fleet() *LiveFleet { return r.handle.get() }
 
 // Queued is the requests waiting for an engine.
 func (r *Router) Queued() int64 { return r.queued.Load() }
 
 // Done is closed once the fleet's engines stopped (or never started).
-func (lf *Fleet) Done() <-chan struct{} { return lf.done }
+func (lf *LiveFleet) Done() <-chan struct{} { return lf.done }
 
 // Running returns the fleets whose engines run or start, draining ones
 // included.
-func Running() []*Fleet {
+func Running() []*LiveFleet {
 	running.Lock()
 	defer running.Unlock()
-	out := make([]*Fleet, 0, len(running.fleets))
+	out := make([]*LiveFleet, 0, len(running.fleets))
 	for lf := range running.fleets {
 		out = append(out, lf)
 	}
@@ -41,10 +41,10 @@ func (u *Upstream) InFlight() int64 { return u.inflight.Load() }
 
 // Started is closed once the fleet's engines started, or failed to
 // (Failed says which).
-func (lf *Fleet) Started() <-chan struct{} { return lf.started }
+func (lf *LiveFleet) Started() <-chan struct{} { return lf.started }
 
 // Failed returns the error of a start that failed, or nil.
-func (lf *Fleet) Failed() error { return lf.failed() }
+func (lf *LiveFleet) Failed() error { return lf.failed() }
 
 // Policy is the router's selection policy.
 func (r *Router) Policy() Policy { return r.policy }

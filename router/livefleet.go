@@ -24,13 +24,13 @@ import (
 // prefill, never a dropped request.
 const DefaultDrainGrace = 30 * time.Second
 
-// Fleet is a fleet of engines and what the routers know of them. The
+// LiveFleet is a fleet of engines and what the routers know of them. The
 // mlc app keeps it in the fleets UsagePool, shared by every config that
 // has the same engines: a reload that keeps the engines keeps it, with
 // its counts and breakers. When no config holds it any more it drains:
 // new work goes to the engines of the config that replaced it, the streams
 // it has finish, and then (or after the grace period) its engines stop.
-type Fleet struct {
+type LiveFleet struct {
 	*engine.Fleet
 	spec      engine.Spec
 	upstreams []*Upstream
@@ -47,13 +47,14 @@ type Fleet struct {
 	cancel   context.CancelFunc
 }
 
-func NewFleet(spec engine.Spec, log *zap.Logger) (*Fleet, error) {
+// NewLiveFleet makes the fleet of spec, its engines not started yet.
+func NewLiveFleet(spec engine.Spec, log *zap.Logger) (*LiveFleet, error) {
 	f, err := engine.New(spec, engine.Options{Logger: log,
 		OnStateChange: func(int, engine.State, engine.State) { engineChanges.notify() }})
 	if err != nil {
 		return nil, fmt.Errorf("mlc: %w", err)
 	}
-	lf := &Fleet{Fleet: f, spec: spec, started: make(chan struct{}), done: make(chan struct{})}
+	lf := &LiveFleet{Fleet: f, spec: spec, started: make(chan struct{}), done: make(chan struct{})}
 	lf.logger.Store(log)
 	lf.grace.Store(int64(DefaultDrainGrace))
 	starts := spec.DeviceIDStarts()
@@ -66,7 +67,7 @@ func NewFleet(spec engine.Spec, log *zap.Logger) (*Fleet, error) {
 }
 
 // Log is the fleet's logger: the newest config's that holds it.
-func (lf *Fleet) Log() *zap.Logger { return lf.logger.Load() }
+func (lf *LiveFleet) Log() *zap.Logger { return lf.logger.Load() }
 
 // engineChanges wakes the requests that wait for an engine: an engine's
 // state changed, a fleet was attached or drains, a breaker opened, a
@@ -75,10 +76,10 @@ func (lf *Fleet) Log() *zap.Logger { return lf.logger.Load() }
 var engineChanges notifier
 
 // wake tells the routers waiting for an engine to look again.
-func (lf *Fleet) wake() { engineChanges.notify() }
+func (lf *LiveFleet) wake() { engineChanges.notify() }
 
 // held counts calls in flight on the whole fleet, for the drain.
-func (lf *Fleet) held(delta int64) {
+func (lf *LiveFleet) held(delta int64) {
 	if lf.inflight.Add(delta) == 0 {
 		lf.idle.notify()
 	}
@@ -89,7 +90,7 @@ func (lf *Fleet) held(delta int64) {
 // for those to stop first: that is a reload that changed the engines on
 // the same ports. It does not block then; routers queue requests until
 // the new engines are ready.
-func (lf *Fleet) Launch(reload bool) error {
+func (lf *LiveFleet) Launch(reload bool) error {
 	old := runningOn(lf.spec)
 	register(lf)
 	if len(old) == 0 && (!reload || lf.spec.CheckPorts() == nil) {
@@ -123,7 +124,7 @@ func (lf *Fleet) Launch(reload bool) error {
 // or a connection of the machine's that the kernel gave that port): the
 // reload is not refused for it, its requests wait in the queue, and a port
 // still taken at the end fails the start with ErrPortInUse, logged.
-func (lf *Fleet) waitPorts() {
+func (lf *LiveFleet) waitPorts() {
 	deadline := time.Now().Add(lf.spec.StartupTimeout)
 	logged := false
 	b := backoff.Backoff{Min: 10 * time.Millisecond, Max: 500 * time.Millisecond}
@@ -141,7 +142,7 @@ func (lf *Fleet) waitPorts() {
 }
 
 // LaunchNow starts the engines and waits until they are ready.
-func (lf *Fleet) LaunchNow() error {
+func (lf *LiveFleet) LaunchNow() error {
 	begin := time.Now()
 	lf.Log().Info("starting engine fleet", zap.String("model", lf.spec.Model),
 		zap.String("kind", string(lf.spec.Kind)), zap.Int("engines", len(lf.spec.Endpoints)))
@@ -161,7 +162,7 @@ func (lf *Fleet) LaunchNow() error {
 }
 
 // abandon ends a fleet whose engines never ran.
-func (lf *Fleet) abandon(err error) {
+func (lf *LiveFleet) abandon(err error) {
 	lf.startErr = err
 	unregister(lf)
 	close(lf.started)
@@ -170,7 +171,7 @@ func (lf *Fleet) abandon(err error) {
 }
 
 // failed returns the error of a start that failed, or nil.
-func (lf *Fleet) failed() error {
+func (lf *LiveFleet) failed() error {
 	select {
 	case <-lf.started:
 		return lf.startErr
@@ -184,7 +185,7 @@ func (lf *Fleet) failed() error {
 // in the background, so that neither the old config's stop nor the new
 // config's requests wait for it; when the process exits (exiting) it
 // drains and stops before returning, so that no engine outlives it.
-func (lf *Fleet) Drain(exiting bool) {
+func (lf *LiveFleet) Drain(exiting bool) {
 	lf.draining.Store(true)
 	lf.wake()
 	if exiting {
@@ -196,24 +197,24 @@ func (lf *Fleet) Drain(exiting bool) {
 
 // SetLogger makes log the fleet's logger: the newest config's (a stopped
 // config's log outputs may be closed).
-func (lf *Fleet) SetLogger(log *zap.Logger) { lf.logger.Store(log) }
+func (lf *LiveFleet) SetLogger(log *zap.Logger) { lf.logger.Store(log) }
 
 // SetGrace sets how long the fleet's engines may drain.
-func (lf *Fleet) SetGrace(d time.Duration) { lf.grace.Store(int64(d)) }
+func (lf *LiveFleet) SetGrace(d time.Duration) { lf.grace.Store(int64(d)) }
 
 // Upstreams are the fleet's engines as the routers see them, in endpoint
 // order.
-func (lf *Fleet) Upstreams() []*Upstream { return lf.upstreams }
+func (lf *LiveFleet) Upstreams() []*Upstream { return lf.upstreams }
 
 // Spec is what the fleet runs.
-func (lf *Fleet) Spec() engine.Spec { return lf.spec }
+func (lf *LiveFleet) Spec() engine.Spec { return lf.spec }
 
 // Handle is the routers' way to their fleet: empty until the config
 // starts (or for a router with only discovered engines). Routers with the
 // same engines share one.
 type Handle struct {
 	spec engine.Spec
-	lf   atomic.Pointer[Fleet]
+	lf   atomic.Pointer[LiveFleet]
 }
 
 // NewHandle returns an empty handle for the fleet of spec.
@@ -223,15 +224,15 @@ func NewHandle(spec engine.Spec) *Handle { return &Handle{spec: spec} }
 func (h *Handle) Spec() engine.Spec { return h.spec }
 
 // Set attaches the running fleet.
-func (h *Handle) Set(f *Fleet) {
+func (h *Handle) Set(f *LiveFleet) {
 	h.lf.Store(f)
 	engineChanges.notify()
 }
 
 // get returns the fleet, or nil before the config started.
-func (h *Handle) get() *Fleet { return h.lf.Load() }
+func (h *Handle) get() *LiveFleet { return h.lf.Load() }
 
-func (lf *Fleet) drainAndStop() {
+func (lf *LiveFleet) drainAndStop() {
 	grace := time.Duration(lf.grace.Load())
 	if n := lf.inflight.Load(); n > 0 {
 		lf.Log().Info("draining engines before stopping them", zap.Int64("in_flight", n), zap.Duration("grace", grace))
@@ -254,7 +255,7 @@ func (lf *Fleet) drainAndStop() {
 	lf.stop()
 }
 
-func (lf *Fleet) stop() {
+func (lf *LiveFleet) stop() {
 	<-lf.started
 	if lf.startErr != nil {
 		return // nothing runs; done is closed
@@ -271,19 +272,19 @@ func (lf *Fleet) stop() {
 // ports a new fleet must wait for.
 var running struct {
 	sync.Mutex
-	fleets map[*Fleet]bool
+	fleets map[*LiveFleet]bool
 }
 
-func register(lf *Fleet) {
+func register(lf *LiveFleet) {
 	running.Lock()
 	defer running.Unlock()
 	if running.fleets == nil {
-		running.fleets = map[*Fleet]bool{}
+		running.fleets = map[*LiveFleet]bool{}
 	}
 	running.fleets[lf] = true
 }
 
-func unregister(lf *Fleet) {
+func unregister(lf *LiveFleet) {
 	running.Lock()
 	defer running.Unlock()
 	delete(running.fleets, lf)
@@ -291,12 +292,12 @@ func unregister(lf *Fleet) {
 
 // runningOn returns the running fleets of other specs that have an
 // endpoint on one of spec's addresses.
-func runningOn(spec engine.Spec) []*Fleet {
+func runningOn(spec engine.Spec) []*LiveFleet {
 	running.Lock()
 	defer running.Unlock()
-	var out []*Fleet
+	var out []*LiveFleet
 	for lf := range running.fleets {
-		if lf.spec.Key() != spec.Key() && len(sharedAddrs(spec, []*Fleet{lf})) > 0 {
+		if lf.spec.Key() != spec.Key() && len(sharedAddrs(spec, []*LiveFleet{lf})) > 0 {
 			out = append(out, lf)
 		}
 	}
@@ -305,7 +306,7 @@ func runningOn(spec engine.Spec) []*Fleet {
 
 // sharedAddrs returns spec's spawned endpoint addresses that one of the
 // fleets also has.
-func sharedAddrs(spec engine.Spec, fleets []*Fleet) []string {
+func sharedAddrs(spec engine.Spec, fleets []*LiveFleet) []string {
 	var out []string
 	for _, ep := range spec.Endpoints {
 		for _, lf := range fleets {
@@ -328,7 +329,7 @@ func EnginesChanged() { engineChanges.notify() }
 
 // ForgetPEs marks the first NVSHMEM PE of the fleet's engines unknown
 // until they report it: engines a dynamic source found.
-func (lf *Fleet) ForgetPEs() {
+func (lf *LiveFleet) ForgetPEs() {
 	for _, u := range lf.upstreams {
 		u.pe.Store(-1)
 	}

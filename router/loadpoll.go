@@ -38,7 +38,7 @@ const (
 var loadQuery = []byte(`{"prompt":[0],"max_tokens":1,"debug_config":{"special_request":"` + protocol.SpecialQueryEngineMetrics + `"}}`)
 
 // pollLoad polls every engine of the fleet until ctx is done.
-func (lf *Fleet) pollLoad(ctx context.Context) {
+func (lf *LiveFleet) pollLoad(ctx context.Context) {
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
 	for _, u := range lf.upstreams {
 		goroutine.Go(lf.Log(), "engine load poll", func() {

@@ -14,14 +14,14 @@ type proc struct {
 	pid int
 }
 
-// baseURL is where the engine's API is (target).
+// baseURL is where the engine's API is (callee).
 func (p *proc) baseURL() string { return p.url }
 
-// procKey names the process (target): see avoidKey.
+// procKey names the process (callee): see avoidKey.
 func (p *proc) procKey() string { return avoidKey(p.addr, p.pid) }
 
 // alive reports that the engine still runs the process and is ready
-// (target): a call that waits on it is still being worked on.
+// (callee): a call that waits on it is still being worked on.
 func (p *proc) alive() bool {
 	ready, pid := p.status()
 	return ready && pid == p.pid

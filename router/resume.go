@@ -111,7 +111,7 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 		delivered := j.resumeFrom()
 		actx, span := j.startSpan(ctx, n, cause)
 		finished := false
-		a, err := j.c.r.target().strategy.start(actx, req, j.avoidNext())
+		a, err := j.c.r.serving().strategy.start(actx, req, j.avoidNext())
 		if err != nil {
 			j.blame(err) // the engine failed before it generated
 		} else {

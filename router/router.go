@@ -190,11 +190,11 @@ func New(cfg Config, o Options) (*Router, error) {
 	return r, nil
 }
 
-// target returns the router that serves a new attempt of r's requests:
+// serving returns the router that serves a new attempt of r's requests:
 // r, or, once a reload replaced r, the router of the newer config that
 // took its place (its engines may be others). Attempts already running
 // finish where they are: the old engines drain.
-func (r *Router) target() *Router {
+func (r *Router) serving() *Router {
 	t := r
 	for range 16 { // a chain of quick reloads; bounded against a cycle
 		if !t.handedOver() {

@@ -12,11 +12,11 @@ import (
 // upstream is one engine as the routers see it: where it is, its first PE
 // in the NVSHMEM world, what the routers have in flight on it, its circuit
 // breaker and the load it last reported. Like reverse_proxy's hosts, it is
-// shared: it lives with its fleet (see Fleet), so every router and
+// shared: it lives with its fleet (see LiveFleet), so every router and
 // every config that uses the fleet balances on the same counts, across
 // reloads.
 type Upstream struct {
-	fleet *Fleet
+	fleet *LiveFleet
 	index int // endpoint index in the fleet
 	addr  string
 	url   string
@@ -57,7 +57,7 @@ type Upstream struct {
 // tokenCame notes that a call got a token from the engine.
 func (u *Upstream) tokenCame() { u.lastTokenAt.Store(time.Now().UnixNano()) }
 
-// lastToken is when a call last got a token from the engine (target).
+// lastToken is when a call last got a token from the engine (callee).
 func (u *Upstream) lastToken() time.Time { return time.Unix(0, u.lastTokenAt.Load()) }
 
 // engineLoad is what an engine last said about its own load (the
