@@ -225,7 +225,7 @@ func (a *App) releaseAll() {
 
 // listenAddrs returns the addresses of the http servers whose routes
 // hold r, for the start-up log.
-func (a *App) listenAddrs(r *Router) []string {
+func (a *App) listenAddrs(r *Handler) []string {
 	app, err := a.ctx.AppIfConfigured("http")
 	if err != nil {
 		return nil
@@ -244,11 +244,11 @@ func (a *App) listenAddrs(r *Router) []string {
 }
 
 // routesHold reports whether routes (or their subroutes) hold r.
-func routesHold(routes caddyhttp.RouteList, r *Router) bool {
+func routesHold(routes caddyhttp.RouteList, r *Handler) bool {
 	for _, route := range routes {
 		for _, h := range route.Handlers {
 			switch h := h.(type) {
-			case *Router:
+			case *Handler:
 				if h == r {
 					return true
 				}

@@ -21,7 +21,7 @@ import (
 // parseCaddyfile sets up the handler from Caddyfile tokens (see
 // UnmarshalCaddyfile).
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	r := new(Router)
+	r := new(Handler)
 	err := r.UnmarshalCaddyfile(h.Dispenser)
 	return r, err
 }
@@ -73,7 +73,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    model <name> { ... }
 //	    <options for every model>
 //	}
-func (r *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func (r *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -137,7 +137,7 @@ func parseOption(m *ModelConfig, d *caddyfile.Dispenser, seen map[string]bool) e
 // <name> { <options> }` (one model of several, with its own engines). A
 // model block's errors point at its lines, and its endpoints may not be
 // another model's.
-func (r *Router) parseModel(d *caddyfile.Dispenser) error {
+func (r *Handler) parseModel(d *caddyfile.Dispenser) error {
 	line := d.Line()
 	var name string
 	if !d.NextArg() {

@@ -39,11 +39,11 @@ func TestCaddyfileParses(t *testing.T) {
 		max_body_size 1MiB
 		policy round_robin
 	}`)
-	var r Router
+	var r Handler
 	if err := r.UnmarshalCaddyfile(d); err != nil {
 		t.Fatal(err)
 	}
-	want := Router{ModelConfig: ModelConfig{
+	want := Handler{ModelConfig: ModelConfig{
 		Model: "tiny", ModelLib: "lib.so", Mode: router.ModeWhole, PDBalanceFactor: 0.25,
 		MaxPrefillQueue: 3, PrefixCache: "radix",
 		Engine:     &EngineProgram{Kind: "command", Command: []string{"/bin/engine", "--flag", "x"}},
@@ -113,7 +113,7 @@ func TestCaddyfileErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			d := caddyfile.NewTestDispenser("mlc_router {\n" + c.body + "\n}")
-			var r Router
+			var r Handler
 			err := r.UnmarshalCaddyfile(d)
 			if err == nil {
 				t.Fatal("no error")
@@ -131,7 +131,7 @@ func TestCaddyfileErrors(t *testing.T) {
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestDirectiveArgumentsRejected(t *testing.T) {
-	var r Router
+	var r Handler
 	if err := r.UnmarshalCaddyfile(caddyfile.NewTestDispenser("mlc_router tiny {\nmodel tiny\n}")); err == nil {
 		t.Fatal("argument on the directive line accepted")
 	}
@@ -164,7 +164,7 @@ func TestSplitRoles(t *testing.T) {
 
 func TestJSONValidate(t *testing.T) {
 	good := ModelConfig{Model: "tiny", Endpoints: []engine.Endpoint{{Host: "h", Port: 1}, {Host: "h", Port: 2}}}
-	if err := (&Router{ModelConfig: good}).Validate(); err != nil {
+	if err := (&Handler{ModelConfig: good}).Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for name, bad := range map[string]ModelConfig{
@@ -177,7 +177,7 @@ func TestJSONValidate(t *testing.T) {
 		"attempts":      {Model: "m", MaxAttempts: -1, Endpoints: good.Endpoints},
 		"engine":        {Model: "m", Engine: &EngineProgram{Kind: "x"}, Endpoints: good.Endpoints},
 	} {
-		if err := (&Router{ModelConfig: bad}).Validate(); err == nil {
+		if err := (&Handler{ModelConfig: bad}).Validate(); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

@@ -25,10 +25,10 @@ const (
 	DefaultStartupTimeout = caddy.Duration(120e9)
 )
 
-// Router is the mlc_router handler. Its JSON fields are the configuration:
+// Handler is the mlc_router handler. Its JSON fields are the configuration:
 // one model (the fields of ModelConfig, inline), or several (Models), each
 // with its own engines, whose unset options take the inline ones.
-type Router struct {
+type Handler struct {
 	ModelConfig
 
 	// Models are the models served, each with its own fleet: a request
@@ -266,7 +266,7 @@ func (m ModelConfig) withDefaults() ModelConfig {
 
 // Validate checks the configuration. The Caddyfile adapter runs the same
 // checks, so a Caddyfile error points at its line.
-func (r *Router) Validate() error {
+func (r *Handler) Validate() error {
 	_, err := r.models()
 	return err
 }

@@ -9,7 +9,7 @@ import (
 // models returns the models the config serves, each with the inline
 // options it does not set itself and the defaults applied, checked: one
 // model for the single-model form, Models otherwise.
-func (r *Router) models() ([]ModelConfig, error) {
+func (r *Handler) models() ([]ModelConfig, error) {
 	if len(r.Models) == 0 {
 		m := r.ModelConfig.withDefaults()
 		if err := m.validate(); err != nil {

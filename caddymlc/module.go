@@ -20,7 +20,7 @@ import (
 // clients Caddy has no descriptor for, and the mlc-engine command that
 // runs a built-in engine.
 func init() {
-	caddy.RegisterModule(Router{})
+	caddy.RegisterModule(Handler{})
 	caddy.RegisterModule(LeastLoaded{})
 	caddy.RegisterModule(PrefixAware{})
 	caddy.RegisterModule(RoundRobin{})
@@ -33,19 +33,19 @@ func init() {
 }
 
 // CaddyModule returns the Caddy module information.
-func (Router) CaddyModule() caddy.ModuleInfo {
+func (Handler) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "http.handlers.mlc_router",
-		New: func() caddy.Module { return new(Router) },
+		New: func() caddy.Module { return new(Handler) },
 	}
 }
 
 // Interface guards.
 var (
-	_ caddy.Provisioner           = (*Router)(nil)
-	_ caddy.Validator             = (*Router)(nil)
-	_ caddy.CleanerUpper          = (*Router)(nil)
-	_ caddyhttp.MiddlewareHandler = (*Router)(nil)
-	_ caddyfile.Unmarshaler       = (*Router)(nil)
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+	_ caddyfile.Unmarshaler       = (*Handler)(nil)
 	_ caddy.AdminRouter           = adminAPI{}
 )

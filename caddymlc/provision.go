@@ -2,7 +2,6 @@ package caddymlc
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -17,7 +16,7 @@ import (
 // Provision applies defaults, registers each model's engine fleet with
 // the mlc app (which starts it with the config), loads the selection
 // policies and the dynamic sources, and makes each model's routing core.
-func (r *Router) Provision(ctx caddy.Context) error {
+func (r *Handler) Provision(ctx caddy.Context) error {
 	ms, err := r.models()
 	if err != nil {
 		return err
@@ -55,7 +54,7 @@ func (r *Router) Provision(ctx caddy.Context) error {
 // served is one model of the handler: its config, its routing core, and
 // what the adapter runs for it (its dynamic sources).
 type served struct {
-	owner   *Router
+	owner   *Handler
 	cfg     ModelConfig
 	logger  *zap.Logger
 	dynamic *dynamicSet
@@ -63,7 +62,7 @@ type served struct {
 }
 
 // provisionModel registers the fleet of one model and makes its core.
-func (r *Router) provisionModel(ctx caddy.Context, app *App, m ModelConfig, budgets *budget.Limiter) (*served, error) {
+func (r *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, budgets *budget.Limiter) (*served, error) {
 	s := &served{owner: r, cfg: m, logger: r.logger}
 	if len(r.Models) > 0 {
 		s.logger = r.logger.With(zap.String("model", m.Model))
@@ -147,24 +146,6 @@ func (r ModelConfig) FleetSpec() (engine.Spec, error) {
 	return spec, nil
 }
 
-// ServeHTTP serves the OpenAI-compatible API through the routing cores
-// (the model a request names chooses the core) and the readiness path,
-// and passes every other request to the next handler.
-func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyhttp.Handler) error {
-	switch {
-	case r.HealthURI != "" && req.URL.Path == r.HealthURI:
-		r.front.ServeReadiness(w, req)
-	case router.Handles(req.URL.Path):
-		if f := r.facts(req); f != (router.Facts{}) {
-			req = req.WithContext(router.WithFacts(req.Context(), f))
-		}
-		r.front.ServeHTTP(w, req)
-	default:
-		return next.ServeHTTP(w, req)
-	}
-	return nil
-}
-
 // logStart says what the model serves, once its engines run.
 func (s *served) logStart(listen []string) {
 	m := s.cfg
@@ -176,13 +157,4 @@ func (s *served) logStart(listen []string) {
 	s.logger.Info("serving the OpenAI API", zap.Strings("listen", listen), zap.String("model", m.Model),
 		zap.String("mode", m.Mode), zap.Strings("engines", engines),
 		zap.Duration("engine_timeout", time.Duration(m.EngineTimeout)), zap.Duration("queue_timeout", time.Duration(m.QueueTimeout)))
-}
-
-// Cleanup drops idle engine connections; the mlc app releases the fleets.
-func (r *Router) Cleanup() error {
-	for _, s := range r.served {
-		s.core.Close()
-	}
-	r.releaseShared()
-	return nil
 }

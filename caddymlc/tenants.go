@@ -59,7 +59,7 @@ type Tenancy struct {
 const maxTenantBytes = 256
 
 // facts reads who req is for.
-func (r *Router) facts(req *http.Request) router.Facts {
+func (r *Handler) facts(req *http.Request) router.Facts {
 	if r.Tenant == "" && r.Priority == "" {
 		return router.Facts{}
 	}
@@ -92,7 +92,7 @@ const budgetsKey = "mlc-budgets"
 
 // provisionQueue returns the fair queue of model m, kept across reloads
 // and updated to this config.
-func (r *Router) provisionQueue(m ModelConfig) (*fair.Queue, error) {
+func (r *Handler) provisionQueue(m ModelConfig) (*fair.Queue, error) {
 	cfg := fair.Config{MaxWaiting: m.QueueSize, Timeout: time.Duration(m.QueueTimeout), Weights: r.TenantWeights}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("mlc_router: %w", err)
@@ -114,7 +114,7 @@ func (r *Router) provisionQueue(m ModelConfig) (*fair.Queue, error) {
 
 // provisionBudgets returns the process's budgets with this config's
 // rules, or nil when it has none.
-func (r *Router) provisionBudgets() (*budget.Limiter, error) {
+func (r *Handler) provisionBudgets() (*budget.Limiter, error) {
 	if len(r.Budgets) == 0 {
 		return nil, nil
 	}
@@ -135,7 +135,7 @@ func (r *Router) provisionBudgets() (*budget.Limiter, error) {
 }
 
 // releaseShared lets go of the queues and budgets this config held.
-func (r *Router) releaseShared() {
+func (r *Handler) releaseShared() {
 	for _, key := range r.held {
 		_, _ = shared.Delete(key)
 	}

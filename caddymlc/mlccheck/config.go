@@ -120,7 +120,7 @@ func newHandlers(path string, obj map[string]any) ([]*handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cfg caddymlc.Router
+	var cfg caddymlc.Handler
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return nil, err
 	}
