@@ -1,6 +1,7 @@
 package caddymlc
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,19 +209,10 @@ type EngineProgram struct {
 // applied.
 func (m ModelConfig) withDefaults() ModelConfig {
 	c := m
-	if c.Path == "" {
-		c.Path = c.Model
-	}
-	if c.EmbeddingModelName == "" {
-		c.EmbeddingModelName = c.EmbeddingModel
-	}
-	if c.Mode == "" {
-		c.Mode = router.ModeDisagg
-	}
-	c.Mode = modeName(c.Mode)
-	if c.PrefixCache == "" {
-		c.PrefixCache = engine.PrefixCacheDisable
-	}
+	c.Path = cmp.Or(c.Path, c.Model)
+	c.EmbeddingModelName = cmp.Or(c.EmbeddingModelName, c.EmbeddingModel)
+	c.Mode = modeName(cmp.Or(c.Mode, router.ModeDisagg))
+	c.PrefixCache = cmp.Or(c.PrefixCache, engine.PrefixCacheDisable)
 	if c.Engine == nil {
 		c.Engine = &EngineProgram{Kind: string(engine.KindBuiltin)}
 	}
@@ -230,37 +222,17 @@ func (m ModelConfig) withDefaults() ModelConfig {
 	c.PolicyRaw = modulePolicy(c.PolicyRaw)
 	c.Endpoints = append([]engine.Endpoint(nil), c.Endpoints...)
 	for i := range c.Endpoints {
-		if c.Endpoints[i].GPUs == 0 {
-			c.Endpoints[i].GPUs = 1
-		}
+		c.Endpoints[i].GPUs = cmp.Or(c.Endpoints[i].GPUs, 1)
 	}
-	if c.StartupTimeout == 0 {
-		c.StartupTimeout = DefaultStartupTimeout
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.MaxBodySize == 0 {
-		c.MaxBodySize = protocol.DefaultMaxBodyBytes
-	}
-	if c.EngineTimeout == 0 {
-		c.EngineTimeout = caddy.Duration(router.DefaultEngineTimeout)
-	}
-	if c.QueueTimeout == 0 {
-		c.QueueTimeout = caddy.Duration(router.DefaultQueueTimeout)
-	}
-	if c.QueueSize == 0 {
-		c.QueueSize = router.DefaultQueueSize
-	}
-	if c.BodyTimeout == 0 {
-		c.BodyTimeout = caddy.Duration(router.DefaultBodyTimeout)
-	}
-	if c.ClientTimeout == 0 {
-		c.ClientTimeout = caddy.Duration(router.DefaultClientTimeout)
-	}
-	if c.MaxPrefillQueue == 0 {
-		c.MaxPrefillQueue = router.DefaultMaxPrefillQueue
-	}
+	c.StartupTimeout = cmp.Or(c.StartupTimeout, DefaultStartupTimeout)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.MaxBodySize = cmp.Or(c.MaxBodySize, protocol.DefaultMaxBodyBytes)
+	c.EngineTimeout = cmp.Or(c.EngineTimeout, caddy.Duration(router.DefaultEngineTimeout))
+	c.QueueTimeout = cmp.Or(c.QueueTimeout, caddy.Duration(router.DefaultQueueTimeout))
+	c.QueueSize = cmp.Or(c.QueueSize, router.DefaultQueueSize)
+	c.BodyTimeout = cmp.Or(c.BodyTimeout, caddy.Duration(router.DefaultBodyTimeout))
+	c.ClientTimeout = cmp.Or(c.ClientTimeout, caddy.Duration(router.DefaultClientTimeout))
+	c.MaxPrefillQueue = cmp.Or(c.MaxPrefillQueue, router.DefaultMaxPrefillQueue)
 	return c
 }
 
