@@ -11,16 +11,6 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
-// liveRouter returns the one live routing core and its fleet.
-func liveRouter(t *testing.T) (*router.Router, *router.LiveFleet) {
-	t.Helper()
-	rs := router.Live()
-	if len(rs) != 1 {
-		t.Fatalf("%d live routers, want 1", len(rs))
-	}
-	return rs[0], rs[0].Fleet()
-}
-
 // liveFleets returns the fleets of the live routers, each once.
 func liveFleets() []*engine.Fleet {
 	seen := map[*router.LiveFleet]bool{}

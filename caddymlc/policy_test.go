@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
@@ -46,9 +47,9 @@ func TestPolicyJSON(t *testing.T) {
 				t.Fatalf("load: %v\n%s", err, cfg)
 			}
 			t.Cleanup(func() { stopCaddy(t) })
-			r, _ := liveRouter(t)
-			if got := fmt.Sprintf("%T", r.Policy()); got != tc.want || r.KeepsPrefixIndex() != tc.prefixes {
-				t.Fatalf("policy %s (reads prefixes %v), want %s", got, r.KeepsPrefixIndex(), tc.want)
+			st := router.Statuses()
+			if len(st) != 1 || st[0].Policy != tc.want || st[0].PrefixIndex != tc.prefixes {
+				t.Fatalf("status %+v, want policy %s (reads prefixes %v)", st, tc.want, tc.prefixes)
 			}
 		})
 	}

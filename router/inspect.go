@@ -18,9 +18,6 @@ func Live() []*Router {
 // for a router with only discovered engines).
 func (r *Router) Fleet() *LiveFleet { return r.handle.get() }
 
-// Queued is the requests waiting for an engine.
-func (r *Router) Queued() int64 { return r.queued.Load() }
-
 // Done is closed once the fleet's engines stopped (or never started).
 func (lf *LiveFleet) Done() <-chan struct{} { return lf.done }
 
@@ -45,10 +42,3 @@ func (lf *LiveFleet) Started() <-chan struct{} { return lf.started }
 
 // Failed returns the error of a start that failed, or nil.
 func (lf *LiveFleet) Failed() error { return lf.failed() }
-
-// Policy is the router's selection policy.
-func (r *Router) Policy() Policy { return r.policy }
-
-// KeepsPrefixIndex reports whether the router keeps its engines' prefix
-// indexes, for a policy that reads Candidate.PrefixHit.
-func (r *Router) KeepsPrefixIndex() bool { return r.readsPrefixes }

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,10 @@ type LoadStatus struct {
 type RouterStatus struct {
 	Model string `json:"model"`
 	Mode  string `json:"mode"`
+	// Policy is the selection policy's Go type; PrefixIndex says that
+	// the router keeps its engines' prefix indexes for it.
+	Policy      string `json:"policy"`
+	PrefixIndex bool   `json:"prefix_index,omitempty"`
 	// Queued are requests waiting for an engine to be ready at all.
 	Queued int64 `json:"queued"`
 	// Gate is the router's fair queue: requests waiting for the engines'
@@ -117,7 +122,7 @@ func Statuses() []RouterStatus {
 
 // Status describes the router and its engines.
 func (r *Router) Status() RouterStatus {
-	st := RouterStatus{Model: r.Model, Mode: r.Mode, Queued: r.queued.Load()}
+	st := RouterStatus{Model: r.Model, Mode: r.Mode, Policy: fmt.Sprintf("%T", r.policy), PrefixIndex: r.readsPrefixes, Queued: r.queued.Load()}
 	qs := r.gate.queue.Stats()
 	st.Gate = GateStatus{Batch: r.gate.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.gate.queue.Snapshot()}
 	lf := r.handle.get()
