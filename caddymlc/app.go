@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -35,6 +36,10 @@ var current atomic.Pointer[App]
 // Caddy starts a config's apps in no fixed order: when the http app starts
 // first, requests wait in the routers' queues until the engines are ready.
 type App struct {
+	// Cluster, when set, shares budgets and prefix indexes with the
+	// other replicas of this config through Redis (cluster.go).
+	Cluster *Cluster `json:"cluster,omitempty"`
+
 	ctx     caddy.Context
 	logger  *zap.Logger
 	mu      sync.Mutex
@@ -43,6 +48,8 @@ type App struct {
 	held    []string                  // keys whose fleets this config holds
 	// watching: this config holds the process's descriptor watch.
 	watching bool
+	// cluster is the connection of the Cluster option; nil without it.
+	cluster *clusterLink
 }
 
 // CaddyModule returns the Caddy module information.
@@ -55,6 +62,23 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.handles = map[string]*router.Handle{}
+	if a.Cluster != nil {
+		if err := cluster.RegisterMetrics(ctx.GetMetricsRegistry()); err != nil {
+			return fmt.Errorf("mlc: metrics: %w", err)
+		}
+		link, err := provisionCluster(a.Cluster, a.logger)
+		if err != nil {
+			return fmt.Errorf("mlc: %w", err)
+		}
+		a.cluster = link
+	}
+	return nil
+}
+
+// Cleanup lets go of the cluster connection: the last config that held it
+// closes it.
+func (a *App) Cleanup() error {
+	a.cluster.release()
 	return nil
 }
 
@@ -86,6 +110,11 @@ func (a *App) Start() error {
 	defer a.mu.Unlock()
 	if err := a.checkPorts(); err != nil {
 		return err
+	}
+	if a.cluster != nil {
+		// Not in Provision: `caddy validate` provisions, and must not
+		// connect.
+		a.cluster.conn.Start()
 	}
 	grace := a.drainGrace()
 	for key, h := range a.handles {
@@ -276,7 +305,8 @@ func (p pooledFleet) Destruct() error {
 
 // Interface guards.
 var (
-	_ caddy.App         = (*App)(nil)
-	_ caddy.Provisioner = (*App)(nil)
-	_ caddy.Destructor  = pooledFleet{}
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+	_ caddy.Destructor   = pooledFleet{}
 )

@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -72,6 +73,9 @@ func waitDrained(t testing.TB, old []*router.LiveFleet) {
 var metricsRegistry = func() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	if err := router.RegisterMetrics(reg); err != nil {
+		panic(err)
+	}
+	if err := cluster.RegisterMetrics(reg); err != nil {
 		panic(err)
 	}
 	return reg

@@ -15,7 +15,7 @@ import (
 )
 
 // init registers everything the module adds to Caddy: the handler and its
-// Caddyfile directive, its selection policies, the mlc app that runs the
+// Caddyfile directive, the mlc global option (the mlc app's config), its selection policies, the mlc app that runs the
 // engines, the admin route /mlc/engines, the listener wrapper that answers
 // clients Caddy has no descriptor for, and the mlc-engine command that
 // runs a built-in engine.
@@ -29,6 +29,7 @@ func init() {
 	caddy.RegisterModule(DescriptorReserve{})
 	httpcaddyfile.RegisterHandlerDirective("mlc_router", parseCaddyfile)
 	httpcaddyfile.RegisterDirectiveOrder("mlc_router", httpcaddyfile.Before, "reverse_proxy")
+	httpcaddyfile.RegisterGlobalOption("mlc", parseGlobalOption)
 	caddycmd.RegisterCommand(engineCommand)
 }
 

@@ -1,0 +1,195 @@
+package caddymlc
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/redistest"
+)
+
+// The mlc global option is the mlc app's config.
+func TestClusterOptionAdapts(t *testing.T) {
+	cf := `{
+	mlc {
+		cluster {
+			redis      redis.internal:6380
+			username   {env.REDIS_USERNAME}
+			password   {env.REDIS_PASSWORD}
+			tls {
+				server_name redis.internal
+				ca          /etc/redis/ca.pem
+			}
+			key_prefix prod
+			replicas   3
+			timeout    80ms
+		}
+	}
+}
+:8080 {
+	respond ok
+}
+`
+	out, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Apps map[string]json.RawMessage `json:"apps"`
+	}
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var app App
+	if err := json.Unmarshal(cfg.Apps["mlc"], &app); err != nil {
+		t.Fatalf("%v: %s", err, cfg.Apps["mlc"])
+	}
+	want := Cluster{Redis: "redis.internal:6380", Username: "{env.REDIS_USERNAME}", Password: "{env.REDIS_PASSWORD}",
+		TLS: &ClusterTLS{ServerName: "redis.internal", CA: "/etc/redis/ca.pem"}, KeyPrefix: "prod", Replicas: 3, Timeout: caddy.Duration(80 * time.Millisecond)}
+	if app.Cluster == nil || fmt.Sprint(*app.Cluster.TLS) != fmt.Sprint(*want.TLS) {
+		t.Fatalf("got %s", cfg.Apps["mlc"])
+	}
+	got := *app.Cluster
+	got.TLS, want.TLS = nil, nil
+	if got != want {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+	for _, bad := range []string{
+		"cluster {\n}",
+		"cluster {\nredis a:1\nreplicas 0\n}",
+		"cluster {\nredis a:1\nbogus 1\n}",
+		"cluster {\nredis a:1\n}\ncluster {\nredis b:1\n}",
+		"bogus",
+	} {
+		cf := "{\n\tmlc {\n" + bad + "\n\t}\n}\n:8080 {\n\trespond ok\n}\n"
+		if _, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil); err == nil {
+			t.Errorf("no error for %q", bad)
+		}
+	}
+}
+
+// clusterSite is a Caddyfile with the cluster option and one built-in
+// engine; routerOpts go into the mlc_router block.
+func clusterSite(httpPort int, clusterBlock, routerOpts string, engine int) string {
+	return fmt.Sprintf(`{
+	admin off
+	auto_https off
+	mlc {
+		cluster {
+%s		}
+	}
+}
+http://127.0.0.1:%d {
+	mlc_router {
+		model tiny
+		mode whole
+		endpoint 127.0.0.1:%d
+%s	}
+}
+`, clusterBlock, httpPort, engine, routerOpts)
+}
+
+// liveCluster returns the running config's cluster connection.
+func liveCluster(t *testing.T) *cluster.Conn {
+	t.Helper()
+	a := current.Load()
+	if a == nil || a.cluster == nil {
+		t.Fatal("no running config with a cluster")
+	}
+	return a.cluster.conn
+}
+
+// waitClusterUp waits until c answers.
+func waitClusterUp(t *testing.T, c *cluster.Conn) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		up, changed := c.Watch()
+		if up {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the cluster's Redis did not answer")
+		}
+	}
+}
+
+// A config with the cluster option connects to Redis with the password of
+// a placeholder, shows caddy_mlc_cluster_up 1, keeps the connection
+// across a reload, and shows the password nowhere.
+func TestClusterConnectsAndSurvivesReload(t *testing.T) {
+	const secret = "pw-from-the-environment"
+	srv := redistest.Start(t, "--requirepass", secret)
+	t.Setenv("CADDY_MLC_TEST_REDIS_PASSWORD", secret)
+	ports := freePorts(t, 2)
+	block := fmt.Sprintf("\t\t\tredis %s\n\t\t\tpassword {env.CADDY_MLC_TEST_REDIS_PASSWORD}\n", srv.Addr())
+	cfg := clusterSite(ports[0], block, "", ports[1])
+	loadCaddyfile(t, cfg)
+	conn := liveCluster(t)
+	waitClusterUp(t, conn)
+	if g := metricValue(t, "caddy_mlc_cluster_up"); g != 1 {
+		t.Fatalf("caddy_mlc_cluster_up = %v", g)
+	}
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
+	if _, code, raw := s.complete(s.base, greedy("through a cluster", 4)); code != 200 {
+		t.Fatalf("status %d: %s", code, raw)
+	}
+
+	// A reload that changes the router, not the option, keeps the
+	// connection, up.
+	reloadCaddyfile(t, clusterSite(ports[0], block, "\t\tmax_attempts 4\n", ports[1]))
+	if liveCluster(t) != conn {
+		t.Fatal("the reload made a new connection")
+	}
+	if !conn.Up() {
+		t.Fatal("the connection went down with the reload")
+	}
+	if _, code, raw := s.complete(s.base, greedy("after the reload", 4)); code != 200 {
+		t.Fatalf("status %d: %s", code, raw)
+	}
+
+	rec := httptest.NewRecorder()
+	if err := serveEngines(rec, httptest.NewRequest("GET", "/mlc/engines", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(rec.Body.String(), secret) {
+		t.Fatal("/mlc/engines shows the password")
+	}
+}
+
+// A cluster option whose password Redis refuses: the config runs, and
+// serves, with local state.
+func TestClusterWrongPasswordServesLocally(t *testing.T) {
+	srv := redistest.Start(t, "--requirepass", "right")
+	ports := freePorts(t, 2)
+	loadCaddyfile(t, clusterSite(ports[0], fmt.Sprintf("\t\t\tredis %s\n\t\t\tpassword wrong\n", srv.Addr()), "", ports[1]))
+	conn := liveCluster(t)
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
+	if _, code, raw := s.complete(s.base, greedy("no cluster today", 4)); code != 200 {
+		t.Fatalf("status %d: %s", code, raw)
+	}
+	if conn.Up() {
+		t.Fatal("up with a password Redis refuses")
+	}
+}
+
+// reloadCaddyfile loads cf over the running config, as `caddy reload`.
+func reloadCaddyfile(t *testing.T, cf string) {
+	t.Helper()
+	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+	if err != nil {
+		t.Fatalf("adapt: %v\n%s", err, cf)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+}

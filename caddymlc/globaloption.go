@@ -1,0 +1,144 @@
+package caddymlc
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+)
+
+// parseGlobalOption reads the `mlc` global option: the mlc app's config.
+//
+//	{
+//	    mlc {
+//	        cluster { ... }   (see Cluster)
+//	    }
+//	}
+func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	if existing != nil {
+		return nil, d.Err("mlc given twice in the global options")
+	}
+	var app App
+	d.Next() // the option's name
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch d.Val() {
+		case "cluster":
+			if app.Cluster != nil {
+				return nil, d.Err("cluster given twice")
+			}
+			c, err := parseCluster(d)
+			if err != nil {
+				return nil, err
+			}
+			app.Cluster = c
+		default:
+			return nil, d.Errf("mlc: unknown option %q (cluster)", d.Val())
+		}
+	}
+	var warnings []caddyconfig.Warning
+	return httpcaddyfile.App{Name: "mlc", Value: caddyconfig.JSON(&app, &warnings)}, nil
+}
+
+// parseCluster reads the cluster block (see Cluster).
+func parseCluster(d *caddyfile.Dispenser) (*Cluster, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	c := &Cluster{}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if seen[name] {
+			return nil, d.Errf("cluster: %s given twice", name)
+		}
+		seen[name] = true
+		switch name {
+		case "redis":
+			if err := oneArg(d, &c.Redis); err != nil {
+				return nil, err
+			}
+		case "username":
+			if err := oneArg(d, &c.Username); err != nil {
+				return nil, err
+			}
+		case "password":
+			if err := oneArg(d, &c.Password); err != nil {
+				return nil, err
+			}
+		case "key_prefix":
+			if err := oneArg(d, &c.KeyPrefix); err != nil {
+				return nil, err
+			}
+		case "replicas":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return nil, err
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return nil, d.Errf("cluster: replicas %q: want an integer of at least 1", s)
+			}
+			c.Replicas = n
+		case "timeout":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return nil, err
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return nil, d.Errf("cluster: timeout %q: want a positive duration", s)
+			}
+			c.Timeout = caddy.Duration(dur)
+		case "tls":
+			t, err := parseClusterTLS(d)
+			if err != nil {
+				return nil, err
+			}
+			c.TLS = t
+		default:
+			return nil, d.Errf("cluster: unknown option %q (redis, username, password, tls, key_prefix, replicas, timeout)", name)
+		}
+	}
+	if err := c.validate(); err != nil {
+		return nil, d.Err(err.Error())
+	}
+	return c, nil
+}
+
+// parseClusterTLS reads `tls [{ ... }]`.
+func parseClusterTLS(d *caddyfile.Dispenser) (*ClusterTLS, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	t := &ClusterTLS{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var dst *string
+		switch d.Val() {
+		case "server_name":
+			dst = &t.ServerName
+		case "ca":
+			dst = &t.CA
+		case "client_cert":
+			dst = &t.ClientCert
+		case "client_key":
+			dst = &t.ClientKey
+		case "insecure_skip_verify":
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			t.InsecureSkipVerify = true
+			continue
+		default:
+			return nil, d.Errf("cluster tls: unknown option %q (server_name, ca, client_cert, client_key, insecure_skip_verify)", d.Val())
+		}
+		if err := oneArg(d, dst); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}

@@ -1,0 +1,41 @@
+package cluster
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	metricsOnce sync.Once
+	upGauge     prometheus.Gauge
+	dropped     prometheus.Counter
+)
+
+func sharedMetrics() {
+	metricsOnce.Do(func() {
+		upGauge = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "caddy", Subsystem: "mlc", Name: "cluster_up",
+			Help: "1 while the cluster's Redis answers within its deadline, 0 while the replica goes on with local state."})
+		dropped = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "mlc", Name: "cluster_messages_dropped_total",
+			Help: "Messages to the other replicas dropped: the queue was full, or Redis out of reach."})
+	})
+}
+
+// RegisterMetrics adds the cluster's metrics to reg (Caddy's registry),
+// once per registry.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	sharedMetrics()
+	if reg == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{upGauge, dropped} {
+		if err := reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				return err
+			}
+		}
+	}
+	return nil
+}
