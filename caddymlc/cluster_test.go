@@ -1,9 +1,15 @@
 package caddymlc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +197,105 @@ func reloadCaddyfile(t *testing.T, cf string) {
 	}
 	if err := caddy.Load(cfg, true); err != nil {
 		t.Fatalf("reload: %v", err)
+	}
+}
+
+// startReplica runs cf in another Caddy process (this test binary, as
+// `caddy run`), stopped when the test ends.
+func startReplica(t *testing.T, cf string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(file, []byte(cf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "run", "--config", file, "--adapter", "caddyfile")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+}
+
+// waitReplicaClusterUp waits until the Caddy behind an admin endpoint
+// shows caddy_mlc_cluster_up 1.
+func waitReplicaClusterUp(t *testing.T, adminPort int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", adminPort)); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), "\ncaddy_mlc_cluster_up 1\n") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the other replica's cluster never came up")
+		}
+		time.Sleep(20 * time.Millisecond) // another process: polled
+	}
+}
+
+// replicaConfig is a replica's Caddyfile: the cluster option on redis,
+// the router on httpPort with routerOpts, over external engines.
+func replicaConfig(admin string, redis string, httpPort int, routerOpts string, engines ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\n\tadmin %s\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n\tmlc {\n\t\tcluster {\n\t\t\tredis %s\n\t\t\treplicas 2\n\t\t}\n\t}\n}\n", admin, redis)
+	fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode whole\n%s", httpPort, routerOpts)
+	for _, e := range engines {
+		fmt.Fprintf(&b, "\t\tendpoint %s external\n", e)
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+// Two replicas, one tenant with a budget of 6 requests a minute, its
+// requests alternating between them: 6 are served in all, not 6 each, and
+// both answer with the same x-ratelimit headers.
+func TestClusterBudgetsAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	ports := freePorts(t, 4)
+	eng := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	startEngineProc(t, eng, nil)
+	opts := "\t\ttenant {http.request.header.X-Tenant}\n\t\tbudget * requests_per_minute 6\n"
+	startReplica(t, replicaConfig(fmt.Sprintf("127.0.0.1:%d", ports[3]), srv.Addr(), ports[2], opts, eng))
+	loadCaddyfile(t, replicaConfig("off", srv.Addr(), ports[1], opts, eng))
+	waitClusterUp(t, liveCluster(t))
+	waitReplicaClusterUp(t, ports[3])
+	bases := []string{fmt.Sprintf("http://127.0.0.1:%d", ports[1]), fmt.Sprintf("http://127.0.0.1:%d", ports[2])}
+	waitAnswers(t, bases[1])
+
+	served := 0
+	for i := range 12 {
+		body, _ := json.Marshal(greedy(fmt.Sprintf("request %d", i), 2))
+		req, _ := http.NewRequest(http.MethodPost, bases[i%2]+"/v1/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Tenant", "shared-tenant")
+		resp, err := httpClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			served++
+		case http.StatusTooManyRequests:
+		default:
+			t.Fatalf("request %d: status %d", i, resp.StatusCode)
+		}
+		if l := resp.Header.Get("X-Ratelimit-Limit-Requests"); l != "6" {
+			t.Fatalf("request %d through replica %d: x-ratelimit-limit-requests %q, want 6 (the shared budget)", i, i%2, l)
+		}
+	}
+	// A budget refills a request every 10 s: one more may fit.
+	if served < 6 || served > 7 {
+		t.Fatalf("%d requests served through two replicas for a budget of 6", served)
 	}
 }

@@ -31,7 +31,7 @@ func (r *Handler) Provision(ctx caddy.Context) error {
 	if err := router.RegisterMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}
-	budgets, err := r.provisionBudgets()
+	budgets, err := r.provisionBudgets(app.cluster)
 	if err != nil {
 		return err
 	}

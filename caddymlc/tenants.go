@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddy-mlc/caddy-mlc/router/budget"
 	"github.com/caddy-mlc/caddy-mlc/router/fair"
@@ -49,8 +50,9 @@ type Tenancy struct {
 	// Budgets are what tenants may spend per minute, in tokens (prompt and
 	// generated) and requests; over budget a request gets OpenAI's 429
 	// rate_limit_exceeded with Retry-After, and every answer carries the
-	// x-ratelimit-* headers. Kept per Caddy process (see router/budget
-	// for replicas).
+	// x-ratelimit-* headers. Kept per Caddy process, or, with the mlc
+	// app's cluster option, in Redis, shared by the replicas (see
+	// docs/scaling-out.md).
 	Budgets []budget.Rule `json:"budgets,omitempty"`
 }
 
@@ -113,18 +115,28 @@ func (r *Handler) provisionQueue(m ModelConfig) (*fair.Queue, error) {
 }
 
 // provisionBudgets returns the process's budgets with this config's
-// rules, or nil when it has none.
-func (r *Handler) provisionBudgets() (*budget.Limiter, error) {
+// rules, or nil when it has none. With the cluster option they live in
+// its Redis, shared by the replicas, with local buckets to fall back on
+// while Redis is away; the budgets are kept apart from those of another
+// cluster option (or none), so that a reload that changes it starts them
+// on the new store.
+func (r *Handler) provisionBudgets(link *clusterLink) (*budget.Limiter, error) {
 	if len(r.Budgets) == 0 {
 		return nil, nil
 	}
-	val, loaded, err := shared.LoadOrNew(budgetsKey, func() (caddy.Destructor, error) {
-		return budget.New(budget.Options{Rules: r.Budgets})
+	key := budgetsKey
+	opts := budget.Options{Rules: r.Budgets}
+	if link != nil {
+		key = fmt.Sprintf("%s/%s/%d", budgetsKey, link.key, link.replicas)
+		opts.Store, opts.Fallback, opts.Replicas = cluster.NewBudgetStore(link.conn), budget.NewMemoryStore(), link.replicas
+	}
+	val, loaded, err := shared.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return budget.New(opts)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mlc_router: budgets: %w", err)
 	}
-	r.held = append(r.held, budgetsKey)
+	r.held = append(r.held, key)
 	l := val.(*budget.Limiter)
 	if loaded {
 		if err := l.SetRules(r.Budgets); err != nil {

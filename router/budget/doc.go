@@ -37,15 +37,16 @@
 // Buckets live in a Store. MemoryStore, the default, keeps them in the
 // process: exact, and per replica. With N Caddy replicas behind a load
 // balancer, each keeps its own buckets, so a tenant may spend up to N
-// times a budget across them. To bound a tenant to L in all, configure
-// L/N: a tenant whose requests spread evenly then gets L, one whose
-// requests all reach one replica gets L/N; with a balancer that sends each
-// tenant to one replica (hashing an API key), configure L and each tenant
-// gets exactly L. A Store shared by the replicas (Redis, or Caddy's
-// storage as mholt/caddy-ratelimit's distributed mode uses) makes the
+// times a budget across them. A Store shared by the replicas makes the
 // budget exact across them: Store.Update is a read-modify-write of one
 // tenant's State, which such a store implements with a compare-and-swap
-// or a lock; the replicas' clocks must agree to well under the budgets'
-// resolution, as a bucket is read at the time of the replica that reads
-// it (a clock behind the stored state refills nothing, never negative).
+// or a lock (the mlc app's cluster option keeps them in Redis:
+// internal/cluster.BudgetStore). The replicas' clocks must agree to well
+// under the budgets' resolution, as a bucket is read at the time of the
+// replica that reads it (a clock behind the stored state refills nothing,
+// never negative). While a shared store fails, a Limiter with a Fallback
+// decides on the Fallback's buckets at 1/Replicas of each budget: N
+// replicas left alone spend about L together, one that serves a tenant
+// alone gives it L/N. Without a shared store, the same L/N configured by
+// hand bounds a tenant to L in all.
 package budget

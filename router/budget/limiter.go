@@ -11,6 +11,14 @@ type Options struct {
 	Rules []Rule
 	// Store keeps the buckets; nil is a new MemoryStore.
 	Store Store
+	// Fallback, when not nil, keeps the buckets while Store fails (a
+	// store the replicas share, out of reach): the request is then
+	// decided on the Fallback's buckets, each budget at 1/Replicas of its
+	// limit, so that Replicas replicas left alone spend about the limit
+	// together. Without it Store's errors are the caller's.
+	Fallback Store
+	// Replicas is how many replicas share Store (default 1).
+	Replicas int
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -18,14 +26,16 @@ type Options struct {
 // Limiter applies budgets to tenants. Its methods are safe for
 // concurrent use.
 type Limiter struct {
-	store Store
-	now   func() time.Time
-	rules atomic.Pointer[ruleSet]
+	store    Store
+	fallback Store
+	replicas int64
+	now      func() time.Time
+	rules    atomic.Pointer[ruleSet]
 }
 
 // New returns a Limiter of o's rules.
 func New(o Options) (*Limiter, error) {
-	l := &Limiter{store: o.Store, now: o.Now}
+	l := &Limiter{store: o.Store, fallback: o.Fallback, replicas: int64(max(o.Replicas, 1)), now: o.Now}
 	if l.store == nil {
 		l.store = NewMemoryStore()
 	}
@@ -60,8 +70,8 @@ func (l *Limiter) Limited(tenant string) bool {
 // max_tokens) if its budgets allow, and reserves them and one request. A
 // tenant without a budget is always allowed, with no headers. The
 // Reservation, not nil when allowed, is settled when the request ends.
-// An error is the Store's: whether to serve the request then is the
-// caller's choice.
+// An error is the Store's (the Fallback's, with one): whether to serve
+// the request then is the caller's choice.
 func (l *Limiter) Reserve(ctx context.Context, tenant string, tokens int64) (*Reservation, Decision, error) {
 	tokens = min(max(tokens, 0), MaxCost)
 	d := Decision{Allowed: true, Requested: tokens}
@@ -71,41 +81,43 @@ func (l *Limiter) Reserve(ctx context.Context, tenant string, tokens int64) (*Re
 	}
 	now := l.now().UnixMicro()
 	var reserved int64
-	err := l.store.Update(ctx, key, func(s *State) {
-		d = Decision{Allowed: true, Requested: tokens}
-		reserved = 0
-		tk, rq := s.Tokens, s.Requests
-		var waitT, waitR int64
-		if r.TokensPerMinute > 0 {
-			tk = tk.advance(now, r.TokensPerMinute)
-			// More than a whole budget waits for a full bucket.
-			reserved = min(tokens, r.TokensPerMinute)
-			if !tk.fits(reserved, r.TokensPerMinute) {
-				waitT = tk.waitFor(reserved, r.TokensPerMinute)
-			}
-		}
-		if r.RequestsPerMinute > 0 {
-			rq = rq.advance(now, r.RequestsPerMinute)
-			if !rq.fits(1, r.RequestsPerMinute) {
-				waitR = rq.waitFor(1, r.RequestsPerMinute)
-			}
-		}
-		if waitT > 0 || waitR > 0 {
-			d.Allowed = false
-			d.Exceeded = ExceededTokens
-			if waitR > waitT {
-				d.Exceeded = ExceededRequests
-			}
-			d.RetryAfter = time.Duration(max(waitT, waitR)) * time.Microsecond
+	err := l.update(ctx, key, r, func(r *Rule) func(*State) {
+		return func(s *State) {
+			d = Decision{Allowed: true, Requested: tokens}
 			reserved = 0
-		} else {
-			tk = tk.add(reserved)
-			if r.RequestsPerMinute > 0 {
-				rq = rq.add(1)
+			tk, rq := s.Tokens, s.Requests
+			var waitT, waitR int64
+			if r.TokensPerMinute > 0 {
+				tk = tk.advance(now, r.TokensPerMinute)
+				// More than a whole budget waits for a full bucket.
+				reserved = min(tokens, r.TokensPerMinute)
+				if !tk.fits(reserved, r.TokensPerMinute) {
+					waitT = tk.waitFor(reserved, r.TokensPerMinute)
+				}
 			}
+			if r.RequestsPerMinute > 0 {
+				rq = rq.advance(now, r.RequestsPerMinute)
+				if !rq.fits(1, r.RequestsPerMinute) {
+					waitR = rq.waitFor(1, r.RequestsPerMinute)
+				}
+			}
+			if waitT > 0 || waitR > 0 {
+				d.Allowed = false
+				d.Exceeded = ExceededTokens
+				if waitR > waitT {
+					d.Exceeded = ExceededRequests
+				}
+				d.RetryAfter = time.Duration(max(waitT, waitR)) * time.Microsecond
+				reserved = 0
+			} else {
+				tk = tk.add(reserved)
+				if r.RequestsPerMinute > 0 {
+					rq = rq.add(1)
+				}
+			}
+			d.Tokens, d.Requests = status(tk, r.TokensPerMinute), status(rq, r.RequestsPerMinute)
+			store(s, r, now, tk, rq)
 		}
-		d.Tokens, d.Requests = status(tk, r.TokensPerMinute), status(rq, r.RequestsPerMinute)
-		store(s, r, now, tk, rq)
 	})
 	if err != nil || !d.Allowed {
 		return nil, d, err
@@ -121,16 +133,45 @@ func (l *Limiter) adjust(ctx context.Context, tenant string, tokens, requests in
 		return nil
 	}
 	now := l.now().UnixMicro()
-	return l.store.Update(ctx, key, func(s *State) {
-		tk, rq := s.Tokens, s.Requests
-		if r.TokensPerMinute > 0 {
-			tk = tk.advance(now, r.TokensPerMinute).add(tokens)
+	return l.update(ctx, key, r, func(r *Rule) func(*State) {
+		return func(s *State) {
+			tk, rq := s.Tokens, s.Requests
+			if r.TokensPerMinute > 0 {
+				tk = tk.advance(now, r.TokensPerMinute).add(tokens)
+			}
+			if r.RequestsPerMinute > 0 {
+				rq = rq.advance(now, r.RequestsPerMinute).add(requests)
+			}
+			store(s, r, now, tk, rq)
 		}
-		if r.RequestsPerMinute > 0 {
-			rq = rq.advance(now, r.RequestsPerMinute).add(requests)
-		}
-		store(s, r, now, tk, rq)
 	})
+}
+
+// update applies op's update under rule r to key's State in the Store,
+// or, when the Store fails and there is a Fallback, under r's share in
+// the Fallback.
+func (l *Limiter) update(ctx context.Context, key string, r *Rule, op func(*Rule) func(*State)) error {
+	err := l.store.Update(ctx, key, op(r))
+	if err == nil || l.fallback == nil || ctx.Err() != nil {
+		return err
+	}
+	return l.fallback.Update(ctx, key, op(l.share(r)))
+}
+
+// share is one replica's part of r, when each keeps its budgets alone.
+func (l *Limiter) share(r *Rule) *Rule {
+	if l.replicas <= 1 {
+		return r
+	}
+	part := func(limit int64) int64 {
+		if limit <= 0 {
+			return 0
+		}
+		return max(limit/l.replicas, 1)
+	}
+	s := *r
+	s.TokensPerMinute, s.RequestsPerMinute = part(r.TokensPerMinute), part(r.RequestsPerMinute)
+	return &s
 }
 
 // store writes the meters back into s with its expiry.
