@@ -115,6 +115,7 @@ func (a *App) Start() error {
 		// Not in Provision: `caddy validate` provisions, and must not
 		// connect.
 		a.cluster.conn.Start()
+		a.cluster.sharePrefixes()
 	}
 	grace := a.drainGrace()
 	for key, h := range a.handles {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -88,16 +89,30 @@ var clusterConns = caddy.NewUsagePool()
 // clusterLink is a config's view of its cluster connection.
 type clusterLink struct {
 	conn     *cluster.Conn
+	pooled   *pooledConn
 	key      string // in clusterConns
 	replicas int
 }
 
-// pooledConn is a connection in clusterConns: closed when no config holds
-// it any more.
-type pooledConn struct{ *cluster.Conn }
+// pooledConn is a connection in clusterConns, and the prefix sharing that
+// runs on it: closed when no config holds it any more.
+type pooledConn struct {
+	*cluster.Conn
+	share      sync.Once
+	stopShare  func()
+	shareMu    sync.Mutex
+	subscribed map[string]bool // models whose prefix events it applies
+}
 
-// Destruct closes the connection.
-func (p pooledConn) Destruct() error { return p.Close() }
+// Destruct stops sharing prefixes and closes the connection.
+func (p *pooledConn) Destruct() error {
+	p.shareMu.Lock()
+	if p.stopShare != nil {
+		p.stopShare()
+	}
+	p.shareMu.Unlock()
+	return p.Close()
+}
 
 // validate checks the option as written, before placeholders.
 func (c *Cluster) validate() error {
@@ -143,12 +158,13 @@ func provisionCluster(c *Cluster, log *zap.Logger) (*clusterLink, error) {
 		return nil, err
 	}
 	val, _, err := clusterConns.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return pooledConn{cluster.New(opts)}, nil
+		return &pooledConn{Conn: cluster.New(opts), subscribed: map[string]bool{}}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &clusterLink{conn: val.(pooledConn).Conn, key: key, replicas: max(c.Replicas, 1)}, nil
+	p := val.(*pooledConn)
+	return &clusterLink{conn: p.Conn, pooled: p, key: key, replicas: max(c.Replicas, 1)}, nil
 }
 
 // clusterKey names a connection in clusterConns: a hash, so that the

@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/redistest"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // The mlc global option is the mlc app's config.
@@ -297,5 +298,69 @@ func TestClusterBudgetsAcrossReplicas(t *testing.T) {
 	// A budget refills a request every 10 s: one more may fit.
 	if served < 6 || served > 7 {
 		t.Fatalf("%d requests served through two replicas for a budget of 6", served)
+	}
+}
+
+// Two replicas with prefix_aware over two engines: a prompt one replica
+// sent to an engine is expected there by the other (it learns it through
+// Redis, within moments), which sends the prompt's continuations to the
+// same engine.
+func TestClusterSharesPrefixes(t *testing.T) {
+	srv := redistest.Start(t)
+	ports := freePorts(t, 5)
+	engines := []string{fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	for _, e := range engines {
+		startEngineProc(t, e, nil, "--prefix-cache-mode", "radix")
+	}
+	bAdmin := ports[4]
+	opts := "\t\tpolicy prefix_aware\n"
+	startReplica(t, replicaConfig(fmt.Sprintf("127.0.0.1:%d", bAdmin), srv.Addr(), ports[3], opts, engines...))
+	loadCaddyfile(t, replicaConfig("off", srv.Addr(), ports[2], opts, engines...))
+	waitClusterUp(t, liveCluster(t))
+	waitReplicaClusterUp(t, bAdmin)
+	a := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), client: httpClient()}
+	b := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[3]), client: httpClient()}
+	waitAnswers(t, b.base)
+	engineOf := func(before, after []int64) int {
+		t.Helper()
+		for i := range after {
+			if after[i] > before[i] {
+				return i
+			}
+		}
+		t.Fatalf("no engine served the request: %v then %v", before, after)
+		return -1
+	}
+	aRequests := func() []int64 {
+		var out []int64
+		for _, e := range router.Statuses()[0].Engines {
+			out = append(out, e.Requests)
+		}
+		return out
+	}
+	for i := range 6 {
+		prompt := make([]int, 96)
+		for k := range prompt {
+			prompt[k] = 100 + (i*131+k*7)%1100
+		}
+		before := engineRequestsOf(t, bAdmin)
+		if _, code, raw := b.complete(b.base, greedy(prompt, 2)); code != 200 {
+			t.Fatalf("replica B: status %d: %s", code, raw)
+		}
+		at := engineOf(before, engineRequestsOf(t, bAdmin))
+		deadline := time.Now().Add(10 * time.Second)
+		for router.PrefixExpected("tiny", engines[at], prompt) < len(prompt)/16*16 {
+			if time.Now().After(deadline) {
+				t.Fatalf("prompt %d: replica A never learned that engine %d holds it", i, at)
+			}
+			time.Sleep(5 * time.Millisecond) // the events cross another process and Redis
+		}
+		aBefore := aRequests()
+		if _, code, raw := a.complete(a.base, greedy(append(prompt, 7, 8, 9), 2)); code != 200 {
+			t.Fatalf("replica A: status %d: %s", code, raw)
+		}
+		if got := engineOf(aBefore, aRequests()); got != at {
+			t.Fatalf("prompt %d: replica B sent it to engine %d, replica A its continuation to engine %d", i, at, got)
+		}
 	}
 }

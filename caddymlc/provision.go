@@ -93,6 +93,9 @@ func (r *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 	if s.core, err = router.New(m.coreConfig(), opts); err != nil {
 		return nil, err
 	}
+	if app.cluster != nil && s.core.KeepsPrefixIndex() {
+		app.cluster.applyPrefixes(m.Model)
+	}
 	return s, nil
 }
 

@@ -34,7 +34,9 @@ import (
 // prompt, a map and a list of pages per engine: a few percent of a
 // least_loaded router's CPU, for nothing) keeps none, and does not see
 // the prefixes of another router's requests on the same engines.
-// prefixTracker writes it, through the Observer hooks.
+// prefixTracker writes it, through the Observer hooks, and hands each
+// change to the process's PrefixSink, if any, for the other replicas
+// (prefixshare.go).
 
 // defaultPrefixPages bounds an index whose engine reports no capacity.
 const defaultPrefixPages = 1 << 14
@@ -102,6 +104,7 @@ func (prefixTracker) Routed(r *Route) {
 	}
 	r.prefix.predicted = p.matchHeld(chain)
 	p.learn(chain, -1, capacity)
+	share(r, PrefixRouted, chain, -1, 0)
 }
 
 // Matched corrects the index with what the engine says it held
@@ -113,6 +116,7 @@ func (prefixTracker) Matched(r *Route, tokens int) {
 	}
 	p.learn(chain, tokens, capacity)
 	r.prefix.corrected = true
+	share(r, PrefixMatched, chain, tokens, 0)
 }
 
 // FirstToken does nothing: the engine's usage says more, at the end.
@@ -126,10 +130,13 @@ func (prefixTracker) Finished(r *Route, u *Usage) {
 	if !ok || u == nil {
 		return
 	}
+	cached := -1
 	if u.CachedTokens >= 0 && !r.prefix.corrected {
 		p.correct(r.prefix.predicted, u.CachedTokens, capacity)
+		cached = u.CachedTokens
 	}
 	p.hold(chain)
+	share(r, PrefixFinished, chain, cached, r.prefix.predicted)
 }
 
 // Failed does nothing: pages routed to the engine stay pending, and the

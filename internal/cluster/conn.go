@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +43,8 @@ type Conn struct {
 	opts   Options
 	client *redis.Client
 	log    *zap.Logger
+	// id tells this replica's messages on the bus from the others'.
+	id uint64
 
 	// state is stateUnknown until the first ping, then stateUp or
 	// stateDown.
@@ -54,6 +58,8 @@ type Conn struct {
 	cancel context.CancelFunc
 	start  sync.Once
 	wg     sync.WaitGroup
+
+	bus bus
 }
 
 // New returns a Conn to o.Addr. It connects nothing until Start.
@@ -62,6 +68,8 @@ func New(o Options) *Conn {
 	sharedMetrics()
 	setLibraryLogger(o.Logger)
 	ctx, cancel := context.WithCancel(context.Background())
+	var id [8]byte
+	_, _ = rand.Read(id[:])
 	c := &Conn{
 		opts: o,
 		client: redis.NewClient(&redis.Options{
@@ -78,11 +86,13 @@ func New(o Options) *Conn {
 			},
 		}),
 		log:     o.Logger,
+		id:      binary.LittleEndian.Uint64(id[:]),
 		changed: make(chan struct{}),
 		check:   make(chan struct{}, 1),
 		ctx:     ctx,
 		cancel:  cancel,
 	}
+	c.bus.init()
 	return c
 }
 
@@ -90,6 +100,8 @@ func New(o Options) *Conn {
 func (c *Conn) Start() {
 	c.start.Do(func() {
 		c.spawn("the cluster's Redis monitor", c.monitor)
+		c.spawn("the cluster's publisher", c.publish)
+		c.spawn("the cluster's subscriber", c.subscribe)
 	})
 }
 

@@ -7,6 +7,13 @@
 //
 //	go run ./tools/prefixbench            # about 3 minutes
 //	go run ./tools/prefixbench -quick     # about 1 minute
+//	go run ./tools/prefixbench -replicas 3
+//
+// With -replicas N (N > 1) it runs N Caddy replicas with the same config
+// in front of the same engines, the clients' requests spread over them in
+// turn, sharing what they learn through a redis-server of its own (the
+// mlc global option's cluster; redis-server must be on PATH); with
+// -cluster=false they do not share, as without the option.
 //
 // Every process it starts (the engines, Caddy) is its own and is stopped
 // when it ends, Ctrl-C included.
@@ -35,6 +42,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -47,6 +56,8 @@ var (
 	prefixes  = flag.Int("prefixes", 16, "system prompts")
 	prefixLen = flag.Int("prefix-tokens", 1000, "tokens per system prompt")
 	kvTokens  = flag.Int("kv-tokens", 6144, "each engine's KV cache, in tokens (max_total_seq_length)")
+	replicas  = flag.Int("replicas", 1, "Caddy replicas, requests spread over them in turn; more than 1 share through a redis-server of their own")
+	share     = flag.Bool("cluster", true, "with -replicas above 1: share through Redis (false: each replica alone, as without the cluster option)")
 )
 
 // procs are the processes this command started.
@@ -59,6 +70,10 @@ func main() {
 	flag.Parse()
 	if *quick {
 		*rounds, *requests = 1, 160
+	}
+	if *replicas < 1 {
+		fmt.Fprintln(os.Stderr, "prefixbench: -replicas must be at least 1")
+		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -99,8 +114,12 @@ func run(ctx context.Context) error {
 			results[p] = append(results[p], res)
 		}
 	}
-	fmt.Printf("\n%d system prompts of %d tokens, %d requests per run, %d clients, 3 engines of %d KV tokens each, %d round(s), medians\n\n",
-		*prefixes, *prefixLen, *requests, *clients, *kvTokens, *rounds)
+	how := ""
+	if *replicas > 1 && !*share {
+		how = " (not sharing)"
+	}
+	fmt.Printf("\n%d system prompts of %d tokens, %d requests per run, %d clients, 3 engines of %d KV tokens each, %d Caddy replica(s)%s, %d round(s), medians\n\n",
+		*prefixes, *prefixLen, *requests, *clients, *kvTokens, *replicas, how, *rounds)
 	fmt.Println("| policy | TTFT p50 | TTFT p99 | requests/s | prefix-cache hit rate |")
 	fmt.Println("| --- | --- | --- | --- | --- |")
 	med := map[string]result{}
@@ -149,11 +168,13 @@ type result struct {
 	rps, hit float64
 }
 
-// runPolicy starts three fresh engines and a Caddy with policy in front,
-// sends the workload, and stops them.
+// runPolicy starts three fresh engines and the Caddy replicas with policy
+// in front (and, for several, a fresh redis-server), sends the workload,
+// and stops them.
 func runPolicy(ctx context.Context, bin, policy string, w *workload) (result, error) {
 	defer stopAll()
-	ports, err := freePorts(5)
+	n := *replicas
+	ports, err := freePorts(3 + 2*n + 1)
 	if err != nil {
 		return result{}, err
 	}
@@ -166,34 +187,57 @@ func runPolicy(ctx context.Context, bin, policy string, w *workload) (result, er
 			return result{}, err
 		}
 	}
-	api := "http://127.0.0.1:" + strconv.Itoa(ports[3])
-	var cf strings.Builder
-	cf.WriteString(fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n}\n%s {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode whole\n\t\tpolicy %s\n",
-		ports[4], api, policy))
-	for _, e := range engines {
-		cf.WriteString("\t\tendpoint " + e + " external\n")
+	var cluster string
+	shared := n > 1 && *share
+	if shared {
+		redisPort := ports[3+2*n]
+		if err := startRedis(ctx, redisPort); err != nil {
+			return result{}, err
+		}
+		cluster = fmt.Sprintf("\tmlc {\n\t\tcluster {\n\t\t\tredis 127.0.0.1:%d\n\t\t\treplicas %d\n\t\t}\n\t}\n", redisPort, n)
 	}
-	cf.WriteString("\t}\n}\n")
-	file, err := os.CreateTemp("", "prefixbench-*.Caddyfile")
-	if err != nil {
-		return result{}, err
+	var apis, admins []string
+	for k := range n {
+		api := "http://127.0.0.1:" + strconv.Itoa(ports[3+2*k])
+		admin := "127.0.0.1:" + strconv.Itoa(ports[4+2*k])
+		apis, admins = append(apis, api), append(admins, admin)
+		var cf strings.Builder
+		cf.WriteString(fmt.Sprintf("{\n\tadmin %s\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n%s}\n%s {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode whole\n\t\tpolicy %s\n",
+			admin, cluster, api, policy))
+		for _, e := range engines {
+			cf.WriteString("\t\tendpoint " + e + " external\n")
+		}
+		cf.WriteString("\t}\n}\n")
+		file, err := os.CreateTemp("", "prefixbench-*.Caddyfile")
+		if err != nil {
+			return result{}, err
+		}
+		defer os.Remove(file.Name())
+		if _, err := file.WriteString(cf.String()); err != nil {
+			return result{}, err
+		}
+		file.Close()
+		if err := start(ctx, bin, "run", "--config", file.Name(), "--adapter", "caddyfile"); err != nil {
+			return result{}, err
+		}
 	}
-	defer os.Remove(file.Name())
-	if _, err := file.WriteString(cf.String()); err != nil {
-		return result{}, err
-	}
-	file.Close()
-	if err := start(ctx, bin, "run", "--config", file.Name(), "--adapter", "caddyfile"); err != nil {
-		return result{}, err
-	}
-	for _, base := range append([]string{api}, prefixed(engines)...) {
+	for _, base := range append(slices.Clone(apis), prefixed(engines)...) {
 		if err := waitUp(ctx, base); err != nil {
 			return result{}, err
 		}
 	}
-	// One request through the router: its engines are ready.
-	if _, _, err := ask(ctx, api, []int{1, 2, 3}); err != nil {
-		return result{}, err
+	if shared {
+		for _, admin := range admins {
+			if err := waitClusterUp(ctx, admin); err != nil {
+				return result{}, err
+			}
+		}
+	}
+	// One request through each replica: its engines are ready.
+	for _, api := range apis {
+		if _, _, err := ask(ctx, api, []int{1, 2, 3}); err != nil {
+			return result{}, err
+		}
 	}
 	before, err := prefillTokens(ctx, engines)
 	if err != nil {
@@ -210,7 +254,7 @@ func runPolicy(ctx context.Context, bin, policy string, w *workload) (result, er
 		wg.Go(func() {
 			for i := range next {
 				prompt := append(slices.Clone(w.system[w.order[i]]), w.turns[i]...)
-				ttft, n, err := ask(ctx, api, prompt)
+				ttft, n, err := ask(ctx, apis[i%len(apis)], prompt)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -355,6 +399,61 @@ func stopAll() {
 		}
 	}
 	procs.list = nil
+}
+
+// startRedis starts a redis-server of this command's own on port, with
+// nothing kept on disk, and waits until it answers.
+func startRedis(ctx context.Context, port int) error {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return fmt.Errorf("-replicas needs redis-server (apt-get install redis-server): %w", err)
+	}
+	if err := start(ctx, bin, "--save", "", "--appendonly", "no", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--loglevel", "warning"); err != nil {
+		return err
+	}
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1, DisableIdentity: true})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := c.Ping(pctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server on port %d did not come up: %v", port, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitClusterUp waits until the Caddy behind an admin address shows
+// caddy_mlc_cluster_up 1: it shares through Redis.
+func waitClusterUp(ctx context.Context, admin string) error {
+	deadline := time.Now().Add(time.Minute)
+	c := &http.Client{Timeout: 2 * time.Second}
+	for {
+		if resp, err := c.Get("http://" + admin + "/metrics"); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), "\ncaddy_mlc_cluster_up 1\n") {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replica on %s never joined the cluster", admin)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // waitUp waits until base answers GET /v1/models.

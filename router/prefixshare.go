@@ -1,0 +1,218 @@
+package router
+
+import (
+	"encoding/binary"
+	"errors"
+	"sync/atomic"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+)
+
+// Several Caddy replicas in front of the same engines each keep a prefix
+// index (prefix.go) of what they routed. Alone, each sees a third of the
+// traffic, and sends a prefix to an engine that another replica's requests
+// already filled with it, or fills an engine's cache with a prefix another
+// replica keeps elsewhere. Sharing what each learns gives them one view:
+// the prefix tracker hands every change it makes to its index to a
+// PrefixSink (the mlc app's cluster, which publishes it), and
+// ApplyPrefixEvents makes the other replicas' changes to the local
+// indexes. An event is what the tracker did, so that each replica's index
+// follows the same steps as one router's that routed every request.
+
+// PrefixEventKind is the tracker's step an event repeats.
+type PrefixEventKind uint8
+
+// The tracker's steps (see prefixTracker).
+const (
+	// PrefixRouted: a request carrying Chain was sent to the engine.
+	PrefixRouted PrefixEventKind = iota + 1
+	// PrefixMatched: the engine said it held Tokens of Chain (prep_recv).
+	PrefixMatched
+	// PrefixFinished: the engine computed Chain; Tokens, when not -1, is
+	// what its cache held of it where the index expected Predicted.
+	PrefixFinished
+)
+
+// PrefixEvent is one change a replica made to an engine's prefix index.
+type PrefixEvent struct {
+	Kind PrefixEventKind
+	// Engine is the engine's address (host:port), which names it on
+	// every replica of one config.
+	Engine    string
+	Chain     []uint64
+	Tokens    int
+	Predicted int
+}
+
+// PrefixSink receives the changes a replica makes to its prefix indexes,
+// on the request's path: it must not block (it queues them).
+type PrefixSink interface {
+	PrefixLearned(model string, ev PrefixEvent)
+}
+
+// prefixSink is the process's sink; nil (the usual case, one replica)
+// costs a tracker one atomic load.
+var prefixSink atomic.Pointer[sinkBox]
+
+type sinkBox struct{ PrefixSink }
+
+// SetPrefixSink makes s the process's PrefixSink (nil: none). It returns
+// a function that removes s, unless another sink replaced it since.
+func SetPrefixSink(s PrefixSink) (remove func()) {
+	if s == nil {
+		prefixSink.Store(nil)
+		return func() {}
+	}
+	box := &sinkBox{s}
+	prefixSink.Store(box)
+	return func() { prefixSink.CompareAndSwap(box, nil) }
+}
+
+// share hands the tracker's change on the route's engine to the sink.
+func share(r *Route, kind PrefixEventKind, chain []uint64, tokens, predicted int) {
+	box := prefixSink.Load()
+	if box == nil {
+		return
+	}
+	box.PrefixLearned(r.Request.Model, PrefixEvent{Kind: kind, Engine: r.Engine.Addr(), Chain: chain, Tokens: tokens, Predicted: predicted})
+}
+
+// ApplyPrefixEvents makes other replicas' changes to the prefix indexes of
+// model's engines, on the routers that keep one (a prefix-reading
+// policy's). An event of an engine this process does not route to is
+// ignored; every index stays bounded by its engine's capacity, as its own
+// changes keep it.
+func ApplyPrefixEvents(model string, evs []PrefixEvent) {
+	engines := prefixEngines(model)
+	if len(engines) == 0 {
+		return
+	}
+	for _, ev := range evs {
+		for _, u := range engines[ev.Engine] {
+			p, capacity := &u.prefixes, u.prefixCapacity()
+			switch ev.Kind {
+			case PrefixRouted:
+				p.learn(ev.Chain, -1, capacity)
+			case PrefixMatched:
+				p.learn(ev.Chain, ev.Tokens, capacity)
+			case PrefixFinished:
+				if ev.Tokens >= 0 {
+					p.correct(ev.Predicted, ev.Tokens, capacity)
+				}
+				p.hold(ev.Chain)
+			}
+		}
+	}
+}
+
+// PrefixExpected returns how many tokens of prompt the routers of model
+// expect the engine at addr to hold in its prefix cache once what was
+// sent there is prefilled (0 for a model whose routers keep no index),
+// for tests and operators.
+func PrefixExpected(model, addr string, prompt []int) int {
+	for _, u := range prefixEngines(model)[addr] {
+		return u.prefixes.match(prefixChain(prompt))
+	}
+	return 0
+}
+
+// prefixEngines returns the engines of model's routers that keep a prefix
+// index, by address.
+func prefixEngines(model string) map[string][]*Upstream {
+	live.Lock()
+	defer live.Unlock()
+	var out map[string][]*Upstream
+	seen := map[*Upstream]bool{}
+	add := func(u *Upstream) {
+		if seen[u] {
+			return
+		}
+		seen[u] = true
+		if out == nil {
+			out = map[string][]*Upstream{}
+		}
+		out[u.addr] = append(out[u.addr], u)
+	}
+	for r := range live.routers {
+		if r.Model != model || !r.readsPrefixes {
+			continue
+		}
+		if r.handle != nil {
+			if lf := r.handle.get(); lf != nil {
+				for _, u := range lf.upstreams {
+					add(u)
+				}
+			}
+		}
+		if r.dynamic != nil {
+			for _, role := range []string{"", engine.RolePrefill, engine.RoleDecode} {
+				for _, u := range r.dynamic.Engines(role) {
+					add(u)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// The wire form of an event: kind, engine address (its length, a
+// uvarint, then its bytes),
+// tokens and predicted (zigzag varints), the chain (its length, then each
+// hash, 8 bytes little-endian). A chain is bounded by what a prompt can
+// be (a million tokens, 65,536 pages).
+const maxChainPages = 1 << 16
+
+var errPrefixEvent = errors.New("malformed prefix event")
+
+// AppendPrefixEvent appends ev's wire form to b.
+func AppendPrefixEvent(b []byte, ev PrefixEvent) []byte {
+	b = append(b, byte(ev.Kind))
+	b = binary.AppendUvarint(b, uint64(len(ev.Engine)))
+	b = append(b, ev.Engine...)
+	b = binary.AppendVarint(b, int64(ev.Tokens))
+	b = binary.AppendVarint(b, int64(ev.Predicted))
+	b = binary.AppendUvarint(b, uint64(len(ev.Chain)))
+	for _, h := range ev.Chain {
+		b = binary.LittleEndian.AppendUint64(b, h)
+	}
+	return b
+}
+
+// DecodePrefixEvent reads an event's wire form.
+func DecodePrefixEvent(b []byte) (PrefixEvent, error) {
+	var ev PrefixEvent
+	if len(b) < 2 {
+		return ev, errPrefixEvent
+	}
+	ev.Kind = PrefixEventKind(b[0])
+	if ev.Kind < PrefixRouted || ev.Kind > PrefixFinished {
+		return ev, errPrefixEvent
+	}
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 || n > uint64(len(b)-1-k) {
+		return ev, errPrefixEvent
+	}
+	b = b[1+k:]
+	ev.Engine, b = string(b[:n]), b[n:]
+	tokens, k := binary.Varint(b)
+	if k <= 0 {
+		return ev, errPrefixEvent
+	}
+	b = b[k:]
+	predicted, k := binary.Varint(b)
+	if k <= 0 {
+		return ev, errPrefixEvent
+	}
+	b = b[k:]
+	pages, k := binary.Uvarint(b)
+	if k <= 0 || pages > maxChainPages || uint64(len(b)-k) != pages*8 {
+		return ev, errPrefixEvent
+	}
+	b = b[k:]
+	ev.Tokens, ev.Predicted = int(tokens), int(predicted)
+	ev.Chain = make([]uint64, pages)
+	for i := range ev.Chain {
+		ev.Chain[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return ev, nil
+}
