@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's commands as written, on the binary the README's main job
 # builds: every built-in example at once (each with the commands in its
-# header, checked through its own admin endpoint), then the main job through
+# header: the engines and redis-server it starts by hand, its Caddys, its
+# curls; checked through its own admin endpoint), then the main job through
 # the README's "Using it" block with the curl and openai npm clients beside
 # it. All of them share the machine, which checks that their ports do not
 # clash. Then no process that Caddy started may outlive it.
@@ -69,18 +70,24 @@ for file in examples/*.Caddyfile; do
   # tests adapt the Caddyfile and serve through the policy in process
   # (go test ./examples/<name>).
   [ -d "examples/$name" ] && continue
-  admin_of[$name]=$(sed -n 's/^[[:space:]]*admin \(.*\)$/\1/p' "$file")
+  # An address may be an environment placeholder with a default
+  # ({$MLC_ADMIN:2919}, for replicas of one file): the default is it.
+  admin_of[$name]=$(sed -n 's/^[[:space:]]*admin \(.*\)$/\1/p' "$file" | sed 's/{\$[A-Za-z_]*:\([^}]*\)}/\1/g')
   [ -n "${admin_of[$name]}" ] || fail "$file has no admin endpoint"
+  replica=0
   while IFS= read -r cmd; do
     case "$cmd" in
-      "./caddy mlc-engine "*"&")
+      "./caddy mlc-engine "*"&"|"redis-server "*"&")
         echo "\$ $cmd"
         eval "${cmd%&} >>'$work/$name-engines.log' 2>&1 &"
         engines+=("$!") ;;
-      "./caddy run --config $file")
-        echo "\$ $cmd &"
-        eval "$cmd >'$work/$name.log' 2>&1 &"
-        caddies+=("$!") ;;
+      "./caddy run --config $file"|*" ./caddy run --config $file &")
+        # Replicas of one file, their ports in the environment, and
+        # the one in the foreground: all in the background here.
+        echo "\$ ${cmd%&} &"
+        eval "${cmd%&} >'$work/$name-$replica.log' 2>&1 &"
+        caddies+=("$!")
+        replica=$((replica + 1)) ;;
     esac
   done < <(header_commands "$file")
 done

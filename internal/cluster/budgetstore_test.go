@@ -38,11 +38,10 @@ func newReplica(t *testing.T, addr string, n int, timeout time.Duration, now fun
 	return &replica{conn: c, lim: l}
 }
 
-// fixedClock is a settable clock the replicas share.
+// fixedClock is a clock the replicas share, standing still.
 type fixedClock struct{ t atomic.Int64 }
 
-func (c *fixedClock) now() time.Time          { return time.UnixMicro(c.t.Load()) }
-func (c *fixedClock) advance(d time.Duration) { c.t.Add(d.Microseconds()) }
+func (c *fixedClock) now() time.Time { return time.UnixMicro(c.t.Load()) }
 
 func newClock() *fixedClock {
 	c := &fixedClock{}
