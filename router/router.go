@@ -222,3 +222,8 @@ func (r *Router) Close() {
 	removeLive(r)
 	r.client.close()
 }
+
+// KeepsPrefixIndex reports whether the router keeps its engines' prefix
+// indexes, for a policy that reads Candidate.PrefixHit: the adapter then
+// shares what the index learns with the other replicas.
+func (r *Router) KeepsPrefixIndex() bool { return r.readsPrefixes }
