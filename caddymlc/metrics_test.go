@@ -21,10 +21,10 @@ import (
 func TestMetricsCount(t *testing.T) {
 	s := startSite(t, 2, "\t\t\tmode disagg\n")
 	ok := func() float64 {
-		return metricValue(t, "caddy_mlc_requests_total", "model", "tiny", "mode", router.ModeDisagg, "outcome", "ok")
+		return metricValue(t, "caddy_mlc_requests_total", "model", "tiny", "mode", router.ModeDisagg, "endpoint", "completions", "outcome", "ok")
 	}
 	bad := func() float64 {
-		return metricValue(t, "caddy_mlc_requests_total", "model", "tiny", "mode", router.ModeDisagg, "outcome", "client_error")
+		return metricValue(t, "caddy_mlc_requests_total", "model", "tiny", "mode", router.ModeDisagg, "endpoint", "completions", "outcome", "client_error")
 	}
 	tokens := func() float64 { return metricValue(t, "caddy_mlc_completion_tokens_total") }
 	okBefore, badBefore, tokBefore := ok(), bad(), tokens()

@@ -100,7 +100,11 @@ func (e *Error) Body() []byte {
 }
 
 // Write answers the error on w with its status.
-func (e *Error) Write(w http.ResponseWriter) {
+func (e *Error) Write(w http.ResponseWriter) { e.WriteBody(w, e.Body()) }
+
+// WriteBody answers the error on w with its status and headers, and body:
+// the error in the shape of another API (Anthropic's).
+func (e *Error) WriteBody(w http.ResponseWriter, body []byte) {
 	status := e.Status
 	if status == 0 {
 		status = http.StatusInternalServerError
@@ -111,7 +115,7 @@ func (e *Error) Write(w http.ResponseWriter) {
 		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
 	w.WriteHeader(status)
-	_, _ = w.Write(append(e.Body(), '\n'))
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // ParseError reads an error body; it returns nil when b is not one. It

@@ -7,4 +7,8 @@ const (
 	PathChatCompletions = "/v1/chat/completions"
 	PathModels          = "/v1/models"
 	PathEmbeddings      = "/v1/embeddings"
+	// PathMessages is Anthropic's Messages API, PathResponses OpenAI's
+	// Responses API (its stored responses under PathResponses/{id}).
+	PathMessages  = "/v1/messages"
+	PathResponses = "/v1/responses"
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 )
 
@@ -257,6 +258,17 @@ func (s *SSEWriter) WriteEvent(data []byte) error {
 
 // writeFrame ends the event buf holds ("data: " and the data, in the
 // writer's buffer) and writes it, without flushing.
+// WriteNamedEvent writes one event of type name (its "event:" field, as
+// Anthropic's stream and OpenAI's Responses stream name theirs) with
+// data, without flushing it.
+func (s *SSEWriter) WriteNamedEvent(name string, data []byte) error {
+	if strings.ContainsAny(name, "\r\n") || bytes.ContainsAny(data, "\r\n") {
+		return fmt.Errorf("sse: event name or data contains a line end")
+	}
+	buf := append(append(append(s.buf[:0], "event: "...), name...), "\ndata: "...)
+	return s.writeFrame(append(buf, data...))
+}
+
 func (s *SSEWriter) writeFrame(buf []byte) error {
 	s.buf = append(buf, "\n\n"...)
 	_, err := s.w.Write(s.buf)

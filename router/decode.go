@@ -181,6 +181,13 @@ func (d *decoder) prepareChat(hreq *http.Request) (*protocol.CompletionRequest, 
 		return nil, nil, apiErr
 	}
 	defer release()
+	return d.chatCompletion(creq)
+}
+
+// chatCompletion returns the completion request that answers a checked
+// chat request, and its prompt ids: the APIs built on chat (Messages,
+// Responses) answer through it too, so that their text is chat's.
+func (d *decoder) chatCompletion(creq *protocol.ChatCompletionRequest) (*protocol.CompletionRequest, []int, *protocol.Error) {
 	prompt, stops, apiErr := d.renderChat(creq)
 	if apiErr != nil {
 		return nil, nil, apiErr

@@ -8,7 +8,9 @@
 //
 //   - models.go: the front (Models.ServeHTTP): the path, the model named.
 //   - serve.go: a request's way through, serve: decode, admit, run its
-//     choices, record.
+//     choices, record. An API is a value there (api): how its request
+//     becomes a completion, and its sink. messages.go (Anthropic's
+//     Messages API) builds on chat.
 //   - decode.go: decode and validate (decoder): the body, the model, the
 //     prompt's tokens, the chat rendered; embeddings.go for /v1/embeddings.
 //   - admit.go: the gate: the tenant's budget, the fair queue in front of
@@ -25,7 +27,8 @@
 //   - attempt.go: an attempt's stream and its Close; engineclient.go: the
 //     calls, under a watchdog, and their verdicts.
 //   - sink.go: the answer out, streamed or whole, completion or chat;
-//     choicelogprobs.go the logprobs that go with the text.
+//     choicelogprobs.go the logprobs that go with the text;
+//     messagessink.go a message, over eventstream.go's named events.
 //
 // Around them: router.go (Router, Config, New, reloads), policy.go and
 // policies.go (the selection policy API and the built-in ones), hooks.go

@@ -43,13 +43,13 @@ func (r *Router) serveEmbeddings(w http.ResponseWriter, hreq *http.Request) {
 		lift()
 	}
 	if apiErr != nil {
-		r.refuse(w, hreq, apiErr)
+		r.refuse(w, hreq, embeddingsAPI, apiErr)
 		return
 	}
 	req, asked, apiErr := r.prepareEmbeddings(b)
 	release()
 	if apiErr != nil {
-		r.refuse(w, hreq, apiErr)
+		r.refuse(w, hreq, embeddingsAPI, apiErr)
 		return
 	}
 	id := protocol.NewID("embd-")
@@ -62,7 +62,7 @@ func (r *Router) serveEmbeddings(w http.ResponseWriter, hreq *http.Request) {
 		apiErr = answerOf(err)
 		outcome = outcomeOf(apiErr)
 	}
-	r.metrics.requests.WithLabelValues(r.Model, r.Mode, outcome).Inc()
+	r.metrics.requests.WithLabelValues(r.Model, r.Mode, embeddingsAPI.endpoint, outcome).Inc()
 	r.vars(hreq.Context(), VarRequestID, id)
 	r.vars(hreq.Context(), VarOutcome, outcome)
 	r.vars(hreq.Context(), VarEngine, engineAddr)

