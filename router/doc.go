@@ -10,7 +10,8 @@
 //   - serve.go: a request's way through, serve: decode, admit, run its
 //     choices, record. An API is a value there (api): how its request
 //     becomes a completion, and its sink. messages.go (Anthropic's
-//     Messages API) builds on chat.
+//     Messages API) and responses.go (OpenAI's Responses API) build on
+//     chat.
 //   - decode.go: decode and validate (decoder): the body, the model, the
 //     prompt's tokens, the chat rendered; embeddings.go for /v1/embeddings.
 //   - admit.go: the gate: the tenant's budget, the fair queue in front of
@@ -28,7 +29,8 @@
 //     calls, under a watchdog, and their verdicts.
 //   - sink.go: the answer out, streamed or whole, completion or chat;
 //     choicelogprobs.go the logprobs that go with the text;
-//     messagessink.go a message, over eventstream.go's named events.
+//     messagessink.go a message and responsessink.go a response, over
+//     eventstream.go's named events.
 //
 // Around them: router.go (Router, Config, New, reloads), policy.go and
 // policies.go (the selection policy API and the built-in ones), hooks.go

@@ -67,7 +67,7 @@ func sharedMetrics() *routerMetrics {
 		const ns, sub = "caddy", "mlc"
 		metrics = &routerMetrics{
 			requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "requests_total",
-				Help: "Requests by model, routing mode, endpoint (completions, chat, embeddings, messages) and outcome (ok, client_error, unavailable, failed, canceled)."}, []string{"model", "mode", "endpoint", "outcome"}),
+				Help: "Requests by model, routing mode, endpoint (completions, chat, embeddings, messages, responses) and outcome (ok, client_error, unavailable, failed, canceled)."}, []string{"model", "mode", "endpoint", "outcome"}),
 			retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "retries_total",
 				Help: "Attempts retried, by cause (preempt, failure, timeout)."}, []string{"cause"}),
 			preemptions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "preemptions_total",

@@ -41,11 +41,11 @@ func NewModels(routers []*Router, def int) *Models {
 func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch path := req.URL.Path; {
 	case path == protocol.PathCompletions || path == protocol.PathChatCompletions || path == protocol.PathEmbeddings ||
-		path == protocol.PathMessages:
+		path == protocol.PathMessages || path == protocol.PathResponses:
 		if !allowMethod(w, req, http.MethodPost) {
 			return
 		}
-		a := apiOf(path)
+		a := m.apiOf(path)
 		r := m.def
 		if len(m.routers) > 1 {
 			if r = m.route(w, req, a); r == nil {
@@ -69,10 +69,26 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
 			WithCode(protocol.CodeUnknownURL).Write(w)
 	default:
-		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s, %s, %s and %s",
-			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathEmbeddings, protocol.PathMessages, protocol.PathModels).
+		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "unknown URL %s %s: this server serves %s, %s, %s, %s, %s and %s",
+			req.Method, path, protocol.PathCompletions, protocol.PathChatCompletions, protocol.PathEmbeddings, protocol.PathMessages,
+			protocol.PathResponses, protocol.PathModels).
 			WithCode(protocol.CodeUnknownURL).Write(w)
 	}
+}
+
+// apiOf is the API served at path.
+func (m *Models) apiOf(path string) api {
+	switch path {
+	case protocol.PathCompletions:
+		return completionsAPI
+	case protocol.PathChatCompletions:
+		return chatAPI
+	case protocol.PathMessages:
+		return messagesAPI
+	case protocol.PathResponses:
+		return m.responsesAPI()
+	}
+	return embeddingsAPI
 }
 
 // route reads the body of a request to find the model it names, and

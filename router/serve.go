@@ -80,26 +80,13 @@ type api struct {
 }
 
 // The generation APIs: completions and chat completions, which builds on
-// it; Anthropic's Messages API builds on chat (messages.go).
-// embeddingsAPI only names its endpoint.
+// it; Anthropic's Messages API and OpenAI's Responses API build on chat
+// (messages.go, responses.go). embeddingsAPI only names its endpoint.
 var (
 	completionsAPI = api{idPrefix: "cmpl-", endpoint: "completions", prepare: (*decoder).prepareCompletion, sink: completionSink}
 	chatAPI        = api{idPrefix: "chatcmpl-", endpoint: "chat", prepare: (*decoder).prepareChat, sink: chatSink}
 	embeddingsAPI  = api{endpoint: "embeddings"}
 )
-
-// apiOf is the API served at path.
-func apiOf(path string) api {
-	switch path {
-	case protocol.PathCompletions:
-		return completionsAPI
-	case protocol.PathChatCompletions:
-		return chatAPI
-	case protocol.PathMessages:
-		return messagesAPI
-	}
-	return embeddingsAPI
-}
 
 // serve is MLC's handle_completion: it prepares a request as its API
 // does (decode, validate, tokenize), admits it, runs its choices'

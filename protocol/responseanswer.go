@@ -1,0 +1,216 @@
+package protocol
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// The answers of OpenAI's Responses API: the response object (whole,
+// stored, and in the events of its stream), its items, and the events.
+
+// RoleDeveloper is the Responses API's name for system instructions in
+// the input.
+const RoleDeveloper = "developer"
+
+// Types of a message's content parts.
+const (
+	ContentInputText  = "input_text"
+	ContentOutputText = "output_text"
+)
+
+// Statuses of a response and of its items.
+const (
+	ResponseInProgress = "in_progress"
+	ResponseCompleted  = "completed"
+	ResponseIncomplete = "incomplete"
+	ResponseFailed     = "failed"
+)
+
+// ObjectResponse is the object of a response.
+const ObjectResponse = "response"
+
+// Response is a response of the Responses API: the answer of POST
+// /v1/responses and of GET /v1/responses/{id}, and the response in the
+// events of its stream.
+type Response struct {
+	ID                 string                     `json:"id"`
+	Object             string                     `json:"object"`
+	CreatedAt          int64                      `json:"created_at"`
+	Status             string                     `json:"status"`
+	Error              *ResponseError             `json:"error"`
+	IncompleteDetails  *ResponseIncompleteDetails `json:"incomplete_details"`
+	Instructions       *string                    `json:"instructions"`
+	MaxOutputTokens    *int                       `json:"max_output_tokens"`
+	Model              string                     `json:"model"`
+	Output             []ResponseMessage          `json:"output"`
+	ParallelToolCalls  bool                       `json:"parallel_tool_calls"`
+	PreviousResponseID *string                    `json:"previous_response_id"`
+	Reasoning          ResponseReasoning          `json:"reasoning"`
+	Store              bool                       `json:"store"`
+	Temperature        *float64                   `json:"temperature"`
+	Text               ResponseText               `json:"text"`
+	ToolChoice         string                     `json:"tool_choice"`
+	Tools              []json.RawMessage          `json:"tools"`
+	TopP               *float64                   `json:"top_p"`
+	Truncation         string                     `json:"truncation"`
+	Usage              *ResponseUsage             `json:"usage"`
+	User               *string                    `json:"user"`
+	Metadata           map[string]string          `json:"metadata"`
+}
+
+// ResponseError is why a response failed.
+type ResponseError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ResponseIncompleteDetails says why a response is incomplete.
+type ResponseIncompleteDetails struct {
+	Reason string `json:"reason"` // max_output_tokens
+}
+
+// ResponseReasoning is a response's reasoning configuration: none here.
+type ResponseReasoning struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
+}
+
+// ResponseText is the text configuration: plain text.
+type ResponseText struct {
+	Format struct {
+		Type string `json:"type"`
+	} `json:"format"`
+}
+
+// ResponseUsage counts a response's tokens.
+type ResponseUsage struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int `json:"total_tokens"`
+}
+
+// NewResponseUsage is the usage of a completion's.
+func NewResponseUsage(u Usage) *ResponseUsage {
+	return &ResponseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+}
+
+// ResponseMessage is a message item: of a response's output (the
+// assistant's), or of its input.
+type ResponseMessage struct {
+	ID      string            `json:"id"`
+	Type    string            `json:"type"` // message
+	Role    string            `json:"role"`
+	Status  string            `json:"status"`
+	Content []ResponseContent `json:"content"`
+}
+
+// Text is the message's text: its parts joined without a separator.
+func (m ResponseMessage) Text() string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+// NewOutputMessage is the assistant's message of text, with its status.
+func NewOutputMessage(id, status, text string) ResponseMessage {
+	return ResponseMessage{ID: id, Type: "message", Role: RoleAssistant, Status: status, Content: []ResponseContent{{Type: ContentOutputText, Text: text}}}
+}
+
+// ResponseContent is a text part of a message: input_text, or
+// output_text, which carries (empty) annotations.
+type ResponseContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// MarshalJSON writes the part, an output_text with its annotations.
+func (c ResponseContent) MarshalJSON() ([]byte, error) {
+	if c.Type != ContentOutputText {
+		type plain ResponseContent
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		Type        string     `json:"type"`
+		Text        string     `json:"text"`
+		Annotations []struct{} `json:"annotations"`
+	}{c.Type, c.Text, []struct{}{}})
+}
+
+// Event types of a streamed response, in the order they come.
+const (
+	EventResponseCreated    = "response.created"
+	EventResponseInProgress = "response.in_progress"
+	EventOutputItemAdded    = "response.output_item.added"
+	EventContentPartAdded   = "response.content_part.added"
+	EventOutputTextDelta    = "response.output_text.delta"
+	EventOutputTextDone     = "response.output_text.done"
+	EventContentPartDone    = "response.content_part.done"
+	EventOutputItemDone     = "response.output_item.done"
+	EventResponseCompleted  = "response.completed"
+	EventResponseIncomplete = "response.incomplete"
+	EventResponseFailed     = "response.failed"
+)
+
+// The events of a streamed response; each is sent as "event: <type>"
+// with its JSON, and numbered by sequence_number from 0.
+type (
+	// ResponseStateEvent carries the response: created, in_progress,
+	// and the last, completed, incomplete or failed.
+	ResponseStateEvent struct {
+		Type           string   `json:"type"`
+		SequenceNumber int      `json:"sequence_number"`
+		Response       Response `json:"response"`
+	}
+	// ResponseItemEvent is an output item added or done.
+	ResponseItemEvent struct {
+		Type           string          `json:"type"`
+		SequenceNumber int             `json:"sequence_number"`
+		OutputIndex    int             `json:"output_index"`
+		Item           ResponseMessage `json:"item"`
+	}
+	// ResponsePartEvent is a content part added or done.
+	ResponsePartEvent struct {
+		Type           string          `json:"type"`
+		SequenceNumber int             `json:"sequence_number"`
+		ItemID         string          `json:"item_id"`
+		OutputIndex    int             `json:"output_index"`
+		ContentIndex   int             `json:"content_index"`
+		Part           ResponseContent `json:"part"`
+	}
+	// ResponseTextEvent is a piece of text (delta) or the whole text
+	// (done).
+	ResponseTextEvent struct {
+		Type           string     `json:"type"`
+		SequenceNumber int        `json:"sequence_number"`
+		ItemID         string     `json:"item_id"`
+		OutputIndex    int        `json:"output_index"`
+		ContentIndex   int        `json:"content_index"`
+		Delta          *string    `json:"delta,omitempty"`
+		Text           *string    `json:"text,omitempty"`
+		Logprobs       []struct{} `json:"logprobs"`
+	}
+)
+
+// ResponseItemList is a page of items (GET /v1/responses/{id}/input_items).
+type ResponseItemList struct {
+	Object  string            `json:"object"` // list
+	Data    []ResponseMessage `json:"data"`
+	FirstID *string           `json:"first_id"`
+	LastID  *string           `json:"last_id"`
+	HasMore bool              `json:"has_more"`
+}
+
+// ResponseDeleted answers DELETE /v1/responses/{id}.
+type ResponseDeleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"` // response
+	Deleted bool   `json:"deleted"`
+}

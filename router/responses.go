@@ -1,0 +1,94 @@
+package router
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// responsesAPI is OpenAI's Responses API (POST /v1/responses) for one
+// request: the conversation becomes the chat request of the same turns
+// (see protocol.ResponsesRequest.Chat), served as chat is. Its api is
+// made per request: the sink's response echoes what prepare read.
+func (m *Models) responsesAPI() api {
+	c := &responseCall{}
+	return api{idPrefix: "resp_", endpoint: "responses", prepare: c.prepare, sink: c.sink,
+		writeError: func(w http.ResponseWriter, e *protocol.Error) { responsesError(e).Write(w) }}
+}
+
+// responsesError is e as the Responses API names its parameters: the
+// shared path's errors (context_length_exceeded) name the completion's
+// max_tokens, which is max_output_tokens here.
+func responsesError(e *protocol.Error) *protocol.Error {
+	if e.Param == nil || *e.Param != "max_tokens" {
+		return e
+	}
+	out := *e
+	out.Param = new("max_output_tokens")
+	out.Message = strings.ReplaceAll(e.Message, "max_tokens", "max_output_tokens")
+	return &out
+}
+
+// responseCall is what a Responses request's prepare read, for its sink.
+type responseCall struct {
+	req     protocol.ResponsesRequest
+	input   []protocol.ResponseMessage // this request's items
+	created int64
+}
+
+// prepare decodes a Responses request and returns the completion that
+// answers it, as prepareChat does for the chat request it becomes; the
+// model is checked first.
+func (c *responseCall) prepare(d *decoder, hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
+	c.created = time.Now().Unix()
+	b, release, e := d.readBody(hreq)
+	if e != nil {
+		return nil, nil, e
+	}
+	defer release()
+	if e := protocol.DecodeJSON(b, &c.req); e != nil {
+		return nil, nil, e
+	}
+	if e := d.checkModel(c.req.Model); e != nil {
+		return nil, nil, e
+	}
+	if e := c.req.Validate(); e != nil {
+		return nil, nil, e
+	}
+	if c.input, e = c.req.Items(); e != nil {
+		return nil, nil, e
+	}
+	if c.req.PreviousResponseID != nil {
+		return nil, nil, protocol.InvalidRequest("previous_response_id", "this server keeps no responses: send the whole conversation as input").WithCode(protocol.CodeUnsupportedValue)
+	}
+	creq, e := c.req.Chat(nil, c.input)
+	if e != nil {
+		return nil, nil, e
+	}
+	return d.chatCompletion(creq)
+}
+
+// response is the response object of the request, with its status,
+// output and usage.
+func (c *responseCall) response(id, model, status string, output []protocol.ResponseMessage, usage *protocol.ResponseUsage) protocol.Response {
+	r := protocol.Response{
+		ID: id, Object: protocol.ObjectResponse, CreatedAt: c.created, Status: status, Instructions: c.req.Instructions,
+		MaxOutputTokens: c.req.MaxOutputTokens, Model: model, Output: output, ParallelToolCalls: true,
+		PreviousResponseID: c.req.PreviousResponseID, Temperature: c.req.Temperature, ToolChoice: "auto", Tools: []json.RawMessage{},
+		TopP: c.req.TopP, Truncation: "disabled", Usage: usage, User: c.req.User, Metadata: c.req.Metadata,
+	}
+	r.Text.Format.Type = "text"
+	if r.Output == nil {
+		r.Output = []protocol.ResponseMessage{}
+	}
+	if r.Metadata == nil {
+		r.Metadata = map[string]string{}
+	}
+	if status == protocol.ResponseIncomplete {
+		r.IncompleteDetails = &protocol.ResponseIncompleteDetails{Reason: "max_output_tokens"}
+	}
+	return r
+}
