@@ -60,6 +60,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    tenant_weight     <tenant> <weight>
 //	    tenant_priority   <tenant> <band>
 //	    budget            <tenant|pattern|*> [tokens_per_minute <n>] [requests_per_minute <n>] [shared]
+//	    responses_store   <path>|off (the Responses API's stored responses; default: mlc/responses.db in Caddy's data directory)
+//	    responses_ttl     <duration> (default: 30 days)
+//	    responses_max_size <size>    (one stored response, with its conversation; default: 16MiB)
 //	}
 //
 // Several models, each with its own engines, take a block each; the
@@ -89,6 +92,11 @@ func (r *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			continue
 		case "tenant", "priority", "tenant_weight", "tenant_priority", "budget":
 			if err := r.Tenancy.parse(d, seen); err != nil {
+				return err
+			}
+			continue
+		case "responses_store", "responses_ttl", "responses_max_size":
+			if err := r.Responses.parse(d, seen); err != nil {
 				return err
 			}
 			continue

@@ -50,11 +50,15 @@ type Handler struct {
 	// (tenants.go).
 	Tenancy
 
+	// Responses says where the Responses API keeps stored responses
+	// (responses.go).
+	Responses
+
 	// Set by Provision.
 	logger *zap.Logger
 	served []*served
 	front  *router.Models
-	held   []string // usage pool keys of the shared queues and budgets
+	held   []string // usage pool keys of the shared queues, budgets and response store
 }
 
 // ModelConfig is one model and its fleet. Each field names the `mlc_llm

@@ -45,6 +45,9 @@ func (r *Handler) Provision(ctx caddy.Context) error {
 		cores = append(cores, s.core)
 	}
 	r.front = router.NewModels(cores, defaultModel(ms))
+	if err := r.provisionResponses(); err != nil {
+		return err
+	}
 	for _, s := range r.served {
 		app.adopt(s)
 	}

@@ -11,7 +11,8 @@
 //     choices, record. An API is a value there (api): how its request
 //     becomes a completion, and its sink. messages.go (Anthropic's
 //     Messages API) and responses.go (OpenAI's Responses API) build on
-//     chat.
+//     chat; responsestore.go keeps responses (ResponseStore; respstore
+//     is SQLite's), responsesstored.go serves them by id.
 //   - decode.go: decode and validate (decoder): the body, the model, the
 //     prompt's tokens, the chat rendered; embeddings.go for /v1/embeddings.
 //   - admit.go: the gate: the tenant's budget, the fair queue in front of

@@ -20,6 +20,10 @@ type Models struct {
 	byName  map[string]*Router // chat models
 	byEmbed map[string]*Router // embedding models, by their own names
 	def     *Router
+	// responses keeps the Responses API's stored responses, each record
+	// at most responsesMax bytes; nil: none (StoreResponses).
+	responses    ResponseStore
+	responsesMax int
 }
 
 // NewModels makes the front of routers, whose def-th serves requests
@@ -65,6 +69,8 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			m.serveModel(w, strings.TrimPrefix(path, protocol.PathModels+"/"))
 		}
+	case strings.HasPrefix(path, protocol.PathResponses+"/"):
+		m.serveStored(w, req)
 	case strings.HasPrefix(path, "/microserving/"):
 		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
 			WithCode(protocol.CodeUnknownURL).Write(w)

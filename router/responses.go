@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -10,11 +11,13 @@ import (
 )
 
 // responsesAPI is OpenAI's Responses API (POST /v1/responses) for one
-// request: the conversation becomes the chat request of the same turns
-// (see protocol.ResponsesRequest.Chat), served as chat is. Its api is
-// made per request: the sink's response echoes what prepare read.
+// request: the conversation (a stored response's, with
+// previous_response_id, then the input) becomes the chat request of the
+// same turns (see protocol.ResponsesRequest.Chat), served as chat is.
+// Its api is made per request: the sink's response echoes what prepare
+// read, and stores it.
 func (m *Models) responsesAPI() api {
-	c := &responseCall{}
+	c := &responseCall{store: m.responses, maxBytes: m.responsesMax}
 	return api{idPrefix: "resp_", endpoint: "responses", prepare: c.prepare, sink: c.sink,
 		writeError: func(w http.ResponseWriter, e *protocol.Error) { responsesError(e).Write(w) }}
 }
@@ -34,8 +37,15 @@ func responsesError(e *protocol.Error) *protocol.Error {
 
 // responseCall is what a Responses request's prepare read, for its sink.
 type responseCall struct {
+	store    ResponseStore // nil: none
+	maxBytes int           // of a stored record
+
+	ctx     context.Context // the request's
+	tenant  string
 	req     protocol.ResponsesRequest
 	input   []protocol.ResponseMessage // this request's items
+	history []protocol.ResponseMessage // the conversation before them
+	keep    bool                       // the response is to be stored
 	created int64
 }
 
@@ -61,14 +71,49 @@ func (c *responseCall) prepare(d *decoder, hreq *http.Request) (*protocol.Comple
 	if c.input, e = c.req.Items(); e != nil {
 		return nil, nil, e
 	}
-	if c.req.PreviousResponseID != nil {
-		return nil, nil, protocol.InvalidRequest("previous_response_id", "this server keeps no responses: send the whole conversation as input").WithCode(protocol.CodeUnsupportedValue)
+	c.ctx, c.tenant = hreq.Context(), factsOf(hreq.Context()).Tenant
+	c.keep = c.store != nil && (c.req.Store == nil || *c.req.Store)
+	if id := c.req.PreviousResponseID; id != nil {
+		if e := c.continues(*id); e != nil {
+			return nil, nil, e
+		}
 	}
-	creq, e := c.req.Chat(nil, c.input)
+	if n := sizeOf(c.history) + sizeOf(c.input); c.keep && n > c.maxBytes {
+		return nil, nil, tooLargeToStore(n, c.maxBytes)
+	}
+	creq, e := c.req.Chat(c.history, c.input)
 	if e != nil {
 		return nil, nil, e
 	}
 	return d.chatCompletion(creq)
+}
+
+// continues reads the conversation the request continues: the stored
+// response id's, the tenant's own.
+func (c *responseCall) continues(id string) *protocol.Error {
+	switch {
+	case c.store == nil:
+		return noStore("previous_response_id")
+	case id == "":
+		return protocol.InvalidRequest("previous_response_id", "previous_response_id must not be empty").WithCode(protocol.CodeInvalidValue)
+	}
+	prev, e := loadResponse(c.ctx, c.store, c.tenant, id)
+	switch {
+	case e != nil:
+		return e
+	case prev == nil:
+		return responseNotFound(id, "previous_response_id")
+	}
+	c.history = prev.conversation()
+	return nil
+}
+
+// save stores the response done, when the request asked for it.
+func (c *responseCall) save(r protocol.Response) *protocol.Error {
+	if !c.keep {
+		return nil
+	}
+	return saveResponse(c.ctx, c.store, c.tenant, c.maxBytes, &storedResponse{Response: r, Input: c.input, History: c.history})
 }
 
 // response is the response object of the request, with its status,
@@ -78,7 +123,7 @@ func (c *responseCall) response(id, model, status string, output []protocol.Resp
 		ID: id, Object: protocol.ObjectResponse, CreatedAt: c.created, Status: status, Instructions: c.req.Instructions,
 		MaxOutputTokens: c.req.MaxOutputTokens, Model: model, Output: output, ParallelToolCalls: true,
 		PreviousResponseID: c.req.PreviousResponseID, Temperature: c.req.Temperature, ToolChoice: "auto", Tools: []json.RawMessage{},
-		TopP: c.req.TopP, Truncation: "disabled", Usage: usage, User: c.req.User, Metadata: c.req.Metadata,
+		TopP: c.req.TopP, Truncation: "disabled", Usage: usage, User: c.req.User, Metadata: c.req.Metadata, Store: c.keep,
 	}
 	r.Text.Format.Type = "text"
 	if r.Output == nil {

@@ -71,7 +71,12 @@ func (r *responsesWhole) delta(_ int, text string, _ *protocol.CompletionLogprob
 func (r *responsesWhole) done(usage protocol.Usage) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	protocol.WriteJSON(r.w, http.StatusOK, r.final(usage))
+	final := r.final(usage)
+	if e := r.call.save(final); e != nil {
+		responsesError(e).Write(r.w)
+		return
+	}
+	protocol.WriteJSON(r.w, http.StatusOK, final)
 }
 
 func (r *responsesWhole) fail(err *protocol.Error) { responsesError(err).Write(r.w) }
@@ -162,6 +167,12 @@ func (s *responsesStream) done(usage protocol.Usage) {
 		s.event(itemDone.Type, &itemDone, &itemDone.SequenceNumber) != nil {
 		return
 	}
+	// Stored before the last event: a client that continues the
+	// conversation as soon as it has it finds it.
+	if e := s.call.save(final); e != nil {
+		s.failed(e)
+		return
+	}
 	_ = s.event(last.Type, &last, &last.SequenceNumber)
 }
 
@@ -172,6 +183,12 @@ func (s *responsesStream) fail(err *protocol.Error) {
 		responsesError(err).Write(s.out.w)
 		return
 	}
+	s.failed(err)
+}
+
+// failed ends a stream that began with response.failed; the caller holds
+// mu.
+func (s *responsesStream) failed(err *protocol.Error) {
 	// Events went out: the status is gone, so the response fails in its
 	// last event, with what it had generated.
 	item := protocol.NewOutputMessage(s.itemID, protocol.ResponseIncomplete, s.text.String())

@@ -1,0 +1,136 @@
+package caddymlc
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/dustin/go-humanize"
+
+	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/router/respstore"
+)
+
+// Responses says where the Responses API keeps the responses it stores
+// (store: true, the API's default, and previous_response_id), and for how
+// long. Every model of the handler shares the store.
+//
+// Caddyfile:
+//
+//	responses_store    <path>|off  (default: mlc/responses.db in Caddy's data directory)
+//	responses_ttl      <duration>  (default: 30 days)
+//	responses_max_size <size>      (default: 16MiB)
+type Responses struct {
+	// ResponsesStore is the SQLite file of stored responses, relative to
+	// Caddy's data directory unless absolute; "off": none (responses are
+	// answered with store false, previous_response_id is refused).
+	// Default: mlc/responses.db in Caddy's data directory.
+	ResponsesStore string `json:"responses_store,omitempty"`
+
+	// ResponsesTTL is how long a stored response is kept. Default 30
+	// days, as OpenAI keeps them.
+	ResponsesTTL caddy.Duration `json:"responses_ttl,omitempty"`
+
+	// ResponsesMaxSize bounds one stored response, in bytes: the
+	// response, its input and the conversation before it (a response
+	// that continues another stores the conversation so far). A
+	// conversation over it is a 400 that says so. Default 16 MiB.
+	ResponsesMaxSize int64 `json:"responses_max_size,omitempty"`
+}
+
+// Interface guard: the SQLite store is the router's response store.
+var _ router.ResponseStore = (*respstore.SQLite)(nil)
+
+// storeOff is the responses_store that keeps no responses.
+const storeOff = "off"
+
+// responsesPath is the store's file; "" for none.
+func (c Responses) responsesPath() string {
+	switch {
+	case c.ResponsesStore == storeOff:
+		return ""
+	case c.ResponsesStore == "":
+		return filepath.Join(caddy.AppDataDir(), "mlc", "responses.db")
+	case filepath.IsAbs(c.ResponsesStore):
+		return filepath.Clean(c.ResponsesStore)
+	}
+	return filepath.Join(caddy.AppDataDir(), c.ResponsesStore)
+}
+
+// validate checks the bounds.
+func (c Responses) validate() error {
+	if c.ResponsesTTL < 0 || c.ResponsesMaxSize < 0 || c.ResponsesMaxSize > math.MaxInt32 {
+		return fmt.Errorf("mlc_router: responses_ttl and responses_max_size must be positive (and the size under 2 GiB)")
+	}
+	return nil
+}
+
+// sharedStore is a store in the usage pool: it outlives a config, so
+// that a reload keeps the file open, and is closed with the last config
+// that uses it.
+type sharedStore struct{ *respstore.SQLite }
+
+// Destruct closes the store.
+func (s sharedStore) Destruct() error { return s.Close() }
+
+// provisionResponses opens the response store (or takes the one an
+// earlier config opened) and gives it to the front.
+func (r *Handler) provisionResponses() error {
+	if err := r.Responses.validate(); err != nil {
+		return err
+	}
+	path := r.responsesPath()
+	if path == "" {
+		return nil
+	}
+	ttl := time.Duration(r.ResponsesTTL)
+	key := "mlc-responses/" + path
+	val, loaded, err := shared.LoadOrNew(key, func() (caddy.Destructor, error) {
+		s, err := respstore.Open(path, ttl)
+		return sharedStore{s}, err
+	})
+	if err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
+	}
+	r.held = append(r.held, key)
+	s := val.(sharedStore)
+	if loaded {
+		s.SetTTL(ttl)
+	}
+	r.front.StoreResponses(s.SQLite, int(r.ResponsesMaxSize))
+	return nil
+}
+
+// parse reads one responses_* line of the Caddyfile; seen holds the
+// options already given.
+func (c *Responses) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
+	name := d.Val()
+	if seen[name] {
+		return d.Errf("%s given twice", name)
+	}
+	seen[name] = true
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	switch name {
+	case "responses_store":
+		c.ResponsesStore = s
+	case "responses_ttl":
+		dur, err := caddy.ParseDuration(s)
+		if err != nil || dur <= 0 {
+			return d.Errf("responses_ttl %q: want a positive duration such as 720h", s)
+		}
+		c.ResponsesTTL = caddy.Duration(dur)
+	case "responses_max_size":
+		n, err := humanize.ParseBytes(s)
+		if err != nil || n < 1 || n > math.MaxInt32 {
+			return d.Errf("responses_max_size %q: want a size such as 16MiB (under 2GiB)", s)
+		}
+		c.ResponsesMaxSize = int64(n)
+	}
+	return nil
+}
