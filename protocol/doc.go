@@ -3,6 +3,12 @@
 // microserving API spoken to engines, server-sent events, and OpenAI-style
 // error bodies.
 //
+// Two more APIs are served on the chat path: Anthropic's Messages API
+// (messages.go, messagesanswer.go: its errors in Anthropic's shape too)
+// and OpenAI's Responses API (responses.go, responseanswer.go). Each
+// request converts to the ChatCompletionRequest of the same conversation
+// (Chat), so that its text is chat's.
+//
 // The types follow MLC-LLM's python/mlc_llm/protocol definitions field by
 // field (see shared/docs/microserving-protocol.md). Fields a type does not
 // model are kept in its Extra map and written back on encode, so a request
