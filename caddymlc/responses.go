@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
@@ -92,7 +94,14 @@ func (r *Handler) provisionResponses() error {
 		s, err := respstore.Open(path, ttl)
 		return sharedStore{s}, err
 	})
-	if err != nil {
+	switch {
+	case err != nil && r.ResponsesStore == "":
+		// The default store is a convenience: a data directory Caddy
+		// cannot write must not keep the models from being served.
+		r.logger.Warn("the Responses API keeps no responses: its default store cannot be opened (set responses_store)",
+			zap.String("path", path), zap.Error(err))
+		return nil
+	case err != nil:
 		return fmt.Errorf("mlc_router: %w", err)
 	}
 	r.held = append(r.held, key)

@@ -7,6 +7,7 @@ package enginetest
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,7 +30,21 @@ func Main(m *testing.M) {
 			return
 		}
 	}
-	os.Exit(m.Run())
+	os.Exit(run(m))
+}
+
+// run runs the tests with Caddy's data and config directories of their
+// own (the response store's file, certificates), removed after them: a
+// test touches only what it made, not the user's Caddy storage.
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "caddy-mlc-test-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	return m.Run()
 }
 
 // Children returns the pids of this process's living child processes (the
