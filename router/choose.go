@@ -21,6 +21,9 @@ type lease struct {
 	proc
 	unhold  func() // counts the call back
 	started func() // at the call's first token; nil when nothing counts it
+	// cancel is the attempt's context on the engine, which a drain's end
+	// cancels (see bind); nil when it is not bound.
+	cancel context.CancelCauseFunc
 	routeState
 }
 
@@ -42,6 +45,7 @@ func (l *lease) release(err error) {
 		err = ErrRouteDropped
 	}
 	l.fail(err)
+	l.unbind()
 	if l.unhold != nil {
 		l.unhold()
 	}
@@ -64,7 +68,8 @@ type candidate struct {
 
 // pick chooses the engine of role (engine.RolePrefill, engine.RoleDecode,
 // or "" for any engine) for a call and holds it, or returns nil when none
-// is ready. Only engines their fleet says are ready are candidates; among
+// is ready. Only engines their fleet says are ready, and that no operator
+// drains, are candidates; among
 // them the breaker, the request's own failures and the KV room sort them
 // into tiers, and the router's selection policy chooses in the best tier.
 // An engine whose breaker is open is taken as a last resort, when nothing
@@ -79,7 +84,7 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 	defer r.pickMu.Unlock()
 	var tiers [tierNone][]candidate
 	for _, u := range cands {
-		if u == o.exclude {
+		if u == o.exclude || u.draining() {
 			continue
 		}
 		ready, pid := u.status()
@@ -194,7 +199,7 @@ func pagesFor(n int) int { return (n + kvPageTokens - 1) / kvPageTokens }
 func (r *Router) readyGenerating() int {
 	n := 0
 	for _, u := range r.candidates(r.strategy.generatingRole()) {
-		if ok, _ := u.status(); ok {
+		if ok, _ := u.status(); ok && !u.draining() {
 			n++
 		}
 	}

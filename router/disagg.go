@@ -73,6 +73,7 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 		}
 	}()
 	dec.routed() // every way on calls it: prep_recv, or a completion
+	ctx = dec.bind(ctx)
 	end, local, err := d.prepare(ctx, dec, q, req, avoid)
 	if err != nil {
 		return nil, err
@@ -129,7 +130,7 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 		return end, "", nil // the decode engine's prefix cache holds the window
 	}
 	pre.routed()
-	if sendErr = d.remoteSend(ctx, pre, dec, req, recv, end); sendErr == nil {
+	if sendErr = d.remoteSend(pre.bind(ctx), pre, dec, req, recv, end); sendErr == nil {
 		pre.finish(nil)
 		return end, "", nil
 	}

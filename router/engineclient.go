@@ -126,7 +126,9 @@ func (e *engineError) Error() string {
 func (e *engineError) Unwrap() error { return e.err }
 
 // blames reports whether the error counts against the engine's health.
-func (e *engineError) blames() bool { return e.retry && !e.preempted }
+func (e *engineError) blames() bool {
+	return e.retry && !e.preempted && !errors.Is(e.err, errEngineDrained)
+}
 
 // errEngineSilent is the cause of a call cancelled by its watchdog.
 var errEngineSilent = errors.New("engine timeout: no answer")
@@ -259,6 +261,8 @@ func (c *engineClient) failure(cl *call, err error) error {
 		ee.retry, ee.timeout = true, true
 		ee.verdict, ee.bad = verdictBadAnswer, "no answer, or no token, within the engine timeout"
 		ee.err = fmt.Errorf("%w for %v", errEngineSilent, time.Since(cl.began).Round(time.Millisecond))
+	case errors.Is(cause, errEngineDrained):
+		ee.retry, ee.err = true, cause // the engine's drain ended: it moves, nobody's fault
 	case cause != nil:
 		ee.err = cause // the client left or the attempt was given up
 	case OutOfDescriptors(err):

@@ -28,6 +28,9 @@ type routerMetrics struct {
 	// engines report them.
 	kvBytes  prometheus.Counter
 	inflight *prometheus.GaugeVec
+	// drainState is each engine's drain: 0 in rotation, 1 draining, 2
+	// drained (see Upstream.Drain).
+	drainState *prometheus.GaugeVec
 	// kvPages are each engine's KV cache pages by state, as it reported.
 	kvPages *prometheus.GaugeVec
 	// engineRequests counts the calls made to each engine.
@@ -69,7 +72,7 @@ func sharedMetrics() *routerMetrics {
 			requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "requests_total",
 				Help: "Requests by model, routing mode, endpoint (completions, chat, embeddings, messages, responses) and outcome (ok, client_error, unavailable, failed, canceled)."}, []string{"model", "mode", "endpoint", "outcome"}),
 			retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "retries_total",
-				Help: "Attempts retried, by cause (preempt, failure, timeout)."}, []string{"cause"}),
+				Help: "Attempts retried, by cause (preempt, failure, timeout, migrate: a drained engine's grace ended)."}, []string{"cause"}),
 			preemptions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "preemptions_total",
 				Help: `Attempts an engine ended with finish_reason "preempt".`}),
 			tokens: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "completion_tokens_total",
@@ -87,6 +90,8 @@ func sharedMetrics() *routerMetrics {
 				Help: "KV cache bytes moved from prefill to decode engines, as the engines report them."}),
 			inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_inflight_requests",
 				Help: "Requests in flight per engine, as the router balances them."}, []string{"engine"}),
+			drainState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_drain_state",
+				Help: "Each engine's drain by an operator: 0 in rotation, 1 draining (out of rotation, attempts still on it), 2 drained (nothing on it)."}, []string{"engine"}),
 			kvPages: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_kv_pages",
 				Help: "KV cache pages of each engine by state (used: held by sequences; cached: kept by the prefix cache, evictable; free), as the engine last reported them."}, []string{"engine", "state"}),
 			gpu: newGPUMetrics(ns, sub),
@@ -127,7 +132,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.kvPages,
+	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped, m.openFiles, m.openFilesLimit,
 		m.admissionWait, m.waiting, m.rateLimited}, m.gpu.collectors()...) {
 		if err := reg.Register(c); err != nil {

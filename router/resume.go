@@ -136,7 +136,7 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 			n-- // the router's engines drain after a reload: the attempt goes to their successors, at once
 			continue
 		}
-		if err := waitBackoff(ctx, fruitless, cause == causePreempt); err != nil {
+		if err := waitBackoff(ctx, fruitless, cause == causePreempt || cause == causeMigrate); err != nil {
 			return context.Cause(ctx)
 		}
 	}
@@ -199,6 +199,7 @@ const (
 	causePreempt = "preempt" // an engine dropped the request for lack of KV memory
 	causeFailure = "failure" // an engine failed: refused, broke a stream, answered 5xx
 	causeTimeout = "timeout" // an engine stayed silent for the engine timeout
+	causeMigrate = "migrate" // an operator's drain of the engine ended its grace
 )
 
 // retryCause returns why an attempt that ended with err may be retried,
@@ -208,6 +209,8 @@ func retryCause(err error) string {
 	switch {
 	case err == nil:
 		return causePreempt
+	case errors.Is(err, errEngineDrained):
+		return causeMigrate // before a call (a context's cause) or in one
 	case !errors.As(err, &ee) || !ee.retry:
 		return ""
 	case ee.preempted:

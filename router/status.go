@@ -51,8 +51,14 @@ type EngineStatus struct {
 	// Requests counts the calls the routers made to the engine.
 	Requests int64 `json:"requests"`
 	// Breaker is the router's circuit breaker: closed, open, half-open.
-	Breaker  string `json:"breaker"`
-	Draining bool   `json:"draining,omitempty"`
+	Breaker string `json:"breaker"`
+	// Draining marks the engines of a fleet no config holds any more
+	// (a reload replaced them).
+	Draining bool `json:"draining,omitempty"`
+	// Drain is an operator's drain of the engine (POST
+	// /mlc/engines/{addr}/drain): "draining" (out of rotation, attempts
+	// still on it) or "drained" (nothing on it); empty in rotation.
+	Drain string `json:"drain,omitempty"`
 	// Load is what the engine last reported, when it reports it.
 	Load *LoadStatus `json:"load,omitempty"`
 }
@@ -136,7 +142,7 @@ func (r *Router) Status() RouterStatus {
 			state, pid := lf.Status(i)
 			es.State, es.PID, es.Restarts = state.String(), pid, lf.Restarts(i)
 			es.InFlight, es.Requests = u.inflight.Load(), u.requests.Load()
-			es.Breaker, es.Draining = u.breaker.state(pid).String(), lf.draining.Load()
+			es.Breaker, es.Draining, es.Drain = u.breaker.state(pid).String(), lf.draining.Load(), u.drainStatus()
 			es.Load = loadStatusOf(u)
 		}
 		st.Engines = append(st.Engines, es)
@@ -170,7 +176,8 @@ func discoveredStatus(d Discovered) []EngineStatus {
 			role = engine.RoleAny
 		}
 		es := EngineStatus{Addr: u.addr, Role: role, External: true, Dynamic: true, PEStart: int(u.pe.Load()), GPUs: 1,
-			State: state.String(), PID: pid, InFlight: u.inflight.Load(), Requests: u.requests.Load(), Breaker: u.breaker.state(pid).String()}
+			State: state.String(), PID: pid, InFlight: u.inflight.Load(), Requests: u.requests.Load(), Breaker: u.breaker.state(pid).String(),
+			Drain: u.drainStatus()}
 		es.Load = loadStatusOf(u)
 		out = append(out, es)
 	}

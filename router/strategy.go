@@ -74,5 +74,5 @@ func (s *wholeRequest) start(ctx context.Context, req *protocol.CompletionReques
 		}
 	}()
 	l.routed()
-	return startAttempt(ctx, s.r.client, l, protocol.PathCompletions, req, req.Stream)
+	return startAttempt(l.bind(ctx), s.r.client, l, protocol.PathCompletions, req, req.Stream)
 }

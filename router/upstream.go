@@ -52,6 +52,8 @@ type Upstream struct {
 	// lastTokenAt is when a call last got a token from the engine (unix
 	// nanoseconds): a busy engine is not a silent one (see call.bark).
 	lastTokenAt atomic.Int64
+	// drain is an operator's drain of the engine (drain.go).
+	drain drainState
 }
 
 // tokenCame notes that a call got a token from the engine.
@@ -123,8 +125,15 @@ func (u *Upstream) hold() (release, started func()) {
 	release = func() {
 		if released.CompareAndSwap(false, true) {
 			started()
-			gauge.Set(float64(u.inflight.Add(-1)))
+			n := u.inflight.Add(-1)
+			gauge.Set(float64(n))
 			u.fleet.held(-1)
+			if n == 0 {
+				u.drain.idle.notify()
+				if u.draining() {
+					u.publishDrain() // drained now
+				}
+			}
 		}
 	}
 	return release, started

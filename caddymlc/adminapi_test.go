@@ -1,0 +1,155 @@
+package caddymlc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-mlc/caddy-mlc/router"
+)
+
+// adminServer serves the module's admin routes as Caddy's admin endpoint
+// does: its mux, with an AdminHandler's error as the status.
+func adminServer(t *testing.T) string {
+	mux := http.NewServeMux()
+	for _, rt := range (adminAPI{}).Routes() {
+		mux.Handle(rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := rt.Handler.ServeHTTP(w, r); err != nil {
+				status := http.StatusInternalServerError
+				var ae caddy.APIError
+				if errors.As(err, &ae) {
+					status = ae.HTTPStatus
+				}
+				http.Error(w, err.Error(), status)
+			}
+		}))
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// adminPost posts to the admin API and returns the status and body.
+func adminPost(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// engineDrain is the drain state of the engine at addr in GET
+// /mlc/engines.
+func engineDrain(t *testing.T, admin, addr string) string {
+	t.Helper()
+	resp, err := http.Get(admin + "/mlc/engines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st []router.RouterStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st {
+		for _, e := range r.Engines {
+			if e.Addr == addr {
+				return e.Drain
+			}
+		}
+	}
+	t.Fatalf("no engine %s in /mlc/engines", addr)
+	return ""
+}
+
+// POST /mlc/engines/{addr}/drain?grace=0 moves the streams of a decode
+// engine to the other one, exactly; /mlc/engines shows it drained, and
+// undrain puts it back. Unknown engines and bad graces are refused.
+func TestAdminDrainEngine(t *testing.T) {
+	s := startSite(t, 3, "\t\t\tmode disagg\n")
+	admin := adminServer(t)
+	addr := strings.TrimPrefix(s.engines[2], "http://")
+	const streams, maxTokens = 8, 400
+	prompt := func(i int) string { return fmt.Sprintf("the %d lanterns of the old lighthouse keeper", i) }
+	want := make([]string, streams)
+	for i := range want {
+		want[i] = reference(s, s.engines[2], greedy(prompt(i), maxTokens))
+	}
+
+	var started, wg sync.WaitGroup
+	started.Add(streams)
+	errs := make(chan error, streams)
+	for i := range streams {
+		wg.Go(func() {
+			first := sync.OnceFunc(started.Done)
+			defer first()
+			body := greedy(prompt(i), maxTokens)
+			body["stream"] = true
+			resp, err := s.client.Post(s.base+"/v1/completions", "application/json", bytes.NewReader([]byte(mustJSON(body))))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			st, err := readStreamHook(resp.Body, time.Now(), first)
+			if err != nil || st.text != want[i] || !st.done || st.errBody != nil {
+				errs <- fmt.Errorf("stream %d: err %v done %v error %v\n got  %q\n want %q", i, err, st.done, st.errBody, st.text, want[i])
+			}
+		})
+	}
+	started.Wait()
+	if status, body := adminPost(t, admin+"/mlc/engines/"+addr+"/drain?grace=0"); status != http.StatusOK ||
+		!strings.Contains(body, `"drain"`) {
+		t.Fatalf("drain: %d %s", status, body)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitFor(t, "the engine to be drained", func() bool { return engineDrain(t, admin, addr) == router.DrainDrained })
+	waitFor(t, "its KV pages to return", func() bool {
+		m := engineMetrics(t, s.engines[2])
+		return m["kv_pages_used"] == 0 && m["running"] == 0 && m["prepared"] == 0
+	})
+
+	if status, body := adminPost(t, admin+"/mlc/engines/"+addr+"/undrain"); status != http.StatusOK || !strings.Contains(body, `"drain":""`) {
+		t.Fatalf("undrain: %d %s", status, body)
+	}
+	if st := engineDrain(t, admin, addr); st != "" {
+		t.Errorf("undrained engine shows %q", st)
+	}
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{
+		{"/mlc/engines/127.0.0.1:1/drain", http.StatusNotFound},
+		{"/mlc/engines/" + addr + "/drain?grace=soon", http.StatusBadRequest},
+		{"/mlc/engines/" + addr + "/drain?grace=-1s", http.StatusBadRequest},
+	} {
+		if status, body := adminPost(t, admin+tc.path); status != tc.status {
+			t.Errorf("POST %s: %d %s, want %d", tc.path, status, body, tc.status)
+		}
+	}
+	resp, err := http.Get(admin + "/mlc/engines/" + addr + "/drain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET of a drain: %d", resp.StatusCode)
+	}
+}
