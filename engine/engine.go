@@ -30,6 +30,9 @@ type engine struct {
 	proc     *process
 
 	lastServed atomic.Int64 // unix nanoseconds of the last Served report
+	// restartAsked: Restart stopped the process; its supervisor starts
+	// it again at once, without the backoff of a crash.
+	restartAsked atomic.Bool
 }
 
 func newEngine(f *Fleet, i int, ep Endpoint) *engine {

@@ -131,7 +131,11 @@ func (e *engine) supervise(ctx context.Context) {
 				b.Reset()
 			}
 		}
-		if !e.restart(ctx, b) {
+		asked := e.restartAsked.Swap(false)
+		if asked {
+			b.Reset()
+		}
+		if !e.restart(ctx, b, asked) {
 			return
 		}
 	}
@@ -146,6 +150,10 @@ func (e *engine) monitor(ctx context.Context, p *process) bool {
 	}
 	p.signalGroup(syscall.SIGKILL) // leftovers would hold the port and GPUs
 	e.set(StateRestarting, nil)
+	if e.restartAsked.Load() {
+		e.logger().Info("engine stopped for a restart", zap.Int("pid", p.pid))
+		return true
+	}
 	e.logger().Error("engine exited", zap.Error(p.exitError()))
 	return true
 }
@@ -159,11 +167,15 @@ func (e *engine) shutdown(p *process) {
 }
 
 // restart relaunches a dead engine, waiting out the backoff before every
-// attempt. It returns false when ctx is done first.
-func (e *engine) restart(ctx context.Context, b *backoff.Backoff) bool {
+// attempt but, when asked (Restart), the first. It returns false when ctx
+// is done first.
+func (e *engine) restart(ctx context.Context, b *backoff.Backoff, asked bool) bool {
 	e.set(StateRestarting, nil)
-	for {
+	for first := true; ; first = false {
 		d := b.Next()
+		if asked && first {
+			d = 0
+		}
 		e.logger().Info("restarting engine", zap.Duration("backoff", d))
 		if backoff.Sleep(ctx, d) != nil {
 			e.set(StateStopped, nil)
