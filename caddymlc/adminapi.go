@@ -12,8 +12,9 @@ import (
 )
 
 // adminAPI serves the mlc endpoints of Caddy's admin API: GET
-// /mlc/engines, the state of every engine of every loaded mlc_router, and
-// an engine's drain (POST /mlc/engines/{addr}/drain and undrain).
+// /mlc/engines, the state of every engine of every loaded mlc_router; an
+// engine's drain (POST /mlc/engines/{addr}/drain and undrain); a model's
+// rolling restart (POST /mlc/models/{model}/restart, GET to follow it).
 type adminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -27,6 +28,8 @@ func (adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/mlc/engines", Handler: caddy.AdminHandlerFunc(serveEngines)},
 		{Pattern: "POST /mlc/engines/{addr}/drain", Handler: caddy.AdminHandlerFunc(drainEngine)},
 		{Pattern: "POST /mlc/engines/{addr}/undrain", Handler: caddy.AdminHandlerFunc(undrainEngine)},
+		{Pattern: "POST /mlc/models/{model}/restart", Handler: caddy.AdminHandlerFunc(restartModel)},
+		{Pattern: "GET /mlc/models/{model}/restart", Handler: caddy.AdminHandlerFunc(serveRestart)},
 	}
 }
 
@@ -43,16 +46,59 @@ func serveEngines(w http.ResponseWriter, r *http.Request) error {
 // move to other engines; without it, the drain grace of its fleet
 // (grace_period, else router.DefaultDrainGrace).
 func drainEngine(w http.ResponseWriter, r *http.Request) error {
-	grace := time.Duration(-1)
-	if g := r.URL.Query().Get("grace"); g != "" {
-		d, err := caddy.ParseDuration(g)
-		if err != nil || d < 0 {
-			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("grace %q: want a duration, such as 30s", g)}
-		}
-		grace = d
+	grace, err := graceOf(r)
+	if err != nil {
+		return err
 	}
 	addr := r.PathValue("addr")
 	return drainAnswer(w, addr, router.DrainEngine(addr, grace))
+}
+
+// graceOf is the request's ?grace= (a Caddy duration), -1 without one:
+// the fleet's drain grace.
+func graceOf(r *http.Request) (time.Duration, error) {
+	g := r.URL.Query().Get("grace")
+	if g == "" {
+		return -1, nil
+	}
+	d, err := caddy.ParseDuration(g)
+	if err != nil || d < 0 {
+		return 0, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("grace %q: want a duration, such as 30s", g)}
+	}
+	return d, nil
+}
+
+// restartModel starts a rolling restart of the model's spawned engines
+// (?grace= each one's drain grace) and answers 202 with its plan; GET on
+// the same path follows it.
+func restartModel(w http.ResponseWriter, r *http.Request) error {
+	grace, err := graceOf(r)
+	if err != nil {
+		return err
+	}
+	st, err := router.RestartModel(r.PathValue("model"), grace)
+	switch {
+	case errors.Is(err, router.ErrNoModel):
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
+	case errors.Is(err, router.ErrRolling):
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: err}
+	case err != nil:
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	return json.NewEncoder(w).Encode(st)
+}
+
+// serveRestart answers the model's last rolling restart.
+func serveRestart(w http.ResponseWriter, r *http.Request) error {
+	model := r.PathValue("model")
+	st, ok := router.RollOf(model)
+	if !ok {
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no rolling restart of %s", model)}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(st)
 }
 
 // undrainEngine puts an engine back in rotation.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,4 +153,101 @@ func TestAdminDrainEngine(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET of a drain: %d", resp.StatusCode)
 	}
+}
+
+// POST /mlc/models/{model}/restart restarts the model's engines one at a
+// time under streaming clients: none fails, every text is exact, every
+// engine runs a new process; GET follows the roll; a second restart while
+// one runs, and an unknown model, are refused.
+func TestAdminRollingRestart(t *testing.T) {
+	s := startSite(t, 2, "\t\t\tmode whole\n")
+	admin := adminServer(t)
+	const clients, maxTokens = 8, 32
+	prompt := func(i int) string { return fmt.Sprintf("the %d bells of the drowned town", i%4) }
+	want := make([]string, 4)
+	for i := range want {
+		want[i] = reference(s, s.engines[0], greedy(prompt(i), maxTokens))
+	}
+	pids := enginePIDs(t, admin)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var served atomic.Int64
+	errs := make(chan error, clients)
+	for k := range clients {
+		wg.Go(func() {
+			for n := k; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				st, err := s.stream(t.Context(), s.base, greedy(prompt(n), maxTokens))
+				if err != nil || st.text != want[n%4] || !st.done || st.errBody != nil {
+					errs <- fmt.Errorf("client %d: err %v done %v error %v\n got  %q\n want %q", k, err, st.done, st.errBody, st.text, want[n%4])
+					return
+				}
+				served.Add(1)
+			}
+		})
+	}
+	status, body := adminPost(t, admin+"/mlc/models/tiny/restart?grace=100ms")
+	if status != http.StatusAccepted || !strings.Contains(body, `"state":"running"`) {
+		t.Fatalf("restart: %d %s", status, body)
+	}
+	if status, body := adminPost(t, admin+"/mlc/models/tiny/restart"); status != http.StatusConflict {
+		t.Errorf("a second restart while one runs: %d %s", status, body)
+	}
+	var roll router.RollStatus
+	waitFor(t, "the rolling restart to end", func() bool {
+		resp, err := http.Get(admin + "/mlc/models/tiny/restart")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		roll = router.RollStatus{}
+		if err := json.NewDecoder(resp.Body).Decode(&roll); err != nil {
+			t.Fatal(err)
+		}
+		return roll.State != "running"
+	})
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if roll.State != "done" || len(roll.Restarted) != 2 || roll.Current != "" {
+		t.Errorf("roll: %+v", roll)
+	}
+	for addr, pid := range enginePIDs(t, admin) {
+		if pid == pids[addr] || pid == 0 {
+			t.Errorf("engine %s: pid %d, was %d", addr, pid, pids[addr])
+		}
+	}
+	t.Logf("%d requests during the test, roll %+v", served.Load(), roll)
+	if status, body := adminPost(t, admin+"/mlc/models/nosuch/restart"); status != http.StatusNotFound {
+		t.Errorf("restart of an unknown model: %d %s", status, body)
+	}
+}
+
+// enginePIDs are the engines' PIDs in GET /mlc/engines, by address.
+func enginePIDs(t *testing.T, admin string) map[string]int {
+	t.Helper()
+	resp, err := http.Get(admin + "/mlc/engines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st []router.RouterStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, r := range st {
+		for _, e := range r.Engines {
+			out[e.Addr] = e.PID
+		}
+	}
+	return out
 }

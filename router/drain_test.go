@@ -153,13 +153,18 @@ func drainStatusOf(r *Router, addr string) string {
 type streamedUsage struct {
 	text, finish string
 	usage        *protocol.Usage
+	ttft         time.Duration // from the request to its first text
 }
 
 // streamUsage posts a streamed completion with usage to url, calls
 // firstText once at its first text, and reads it to [DONE].
 func streamUsage(url string, body map[string]any, firstText func()) (streamedUsage, error) {
 	var out streamedUsage
-	first := sync.OnceFunc(firstText)
+	begin := time.Now()
+	first := sync.OnceFunc(func() {
+		out.ttft = time.Since(begin)
+		firstText()
+	})
 	defer first() // a stream that failed early does not hold the others
 	body["stream"] = true
 	body["stream_options"] = map[string]any{"include_usage": true}

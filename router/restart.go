@@ -1,0 +1,220 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+)
+
+// Errors of RestartModel.
+var (
+	ErrNoModel = errors.New("no spawned engine serves the model")
+	ErrRolling = errors.New("a rolling restart of the model is already running")
+)
+
+// rollDrainSlack bounds, past the drain's grace, the wait for the
+// attempts moved off an engine to let go of it: a call in flight there
+// ends within the engine timeout.
+const rollDrainSlack = time.Minute
+
+// RollStatus is a rolling restart of a model's engines, as operators see
+// it (GET /mlc/models/{model}/restart).
+type RollStatus struct {
+	Model string `json:"model"`
+	// State is running, done or failed.
+	State string `json:"state"`
+	// Engines are the engines to restart, in order; Restarted those done.
+	Engines   []string  `json:"engines"`
+	Restarted []string  `json:"restarted"`
+	Current   string    `json:"current,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Started   time.Time `json:"started"`
+	Ended     time.Time `json:"ended,omitzero"`
+}
+
+// rolls are the rolling restarts, the last of each model.
+var rolls struct {
+	sync.Mutex
+	byModel map[string]*RollStatus
+}
+
+// RestartModel starts, in the background, a rolling restart of the
+// spawned engines of the model (see rollingRestart): grace is each
+// engine's drain grace, a negative one its fleet's. It returns the plan;
+// RollOf follows it.
+func RestartModel(model string, grace time.Duration) (RollStatus, error) {
+	engines := modelEngines(model)
+	if len(engines) == 0 {
+		return RollStatus{}, fmt.Errorf("%w: %s", ErrNoModel, model)
+	}
+	rolls.Lock()
+	defer rolls.Unlock()
+	if st := rolls.byModel[model]; st != nil && st.State == "running" {
+		return *st, fmt.Errorf("%w: %s", ErrRolling, model)
+	}
+	st := &RollStatus{Model: model, State: "running", Started: time.Now(), Restarted: []string{}}
+	for _, u := range engines {
+		st.Engines = append(st.Engines, u.addr)
+	}
+	if rolls.byModel == nil {
+		rolls.byModel = map[string]*RollStatus{}
+	}
+	rolls.byModel[model] = st
+	log := engines[0].fleet.Log()
+	log.Info("rolling restart", zap.String("model", model), zap.Strings("engines", st.Engines))
+	plan := *st
+	goroutine.Go(log, "rolling restart", func() {
+		err := rollingRestart(context.Background(), engines, grace, func(current string, restarted bool) {
+			rolls.Lock()
+			defer rolls.Unlock()
+			st.Current = current
+			if restarted {
+				st.Restarted = append(st.Restarted, current)
+				st.Current = ""
+			}
+		})
+		endRoll(st, err)
+		if err != nil {
+			log.Error("rolling restart stopped", zap.String("model", model), zap.Error(err))
+			return
+		}
+		log.Info("rolling restart done", zap.String("model", model), zap.Duration("took", time.Since(st.Started).Round(time.Millisecond)))
+	}, func(p any) { endRoll(st, fmt.Errorf("panic: %v", p)) })
+	return plan, nil
+}
+
+// endRoll records the end of a rolling restart.
+func endRoll(st *RollStatus, err error) {
+	rolls.Lock()
+	defer rolls.Unlock()
+	st.State, st.Ended = "done", time.Now()
+	if err != nil {
+		st.State, st.Error = "failed", err.Error()
+	}
+}
+
+// RollOf returns the last rolling restart of the model.
+func RollOf(model string) (RollStatus, bool) {
+	rolls.Lock()
+	defer rolls.Unlock()
+	st := rolls.byModel[model]
+	if st == nil {
+		return RollStatus{}, false
+	}
+	out := *st
+	out.Engines, out.Restarted = slices.Clone(st.Engines), slices.Clone(st.Restarted)
+	return out, true
+}
+
+// modelEngines returns the spawned engines of the fleets that serve the
+// model (not those of a fleet a reload replaced), in fleet order.
+func modelEngines(model string) []*Upstream {
+	live.Lock()
+	defer live.Unlock()
+	var out []*Upstream
+	for r := range live.routers {
+		if r.Model != model {
+			continue
+		}
+		for _, u := range r.spawnedEngines() {
+			if !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Upstream) int {
+		if a.fleet != b.fleet {
+			return compareAddr(a, b)
+		}
+		return a.index - b.index
+	})
+	return out
+}
+
+// compareAddr orders engines of different fleets by address.
+func compareAddr(a, b *Upstream) int {
+	switch {
+	case a.addr < b.addr:
+		return -1
+	case a.addr > b.addr:
+		return 1
+	}
+	return 0
+}
+
+// spawnedEngines are the engines of the router's fleet that it runs
+// itself; none while its fleet drains after a reload.
+func (r *Router) spawnedEngines() []*Upstream {
+	lf := r.handle.get()
+	if lf == nil || lf.draining.Load() {
+		return nil
+	}
+	var out []*Upstream
+	for i, u := range lf.upstreams {
+		if !lf.spec.Endpoints[i].External {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// rollingRestart restarts the engines one at a time: each is drained for
+// grace (its streams finish there, or then move to the others, exactly),
+// restarted once nothing runs on it (engine.Fleet.Restart: same command
+// line and world), back in rotation once ready; then the next. progress
+// hears of each engine as it starts and once it is restarted. It stops
+// at the first engine that does not drain or come back, which is put
+// back in rotation all the same (the router takes it when it is ready):
+// no second engine goes down while one is not back.
+func rollingRestart(ctx context.Context, engines []*Upstream, grace time.Duration, progress func(addr string, restarted bool)) error {
+	for _, u := range engines {
+		progress(u.addr, false)
+		if err := u.restart(ctx, grace); err != nil {
+			return err
+		}
+		progress(u.addr, true)
+	}
+	return nil
+}
+
+// restart drains the engine for grace (its fleet's when negative),
+// restarts its process and puts it back in rotation.
+func (u *Upstream) restart(ctx context.Context, grace time.Duration) error {
+	if grace < 0 {
+		grace = time.Duration(u.fleet.grace.Load())
+	}
+	u.Drain(grace)
+	defer u.Undrain()
+	dctx, cancel := context.WithTimeout(ctx, grace+rollDrainSlack)
+	defer cancel()
+	if err := u.WaitDrained(dctx); err != nil {
+		return fmt.Errorf("engine %s did not drain: %w", u.addr, err)
+	}
+	spec := u.fleet.spec.Normalize()
+	rctx, cancel := context.WithTimeout(ctx, spec.StopGrace+spec.StartupTimeout)
+	defer cancel()
+	if err := u.fleet.Restart(rctx, u.index); err != nil {
+		return err
+	}
+	closeIdleTo(u)
+	return nil
+}
+
+// closeIdleTo drops the routers' idle connections, after the engine u
+// restarted: they went to its old process.
+func closeIdleTo(u *Upstream) {
+	live.Lock()
+	defer live.Unlock()
+	for r := range live.routers {
+		if slices.Contains(r.candidates(""), u) {
+			r.client.close()
+		}
+	}
+}
