@@ -196,8 +196,12 @@ func (a *App) drainGrace() time.Duration {
 
 // Stop hands this config's routers over to the config that replaced it,
 // then releases its fleets: a fleet no config holds any more drains and
-// stops (see liveFleet.Destruct).
+// stops (see liveFleet.Destruct). When Caddy exits, readiness and new
+// requests are refused first (see shuttingDown).
 func (a *App) Stop() error {
+	if caddy.Exiting() {
+		shuttingDown.Store(true) // before the drain: no new stream starts
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if next := current.Load(); next != nil && next != a {

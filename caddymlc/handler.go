@@ -13,8 +13,12 @@ import (
 // and passes every other request to the next handler.
 func (r *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyhttp.Handler) error {
 	switch {
+	case r.HealthURI != "" && req.URL.Path == r.HealthURI && exiting(req):
+		serveShuttingDown(w)
 	case r.HealthURI != "" && req.URL.Path == r.HealthURI:
 		r.front.ServeReadiness(w, req)
+	case router.Handles(req.URL.Path) && shuttingDown.Load():
+		refuseShuttingDown(w)
 	case router.Handles(req.URL.Path):
 		if f := r.facts(req); f != (router.Facts{}) {
 			req = req.WithContext(router.WithFacts(req.Context(), f))
