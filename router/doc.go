@@ -37,7 +37,8 @@
 // policies.go (the selection policy API and the built-in ones), hooks.go
 // (a route's lifecycle hooks), prefix.go (the prefix index), upstream.go,
 // proc.go and breaker.go (an engine as the router knows it), drain.go
-// (an operator's drain of an engine, its attempts moved), livefleet.go,
+// (an operator's drain of an engine, its attempts moved) and restart.go
+// (a model's rolling restart), livefleet.go,
 // loadpoll.go and gpumetrics.go (the fleet), status.go and inspect.go
 // (what operators read), metrics.go, trace.go.
 package router
