@@ -36,14 +36,18 @@ func TestFleetStatusNeverReadyWhenDead(t *testing.T) {
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		for {
-			changed := f.Changed()
+		take := func() {
 			s, pid := f.Status(0)
 			if len(samples) == 0 || samples[len(samples)-1] != (sample{s, pid}) {
 				samples = append(samples, sample{s, pid})
 			}
+		}
+		for {
+			changed := f.Changed()
+			take()
 			select {
 			case <-done:
+				take() // the state the test saw before it closed done
 				return
 			case <-changed:
 			default:
