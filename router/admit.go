@@ -144,7 +144,8 @@ func gateError(ctx context.Context, err error) error {
 }
 
 // refreshLimits sets the gate's capacity from the engines that can serve
-// now: each ready generating engine runs up to its batch. With no batch
+// now: each ready generating engine runs up to its batch, less what other
+// replicas run on them (peerload.go). With no batch
 // known (MLC's server mode without max_inflight), or no engine ready (the
 // engine queue then waits for one), the gate holds nothing back.
 func (g *gate) refreshLimits() {
@@ -156,7 +157,7 @@ func (g *gate) refreshLimits() {
 		g.queue.SetLimits(fair.Unlimited)
 		return
 	}
-	g.queue.SetLimits(fair.Limits{Requests: ready * g.batch, Tokens: -1})
+	g.queue.SetLimits(fair.Limits{Requests: capacity(ready, g.batch, peersOf(g.model)), Tokens: -1})
 }
 
 // followEngines refreshes the gate's capacity as engines come and go,

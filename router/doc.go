@@ -16,7 +16,8 @@
 //   - decode.go: decode and validate (decoder): the body, the model, the
 //     prompt's tokens, the chat rendered; embeddings.go for /v1/embeddings.
 //   - admit.go: the gate: the tenant's budget, the fair queue in front of
-//     the engines' batch.
+//     the engines' batch; peerload.go takes off it what other replicas
+//     run on the same engines.
 //   - completion.go: the request's choices, each run by resume.go.
 //   - resume.go: one choice's attempts (choiceJob.run): each started,
 //     read to the client and closed; one preempted or failed is resumed

@@ -1,0 +1,106 @@
+package router
+
+import (
+	"sync"
+
+	"github.com/caddy-mlc/caddy-mlc/router/fair"
+)
+
+// Several Caddy replicas in front of the same engines each have a gate
+// (admit.go) that, alone, would send the engines their whole batch: with
+// N replicas the engines would hold N batches and serve them in their
+// FIFO, and the replicas' fair queues would order nothing. So the
+// replicas tell one another how many requests each runs on a model's
+// engines (the mlc app's cluster publishes InFlight, off the request's
+// path), and each gate takes what the others leave: its capacity is the
+// engines' batches less the others' requests (SetPeerLoad), never below
+// its fair share of them, so that no replica starves while another holds
+// more than its share (its own capacity shrinks as its requests end).
+// Without word from the others (no cluster, or Redis out of reach) a gate
+// owns the whole batch, as one replica does.
+
+// peerLoad is what the other replicas run on a model's engines.
+type peerLoad struct {
+	inFlight int // their requests in flight
+	busy     int // how many of them run any
+}
+
+var peerLoads struct {
+	sync.Mutex
+	byModel map[string]peerLoad
+}
+
+// SetPeerLoad records that the other replicas run inFlight requests on
+// model's engines, busy of them running any, and sets the capacity of
+// model's gates from it. SetPeerLoad(model, 0, 0): none.
+func SetPeerLoad(model string, inFlight, busy int) {
+	peerLoads.Lock()
+	p := peerLoad{inFlight: max(inFlight, 0), busy: max(busy, 0)}
+	changed := peerLoads.byModel[model] != p
+	if p == (peerLoad{}) {
+		delete(peerLoads.byModel, model)
+	} else {
+		if peerLoads.byModel == nil {
+			peerLoads.byModel = map[string]peerLoad{}
+		}
+		peerLoads.byModel[model] = p
+	}
+	peerLoads.Unlock()
+	if !changed {
+		return
+	}
+	for _, r := range liveRouters(model) {
+		r.gate.refreshLimits()
+	}
+}
+
+// peersOf returns what the other replicas run on model's engines.
+func peersOf(model string) peerLoad {
+	peerLoads.Lock()
+	defer peerLoads.Unlock()
+	return peerLoads.byModel[model]
+}
+
+// InFlight returns the requests model's gates have let through to the
+// engines and that have not ended, over every live router of model (a
+// queue kept across a reload counted once).
+func InFlight(model string) int {
+	n := 0
+	seen := map[*fair.Queue]bool{}
+	for _, r := range liveRouters(model) {
+		q := r.gate.queue
+		if q == nil || seen[q] || r.gate.batch <= 0 {
+			continue
+		}
+		seen[q] = true
+		n += q.Stats().InFlight
+	}
+	return n
+}
+
+// liveRouters returns the live routers of model.
+func liveRouters(model string) []*Router {
+	live.Lock()
+	defer live.Unlock()
+	var out []*Router
+	for r := range live.routers {
+		if r.Model == model {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// capacity is what a gate lets through to ready engines of batch each,
+// with the other replicas running p on them: the engines' batches less
+// p's requests, but at least the gate's fair share of them (the batches
+// over the replicas running any, this one included) and one request per
+// engine.
+func capacity(ready, batch int, p peerLoad) int {
+	total := ready * batch
+	if p.inFlight == 0 {
+		return total
+	}
+	share := (total + p.busy) / (p.busy + 1) // rounded up
+	return max(total-p.inFlight, share, ready)
+}
