@@ -102,14 +102,19 @@ type pooledConn struct {
 	stopShare  func()
 	shareMu    sync.Mutex
 	subscribed map[string]bool // models whose prefix events it applies
+	loads      map[string]func() // models whose in-flight requests it shares, and how to stop
 }
 
-// Destruct stops sharing prefixes and closes the connection.
+// Destruct stops sharing prefixes and loads, and closes the connection.
 func (p *pooledConn) Destruct() error {
 	p.shareMu.Lock()
 	if p.stopShare != nil {
 		p.stopShare()
 	}
+	for _, stop := range p.loads {
+		stop()
+	}
+	p.loads = nil
 	p.shareMu.Unlock()
 	return p.Close()
 }
@@ -158,7 +163,7 @@ func provisionCluster(c *Cluster, log *zap.Logger) (*clusterLink, error) {
 		return nil, err
 	}
 	val, _, err := clusterConns.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return &pooledConn{Conn: cluster.New(opts), subscribed: map[string]bool{}}, nil
+		return &pooledConn{Conn: cluster.New(opts), subscribed: map[string]bool{}, loads: map[string]func(){}}, nil
 	})
 	if err != nil {
 		return nil, err

@@ -99,6 +99,9 @@ func (r *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 	if app.cluster != nil && s.core.KeepsPrefixIndex() {
 		app.cluster.applyPrefixes(m.Model)
 	}
+	if app.cluster != nil {
+		app.cluster.shareLoad(m.Model)
+	}
 	return s, nil
 }
 
