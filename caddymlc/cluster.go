@@ -101,7 +101,7 @@ type pooledConn struct {
 	share      sync.Once
 	stopShare  func()
 	shareMu    sync.Mutex
-	subscribed map[string]bool // models whose prefix events it applies
+	subscribed map[string]bool   // models whose prefix events it applies
 	loads      map[string]func() // models whose in-flight requests it shares, and how to stop
 }
 
