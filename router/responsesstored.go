@@ -50,7 +50,7 @@ func (m *Models) serveStored(w http.ResponseWriter, req *http.Request) {
 		log.Debug("delete stored response", zap.Bool("deleted", deleted), zap.Error(err))
 		switch {
 		case err != nil:
-			protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "deleting the stored response %s: %v", id, err).Write(w)
+			storeError("deleting", id, err).Write(w)
 		case !deleted:
 			responseNotFound(id, "").Write(w)
 		default:

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -23,6 +24,30 @@ type ResponseStore interface {
 	// Delete forgets the response id of tenant; deleted is false when
 	// there was none.
 	Delete(ctx context.Context, tenant, id string) (deleted bool, err error)
+}
+
+// ErrStoreUnavailable is what a ResponseStore's error wraps when the
+// store is out of reach (a shared store's server down or not answering
+// in time): a read or a delete is then a 503, which a client may retry,
+// rather than a 404 that would say the response is gone. A write that
+// fails is a 500 (or a stream's response.failed) whatever the cause.
+var ErrStoreUnavailable = errors.New("the response store is out of reach")
+
+// storeUnavailableRetry is the Retry-After of a 503 of an unreachable
+// store: a shared store's replica looks for its server again within
+// seconds.
+const storeUnavailableRetry = 2 * time.Second
+
+// storeError is the answer to a failed read or delete of the stored
+// response id.
+func storeError(what, id string, err error) *protocol.Error {
+	if errors.Is(err, ErrStoreUnavailable) {
+		e := protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
+			"%s the stored response %s: the response store is out of reach; retry shortly (%v)", what, id, err)
+		e.RetryAfter = storeUnavailableRetry
+		return e
+	}
+	return protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "%s the stored response %s: %v", what, id, err)
 }
 
 // DefaultResponsesMaxBytes bounds a stored response's record (the
@@ -69,7 +94,7 @@ func loadResponse(ctx context.Context, s ResponseStore, tenant, id string) (*sto
 	defer cancel()
 	b, found, err := s.Get(ctx, tenant, id)
 	if err != nil {
-		return nil, protocol.Errorf(http.StatusInternalServerError, protocol.ErrTypeServer, "reading the stored response %s: %v", id, err)
+		return nil, storeError("reading", id, err)
 	}
 	if !found {
 		return nil, nil

@@ -1,13 +1,18 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -176,5 +181,107 @@ func TestResponsesTenantIsolation(t *testing.T) {
 	var e protocol.ErrorBody
 	if status != http.StatusBadRequest || json.Unmarshal(raw, &e) != nil || deref(e.Error.Param) != "store" {
 		t.Errorf("over the bound: %d %s", status, raw)
+	}
+}
+
+// downStore is a memStore that fails every call with err while err is
+// set.
+type downStore struct {
+	memStore
+	mu  sync.Mutex
+	err error
+}
+
+func (s *downStore) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}
+
+func (s *downStore) failing() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *downStore) Put(ctx context.Context, tenant, id string, record []byte) error {
+	if err := s.failing(); err != nil {
+		return err
+	}
+	return s.memStore.Put(ctx, tenant, id, record)
+}
+
+func (s *downStore) Get(ctx context.Context, tenant, id string) ([]byte, bool, error) {
+	if err := s.failing(); err != nil {
+		return nil, false, err
+	}
+	return s.memStore.Get(ctx, tenant, id)
+}
+
+func (s *downStore) Delete(ctx context.Context, tenant, id string) (bool, error) {
+	if err := s.failing(); err != nil {
+		return false, err
+	}
+	return s.memStore.Delete(ctx, tenant, id)
+}
+
+// A store out of reach (its error wraps ErrStoreUnavailable): reading,
+// listing, deleting or continuing a response is a 503 with a
+// Retry-After, never the 404 of a response that is gone; storing one is
+// a 500, or response.failed once a stream began. Any other failure of
+// the store is a 500.
+func TestResponsesStoreUnavailable(t *testing.T) {
+	c := startCore(t, 1, Config{Mode: ModeWhole}, nil)
+	store := &downStore{}
+	m := NewModels([]*Router{c.r}, 0)
+	m.StoreResponses(store, 0)
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	r := respond(t, srv.URL, "", map[string]any{"input": "the cat sat on", "max_output_tokens": 4, "temperature": 0})
+
+	store.fail(fmt.Errorf("redis: %w (dial tcp: connection refused)", ErrStoreUnavailable))
+	for _, tc := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodGet, "/" + r.ID, nil},
+		{http.MethodGet, "/" + r.ID + "/input_items", nil},
+		{http.MethodDelete, "/" + r.ID, nil},
+		{http.MethodPost, "", map[string]any{"input": "more", "previous_response_id": r.ID, "max_output_tokens": 4}},
+	} {
+		b, _ := json.Marshal(tc.body)
+		req, _ := http.NewRequest(tc.method, srv.URL+protocol.PathResponses+tc.path, bytes.NewReader(b))
+		resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e protocol.ErrorBody
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+			json.Unmarshal(raw, &e) != nil || e.Error.Type != protocol.ErrTypeUnavailable || !strings.Contains(e.Error.Message, "out of reach") {
+			t.Errorf("%s %s: %d (Retry-After %q) %s", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+		}
+	}
+	status, raw := callJSON(t, http.MethodPost, srv.URL+protocol.PathResponses, map[string]any{"input": "hi", "max_output_tokens": 2})
+	if status != http.StatusInternalServerError || !strings.Contains(string(raw), "storing the response") {
+		t.Errorf("store with the store away: %d %s", status, raw)
+	}
+	status, raw = callJSON(t, http.MethodPost, srv.URL+protocol.PathResponses, map[string]any{"input": "hi", "max_output_tokens": 2, "stream": true})
+	events := namedEvents(t, raw)
+	if status != http.StatusOK || len(events) == 0 || events[len(events)-1].name != protocol.EventResponseFailed {
+		t.Errorf("streamed with the store away: %d %s", status, raw)
+	}
+	if status, raw := callJSON(t, http.MethodPost, srv.URL+protocol.PathResponses, map[string]any{"input": "hi", "max_output_tokens": 2, "store": false}); status != http.StatusOK {
+		t.Errorf("store: false needs no store: %d %s", status, raw)
+	}
+
+	store.fail(errors.New("disk I/O error"))
+	if status, raw := callJSON(t, http.MethodGet, srv.URL+protocol.PathResponses+"/"+r.ID, nil); status != http.StatusInternalServerError {
+		t.Errorf("another failure: %d %s", status, raw)
+	}
+	store.fail(nil)
+	if status, raw := callJSON(t, http.MethodGet, srv.URL+protocol.PathResponses+"/"+r.ID, nil); status != http.StatusOK {
+		t.Errorf("the store back: %d %s", status, raw)
 	}
 }
