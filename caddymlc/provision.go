@@ -45,7 +45,7 @@ func (r *Handler) Provision(ctx caddy.Context) error {
 		cores = append(cores, s.core)
 	}
 	r.front = router.NewModels(cores, defaultModel(ms))
-	if err := r.provisionResponses(); err != nil {
+	if err := r.provisionResponses(app.cluster); err != nil {
 		return err
 	}
 	for _, s := range r.served {

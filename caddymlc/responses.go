@@ -1,6 +1,8 @@
 package caddymlc
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddy-mlc/caddy-mlc/router/respstore"
 )
@@ -27,9 +30,12 @@ import (
 //	responses_max_size <size>      (default: 16MiB)
 type Responses struct {
 	// ResponsesStore is the SQLite file of stored responses, relative to
-	// Caddy's data directory unless absolute; "off": none (responses are
-	// answered with store false, previous_response_id is refused).
-	// Default: mlc/responses.db in Caddy's data directory.
+	// Caddy's data directory unless absolute (write ./redis for a file
+	// named redis); "redis": the cluster's Redis (the cluster option is
+	// then required); "off": none (responses are answered with store
+	// false, previous_response_id is refused). Default: the cluster's
+	// Redis with the cluster option, else mlc/responses.db in Caddy's
+	// data directory.
 	ResponsesStore string `json:"responses_store,omitempty"`
 
 	// ResponsesTTL is how long a stored response is kept. Default 30
@@ -44,15 +50,50 @@ type Responses struct {
 }
 
 // Interface guard: the SQLite store is the router's response store.
-var _ router.ResponseStore = (*respstore.SQLite)(nil)
+var (
+	_ router.ResponseStore = (*respstore.SQLite)(nil)
+	_ router.ResponseStore = redisResponses{}
+)
 
-// storeOff is the responses_store that keeps no responses.
-const storeOff = "off"
+// The responses_store values that are no file: none, the cluster's
+// Redis.
+const (
+	storeOff   = "off"
+	storeRedis = "redis"
+)
+
+// redisResponses is the response store on the cluster's Redis, its
+// errors of a Redis out of reach told to the router as such (a 503 to
+// read, not a 404).
+type redisResponses struct{ s *cluster.ResponseStore }
+
+// unavailable marks err as the router's ErrStoreUnavailable when Redis
+// is out of reach.
+func unavailable(err error) error {
+	if errors.Is(err, cluster.ErrDown) {
+		return fmt.Errorf("%w: %w", router.ErrStoreUnavailable, err)
+	}
+	return err
+}
+
+func (r redisResponses) Put(ctx context.Context, tenant, id string, record []byte) error {
+	return unavailable(r.s.Put(ctx, tenant, id, record))
+}
+
+func (r redisResponses) Get(ctx context.Context, tenant, id string) ([]byte, bool, error) {
+	b, found, err := r.s.Get(ctx, tenant, id)
+	return b, found, unavailable(err)
+}
+
+func (r redisResponses) Delete(ctx context.Context, tenant, id string) (bool, error) {
+	deleted, err := r.s.Delete(ctx, tenant, id)
+	return deleted, unavailable(err)
+}
 
 // responsesPath is the store's file; "" for none.
 func (c Responses) responsesPath() string {
 	switch {
-	case c.ResponsesStore == storeOff:
+	case c.ResponsesStore == storeOff || c.ResponsesStore == storeRedis:
 		return ""
 	case c.ResponsesStore == "":
 		return filepath.Join(caddy.AppDataDir(), "mlc", "responses.db")
@@ -79,10 +120,21 @@ type sharedStore struct{ *respstore.SQLite }
 func (s sharedStore) Destruct() error { return s.Close() }
 
 // provisionResponses opens the response store (or takes the one an
-// earlier config opened) and gives it to the front.
-func (r *Handler) provisionResponses() error {
+// earlier config opened) and gives it to the front: on the cluster's
+// Redis when cl is not nil (the cluster option) and responses_store
+// names no file.
+func (r *Handler) provisionResponses(cl *clusterLink) error {
 	if err := r.Responses.validate(); err != nil {
 		return err
+	}
+	switch {
+	case r.ResponsesStore == storeRedis && cl == nil:
+		return fmt.Errorf("mlc_router: responses_store redis needs the mlc app's cluster option (mlc { cluster { redis <host:port> } })")
+	case cl != nil && (r.ResponsesStore == storeRedis || r.ResponsesStore == ""):
+		// Nothing to open or close: the store is the cluster's
+		// connection, which the app holds.
+		r.front.StoreResponses(redisResponses{cluster.NewResponseStore(cl.conn, time.Duration(r.ResponsesTTL))}, int(r.ResponsesMaxSize))
+		return nil
 	}
 	path := r.responsesPath()
 	if path == "" {
