@@ -60,7 +60,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    tenant_weight     <tenant> <weight>
 //	    tenant_priority   <tenant> <band>
 //	    budget            <tenant|pattern|*> [tokens_per_minute <n>] [requests_per_minute <n>] [shared]
-//	    responses_store   <path>|off (the Responses API's stored responses; default: mlc/responses.db in Caddy's data directory)
+//	    responses_store   <path>|redis|off (the Responses API's stored responses; default: the cluster's Redis with the mlc cluster option, else mlc/responses.db in Caddy's data directory)
 //	    responses_ttl     <duration> (default: 30 days)
 //	    responses_max_size <size>    (one stored response, with its conversation; default: 16MiB)
 //	}

@@ -23,11 +23,18 @@ import (
 // (store: true, the API's default, and previous_response_id), and for how
 // long. Every model of the handler shares the store.
 //
+// With the mlc app's cluster option the responses are kept in the
+// cluster's Redis by default, so that any replica can read, continue or
+// delete a response another one stored; without it, in an SQLite file.
+// A path forces the SQLite file even with the cluster option (replicas
+// on one host may share one file; replicas on several hosts each keep
+// their own, and a conversation continues only where it began).
+//
 // Caddyfile:
 //
-//	responses_store    <path>|off  (default: mlc/responses.db in Caddy's data directory)
-//	responses_ttl      <duration>  (default: 30 days)
-//	responses_max_size <size>      (default: 16MiB)
+//	responses_store    <path>|redis|off  (default: redis with the cluster option, else mlc/responses.db in Caddy's data directory)
+//	responses_ttl      <duration>        (default: 30 days)
+//	responses_max_size <size>            (default: 16MiB)
 type Responses struct {
 	// ResponsesStore is the SQLite file of stored responses, relative to
 	// Caddy's data directory unless absolute (write ./redis for a file
