@@ -13,8 +13,14 @@ import (
 // caddyfile is a whole Caddyfile: the global options, then one site on
 // 127.0.0.1:port handled by handler.
 func caddyfile(adminPort, port int, storage string, h2c bool, handler string) string {
+	return caddyfileWith(adminPort, port, storage, h2c, "", handler)
+}
+
+// caddyfileWith is caddyfile with more global options (indented once).
+func caddyfileWith(adminPort, port int, storage string, h2c bool, global, handler string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "{\n\tadmin 127.0.0.1:%d\n\tpersist_config off\n\tauto_https off\n\tstorage file_system %s\n", adminPort, storage)
+	b.WriteString(global)
 	if h2c {
 		// Unencrypted HTTP/2 lets many idle streams share a few client
 		// connections, so the file limit holds twice as many.
@@ -80,5 +86,41 @@ func mlcTenants(enginePorts []int, gate bool) string {
 		b.WriteString("\tmax_inflight off\n")
 	}
 	b.WriteString("}\n")
+	return b.String()
+}
+
+// clusterOption is the mlc global option that makes replicas share their
+// gates' in-flight counts and budgets through the redis-server on
+// redisPort (issue 28).
+func clusterOption(redisPort, replicas int) string {
+	return fmt.Sprintf("\tmlc {\n\t\tcluster {\n\t\t\tredis 127.0.0.1:%d\n\t\t\treplicas %d\n\t\t}\n\t}\n", redisPort, replicas)
+}
+
+// mlcTenantsExternal is mlcTenants for the replicas that do not spawn the
+// engines: the same engines, external, each running at most fairBatch of
+// the replica's requests, as the spawning replica reads from its
+// engine_args.
+func mlcTenantsExternal(enginePorts []int) string {
+	var b strings.Builder
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
+	for _, p := range enginePorts {
+		fmt.Fprintf(&b, "\tendpoint 127.0.0.1:%d external\n", p)
+	}
+	fmt.Fprintf(&b, "\tmax_inflight %d\n", fairBatch)
+	fmt.Fprintf(&b, "\ttenant {http.request.header.%s}\n\tpriority {http.request.header.%s}\n", headerTenant, headerPriority)
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// mlcBudget is the budgets run's router: mode whole over external
+// engines, the tenant from its header, each tenant its own budget of
+// limit tokens a minute.
+func mlcBudget(engines []string, limit int) string {
+	var b strings.Builder
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
+	for _, e := range engines {
+		fmt.Fprintf(&b, "\tendpoint %s external\n", e)
+	}
+	fmt.Fprintf(&b, "\ttenant {http.request.header.%s}\n\tbudget * tokens_per_minute %d\n}\n", headerTenant, limit)
 	return b.String()
 }

@@ -37,6 +37,13 @@ type config struct {
 	floodTokens int  // max_tokens of A's streams
 	bStreams    int  // B's streams in flight when both flood
 	samples     int  // measured requests per tenant and scenario, at least
+
+	// Several replicas (issue 28): -replicas N Caddys sharing through a
+	// redis-server the bench starts; -budgets measures a shared budget.
+	replicas     int
+	budgets      bool
+	budgetLimit  int           // the tenant's tokens_per_minute
+	budgetWindow time.Duration // how long the tenant sends
 }
 
 // quickDefaults replace the defaults of the flags not given when -quick is:
@@ -56,6 +63,8 @@ var quickDefaults = map[string]string{
 	"flood-tokens":  "32",
 	"b-streams":     "4",
 	"samples":       "5",
+	"budget-limit":  "6000",
+	"budget-window": "10s",
 }
 
 func parseConfig(args []string, stderr io.Writer) (*config, error) {
@@ -85,6 +94,10 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.floodTokens, "flood-tokens", 128, "-fairness: max_tokens of tenant A's streams")
 	fs.IntVar(&c.bStreams, "b-streams", 8, "-fairness: tenant B's streams in flight when both flood (band 1)")
 	fs.IntVar(&c.samples, "samples", 100, "-fairness: measured requests of each tenant per scenario, at least")
+	fs.IntVar(&c.replicas, "replicas", 1, "-fairness, -budgets: Caddy replicas sharing the gate and budgets through a redis-server the bench starts (issue 28)")
+	fs.BoolVar(&c.budgets, "budgets", false, "run the shared budget across replicas instead (issue 28): one tenant, spread over every replica")
+	fs.IntVar(&c.budgetLimit, "budget-limit", 30000, "-budgets: the tenant's tokens_per_minute")
+	fs.DurationVar(&c.budgetWindow, "budget-window", time.Minute, "-budgets: how long the tenant sends")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -139,8 +152,14 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-rounds, -per-client, -min-requests, -prompt-len and -profile-secs must be positive")
 	case c.flood < 1 || c.floodTokens < 1 || c.bStreams < 1 || c.samples < 1:
 		return nil, fmt.Errorf("-flood, -flood-tokens, -b-streams and -samples must be positive")
-	case c.check && !c.fairness:
-		return nil, fmt.Errorf("-check goes with -fairness")
+	case c.check && !c.fairness && !c.budgets:
+		return nil, fmt.Errorf("-check goes with -fairness or -budgets")
+	case c.fairness && c.budgets:
+		return nil, fmt.Errorf("-fairness and -budgets are separate runs")
+	case c.replicas < 1 || c.replicas > 1 && !c.fairness && !c.budgets:
+		return nil, fmt.Errorf("-replicas: a positive number, above 1 only with -fairness or -budgets")
+	case c.budgets && (c.replicas < 2 || c.budgetLimit < 1 || c.budgetWindow <= 0):
+		return nil, fmt.Errorf("-budgets wants -replicas 2 or more, a positive -budget-limit and -budget-window")
 	case len(c.modes) == 0:
 		return nil, fmt.Errorf("-stream: want false, true or both")
 	}

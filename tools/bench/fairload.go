@@ -49,7 +49,7 @@ func startTenant(ctx context.Context, r *gatedRouter, tenant string, band, strea
 			for ctx.Err() == nil {
 				body := fairBody(rng, words, cfg.promptLen, maxTokens(rng))
 				s := l.begin()
-				ttft, tokens, err := r.stream(ctx, tenant, band, body)
+				ttft, tokens, err := r.stream(ctx, r.base(tenant, i), tenant, band, body)
 				l.end(s, ttft, tokens, err, ctx.Err() != nil)
 			}
 		})
@@ -182,10 +182,10 @@ func (l *tenantLoad) figures(since, until time.Time) tenantFigures {
 
 // stream sends one streamed completion as tenant in band and returns the
 // time to its first event and the completion tokens its usage reports.
-func (r *gatedRouter) stream(ctx context.Context, tenant string, band int, body []byte) (time.Duration, int, error) {
+func (r *gatedRouter) stream(ctx context.Context, base, tenant string, band int, body []byte) (time.Duration, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.caddy.base+"/v1/completions", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, err
 	}

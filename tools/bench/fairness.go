@@ -67,6 +67,22 @@ type gatedRouter struct {
 	gate  bool
 	caddy *caddyProc
 	http  *http.Client
+
+	// With -replicas N > 1: every replica, caddy the one that spawns the
+	// engines; gate then says whether they share their gates (the
+	// cluster option). A's streams take them in turn, B uses the last.
+	replicas []*caddyProc
+}
+
+// base is where stream i of tenant sends its requests.
+func (r *gatedRouter) base(tenant string, i int) string {
+	switch {
+	case len(r.replicas) < 2:
+		return r.caddy.base
+	case tenant == "B":
+		return r.replicas[len(r.replicas)-1].base
+	}
+	return r.replicas[i%len(r.replicas)].base
 }
 
 // runFairness runs every scenario on a router with its gate and on one
@@ -74,7 +90,13 @@ type gatedRouter struct {
 func (b *bench) runFairness(ctx context.Context, cfg *config, args []string, stdout io.Writer, load *loadWatch, started time.Time) error {
 	var routers []*gatedRouter
 	for _, gate := range []bool{true, false} {
-		r, err := b.startGatedRouter(ctx, gate)
+		start := b.startGatedRouter
+		if cfg.replicas > 1 {
+			start = func(ctx context.Context, share bool) (*gatedRouter, error) {
+				return b.startReplicas(ctx, cfg.replicas, share)
+			}
+		}
+		r, err := start(ctx, gate)
 		if err != nil {
 			return err
 		}
@@ -85,6 +107,7 @@ func (b *bench) runFairness(ctx context.Context, cfg *config, args []string, std
 	for _, sc := range cfg.scenarios() {
 		for _, r := range routers {
 			res, err := r.measure(ctx, cfg, sc)
+			res.replicas = len(r.replicas)
 			if err != nil {
 				return err
 			}
@@ -197,18 +220,49 @@ func (r *gatedRouter) measure(ctx context.Context, cfg *config, sc fairScenario)
 	return res, ctx.Err()
 }
 
-// status reads the router's own account of its gate and engines.
+// status reads the router's own account of its gate and engines; with
+// several replicas, their sum: each engine's in flight, the gate's in
+// flight and waiting, the queue.
 func (r *gatedRouter) status(ctx context.Context) (router.RouterStatus, error) {
-	body, err := r.caddy.adminGet(ctx, "/mlc/engines", adminTimeout)
+	if len(r.replicas) < 2 {
+		return caddyStatus(ctx, r.caddy)
+	}
+	var sum router.RouterStatus
+	for i, c := range r.replicas {
+		st, err := caddyStatus(ctx, c)
+		if err != nil {
+			return sum, err
+		}
+		if i == 0 {
+			sum = st
+			sum.Engines = append([]router.EngineStatus(nil), st.Engines...)
+			continue
+		}
+		if len(st.Engines) != len(sum.Engines) {
+			return sum, fmt.Errorf("%s/mlc/engines: %d engines, the first replica %d", c.admin, len(st.Engines), len(sum.Engines))
+		}
+		for j, e := range st.Engines {
+			sum.Engines[j].InFlight += e.InFlight
+		}
+		sum.Queued += st.Queued
+		sum.Gate.Waiting += st.Gate.Waiting
+		sum.Gate.InFlight += st.Gate.InFlight
+	}
+	return sum, nil
+}
+
+// caddyStatus reads one Caddy's router status.
+func caddyStatus(ctx context.Context, c *caddyProc) (router.RouterStatus, error) {
+	body, err := c.adminGet(ctx, "/mlc/engines", adminTimeout)
 	if err != nil {
 		return router.RouterStatus{}, err
 	}
 	var st []router.RouterStatus
 	if err := json.Unmarshal(body, &st); err != nil {
-		return router.RouterStatus{}, fmt.Errorf("%s/mlc/engines: %w", r.caddy.admin, err)
+		return router.RouterStatus{}, fmt.Errorf("%s/mlc/engines: %w", c.admin, err)
 	}
 	if len(st) != 1 {
-		return router.RouterStatus{}, fmt.Errorf("%s/mlc/engines: %d routers, want 1", r.caddy.admin, len(st))
+		return router.RouterStatus{}, fmt.Errorf("%s/mlc/engines: %d routers, want 1", c.admin, len(st))
 	}
 	return st[0], nil
 }

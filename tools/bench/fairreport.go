@@ -20,9 +20,15 @@ type fairResult struct {
 	firstErr error
 	window   time.Duration
 	status   router.RouterStatus // at the window's end
+	replicas int                 // > 1: gate says whether they share (-replicas)
 }
 
-func (r fairResult) title() string { return fmt.Sprintf("%s, gate %s", r.scenario.name, onOff(r.gate)) }
+func (r fairResult) title() string {
+	if r.replicas > 1 {
+		return fmt.Sprintf("%s, %d replicas, sharing %s", r.scenario.name, r.replicas, onOff(r.gate))
+	}
+	return fmt.Sprintf("%s, gate %s", r.scenario.name, onOff(r.gate))
+}
 
 // ratio is B's TTFT p50 over A's; 0 without A.
 func (r fairResult) ratio() float64 { return div(float64(r.b.p50), float64(r.a.p50)) }
@@ -51,6 +57,13 @@ func writeFairness(w io.Writer, args []string, cfg *config, results []fairResult
 	fmt.Fprintf(w, "### Fairness benchmark, %s\n\n", time.Now().Format("2006-01-02 15:04"))
 	fmt.Fprintf(w, "`%s` (%v, commit %s): %d CPUs, %s; the bench, the two Caddys and their four engines share them.\n\n",
 		commandLine(args), took.Round(time.Second), commit(), runtime.NumCPU(), load)
+	if cfg.replicas > 1 {
+		fmt.Fprintf(w, "**%d replicas** (issue 28), twice: %d Caddys with the `mlc` global option's `cluster` (a redis-server the bench starts; **sharing on**: "+
+			"each replica's gate leaves the others their share of the engines) and %d without it (**sharing off**: each replica's gate is its own). "+
+			"In each, the first replica spawns the engines as below; the others list them `external` with `max_inflight %d`. "+
+			"A's streams take the replicas in turn; B sends through the last. The figures below are the replicas' summed `/mlc/engines`.\n\n",
+			cfg.replicas, cfg.replicas, cfg.replicas, fairBatch)
+	}
 	fmt.Fprintf(w, "Two Caddys, each one `mlc_router` in `mode whole` that spawns %d built-in engines with `--overrides max_num_sequence=%d` (%d slots), "+
 		"the tenant from `%s`, the band from `%s`: **gate on** (the default: each engine gets at most its batch, the rest waits in the router's fair queue, "+
 		"by band, then fair on tokens across tenants) and **gate off** (`max_inflight off`: every request goes to an engine at once and waits in its queue). "+
@@ -65,6 +78,8 @@ func writeFairness(w io.Writer, args []string, cfg *config, results []fairResult
 	for _, r := range results {
 		gate := fmt.Sprintf("on (%d slots)", r.status.Gate.Capacity)
 		switch {
+		case r.replicas > 1:
+			gate = fmt.Sprintf("%d replicas, sharing %s", r.replicas, onOff(r.gate))
 		case !r.gate && r.status.Gate.Capacity < 0:
 			gate = "off"
 		case !r.gate:

@@ -84,6 +84,11 @@ type caddyProc struct {
 // startCaddy writes a Caddyfile with handler on a site of its own and
 // runs Caddy on it, ready once GET /v1/models answers through it.
 func (b *bench) startCaddy(ctx context.Context, name, handler string, h2c bool) (*caddyProc, error) {
+	return b.startCaddyWith(ctx, name, "", handler, h2c)
+}
+
+// startCaddyWith is startCaddy with more global options.
+func (b *bench) startCaddyWith(ctx context.Context, name, global, handler string, h2c bool) (*caddyProc, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
@@ -93,7 +98,7 @@ func (b *bench) startCaddy(ctx context.Context, name, handler string, h2c bool) 
 		return nil, err
 	}
 	file := filepath.Join(dir, "Caddyfile")
-	text := caddyfile(ports[0], ports[1], filepath.Join(dir, "data"), h2c, handler)
+	text := caddyfileWith(ports[0], ports[1], filepath.Join(dir, "data"), h2c, global, handler)
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		return nil, err
 	}

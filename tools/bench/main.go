@@ -99,6 +99,9 @@ func run(args []string, stdout io.Writer) (err error) {
 	if cfg.fairness {
 		return b.runFairness(ctx, cfg, args, stdout, load, started)
 	}
+	if cfg.budgets {
+		return b.runBudgets(ctx, cfg, args, stdout, load, started)
+	}
 	engines, err := b.startEngines(ctx, 2)
 	if err != nil {
 		return err
