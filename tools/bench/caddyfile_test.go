@@ -28,6 +28,8 @@ func TestCaddyfilesAdapt(t *testing.T) {
 		"gate-on": {mlcTenants([]int{9001, 9002}, true), false, []string{`"mode":"whole"`, `"engine_args":["--overrides","max_num_sequence=8"]`,
 			`"tenant":"{http.request.header.X-Tenant}"`, `"priority":"{http.request.header.X-Priority}"`}},
 		"gate-off": {mlcTenants([]int{9001, 9002}, false), false, []string{`"max_inflight":-1`, `"tenant":"{http.request.header.X-Tenant}"`}},
+		"replica":  {mlcTenantsExternal([]int{9001, 9002}), false, []string{`"max_inflight":8`, `"external":true`, `"tenant":"{http.request.header.X-Tenant}"`}},
+		"budget":   {mlcBudget(engines, 6000), false, []string{`"tokens_per_minute":6000`, `"external":true`}},
 	} {
 		text := caddyfile(2999, 8999, t.TempDir(), c.h2c, c.handler)
 		out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(text), nil)
@@ -46,5 +48,22 @@ func TestCaddyfilesAdapt(t *testing.T) {
 				t.Errorf("%s: adapted config lacks %s:\n%s", name, want, out)
 			}
 		}
+	}
+}
+
+// TestClusterCaddyfileAdapts checks the replicas' global option.
+func TestClusterCaddyfileAdapts(t *testing.T) {
+	text := caddyfileWith(2999, 8999, t.TempDir(), false, clusterOption(6391, 3), mlcTenantsExternal([]int{9001, 9002}))
+	out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(text), nil)
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("%v %v\n%s", err, warnings, text)
+	}
+	for _, want := range []string{`"redis":"127.0.0.1:6391"`, `"replicas":3`, `"max_inflight":8`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("adapted config lacks %s:\n%s", want, out)
+		}
+	}
+	if caddyfileWith(2999, 8999, "/d", false, "", "x\n") != caddyfile(2999, 8999, "/d", false, "x\n") {
+		t.Error("caddyfileWith without global options differs from caddyfile")
 	}
 }

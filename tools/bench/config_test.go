@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestQuickReplacesOnlyTheDefaults(t *testing.T) {
@@ -41,6 +42,11 @@ func TestConfigRejectsBadFlags(t *testing.T) {
 		{"-check"},
 		{"-fairness", "-flood", "0"},
 		{"-fairness", "-samples", "-1"},
+		{"-replicas", "3"},
+		{"-fairness", "-replicas", "0"},
+		{"-budgets"},
+		{"-budgets", "-replicas", "3", "-fairness"},
+		{"-budgets", "-replicas", "3", "-budget-limit", "0"},
 		{"extra"},
 	} {
 		if _, err := parseConfig(args, io.Discard); err == nil {
@@ -112,5 +118,22 @@ func TestFairnessDefaults(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"B alone", "A floods", "both flood, B in band 1"}) {
 		t.Errorf("scenarios %q", names)
+	}
+}
+
+func TestConfigReplicas(t *testing.T) {
+	full, err := parseConfig([]string{"-budgets", "-replicas", "3", "-check"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick, err := parseConfig([]string{"-budgets", "-replicas", "3", "-quick"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.budgetWindow != time.Minute || quick.budgetWindow >= full.budgetWindow || quick.budgetLimit >= full.budgetLimit {
+		t.Errorf("budgets: full %v × %d, quick %v × %d", full.budgetWindow, full.budgetLimit, quick.budgetWindow, quick.budgetLimit)
+	}
+	if one, err := parseConfig([]string{"-fairness"}, io.Discard); err != nil || one.replicas != 1 {
+		t.Errorf("-fairness alone: replicas %v, %v; want 1", one, err)
 	}
 }
