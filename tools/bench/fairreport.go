@@ -93,6 +93,9 @@ func writeFairness(w io.Writer, args []string, cfg *config, results []fairResult
 		}
 		if r.scenario.goal > 0 {
 			goal = "– (no gate)"
+			if r.replicas > 1 {
+				goal = "– (not shared)"
+			}
 			if r.gate {
 				goal = fmt.Sprintf("≤ %.1f %s", r.scenario.goal, mark(r.missed()))
 			}

@@ -17,6 +17,14 @@
 //	go run ./tools/bench -fairness -quick   # seconds
 //	go run ./tools/bench -fairness          # about a minute; -check fails on a missed goal
 //
+// With -replicas N (issue 28, replicas.go), -fairness runs N Caddys
+// sharing their gates through a redis-server of the bench's own, against
+// the same N without sharing; -budgets measures one tenant's budget
+// spread over N sharing replicas (budgets.go).
+//
+//	go run ./tools/bench -fairness -replicas 3 -quick
+//	go run ./tools/bench -budgets -replicas 3 -quick   # about 30 s
+//
 // See README.md beside this file for the figures and what they mean.
 package main
 
