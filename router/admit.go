@@ -157,7 +157,12 @@ func (g *gate) refreshLimits() {
 		g.queue.SetLimits(fair.Unlimited)
 		return
 	}
-	g.queue.SetLimits(fair.Limits{Requests: capacity(ready, g.batch, peersOf(g.model)), Tokens: -1})
+	peers := peersOf(g.model)
+	l := fair.Limits{Requests: capacity(ready, g.batch, peers), Tokens: -1}
+	if peers.inFlight > 0 {
+		l.Borrow = 1 // see fair.Limits.Borrow
+	}
+	g.queue.SetLimits(l)
 }
 
 // followEngines refreshes the gate's capacity as engines come and go,

@@ -56,6 +56,13 @@ type Limits struct {
 	// finished; a request that costs more than Tokens is granted when
 	// nothing else is in flight.
 	Tokens int64
+	// Borrow is how many requests may be granted beyond Requests, each
+	// to a waiter whose tenant has none in flight in its band. Several
+	// replicas that share engines each hold a part of their batch; a
+	// light tenant that arrives at one of them then waits for a slot of
+	// the engines (which queue at most Borrow more per replica), not for
+	// one of its replica's own.
+	Borrow int
 }
 
 // Unlimited grants every request at once: the queue only counts.
@@ -241,10 +248,11 @@ func (q *Queue) victim(t *Ticket) *Ticket {
 	return t
 }
 
-// fits reports whether the limits allow granting a request of cost.
-func (q *Queue) fits(cost int64) bool {
+// fits reports whether the limits allow granting a request of cost to
+// flow f.
+func (q *Queue) fits(f *flow, cost int64) bool {
 	l := q.limits
-	if l.Requests >= 0 && q.inFlight >= l.Requests {
+	if l.Requests >= 0 && q.inFlight >= l.Requests && (f.inFlight > 0 || q.inFlight >= l.Requests+l.Borrow) {
 		return false
 	}
 	if l.Tokens >= 0 {
@@ -261,7 +269,8 @@ func (q *Queue) fits(cost int64) bool {
 // one.
 func (q *Queue) dispatch() {
 	for len(q.active) > 0 {
-		if !q.fits(q.active[0].byStart.flows[0].head.item.Cost) {
+		f := q.active[0].byStart.flows[0]
+		if !q.fits(f, f.head.item.Cost) {
 			return
 		}
 		q.grantNext()

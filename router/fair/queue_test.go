@@ -203,6 +203,39 @@ func TestTokenLimit(t *testing.T) {
 	}
 }
 
+// Borrow grants a tenant with nothing in flight beyond the request
+// limit, one request at a time, and no one else.
+func TestBorrowServesAnIdleTenant(t *testing.T) {
+	r := newRecorder(t, Config{}, Limits{Requests: 1, Tokens: -1, Borrow: 1})
+	a1 := r.submit("a", 0, 10)
+	a2 := r.submit("a", 0, 10)
+	if !isReady(a1) || isReady(a2) {
+		t.Fatalf("granted a1 %v a2 %v, want a1 only", isReady(a1), isReady(a2))
+	}
+	b1 := r.submit("b", 0, 10)
+	b2 := r.submit("b", 0, 10)
+	if !isReady(b1) || isReady(b2) || isReady(a2) {
+		t.Fatalf("granted b1 %v b2 %v a2 %v, want b1 only, borrowed", isReady(b1), isReady(b2), isReady(a2))
+	}
+	c := r.submit("c", 0, 10)
+	if isReady(c) {
+		t.Fatal("a second request borrowed past the limit")
+	}
+	r.q.Finish(a1, 10)
+	r.q.Finish(b1, 10)
+	// a2 takes the slot; one of b2 and c, tenants with none in flight,
+	// borrows again.
+	if !isReady(a2) || isReady(b2) == isReady(c) || r.q.Stats().InFlight != 2 {
+		t.Fatalf("after a1 and b1: a2 %v b2 %v c %v, %d in flight", isReady(a2), isReady(b2), isReady(c), r.q.Stats().InFlight)
+	}
+
+	plain := newRecorder(t, Config{}, Limits{Requests: 1, Tokens: -1})
+	plain.submit("a", 0, 10)
+	if b := plain.submit("b", 0, 10); isReady(b) {
+		t.Fatal("granted past the limit without Borrow")
+	}
+}
+
 func TestSetLimitsAndRelease(t *testing.T) {
 	r := newRecorder(t, Config{}, Limits{Requests: 0, Tokens: -1})
 	var tks []*Ticket

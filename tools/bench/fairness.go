@@ -54,11 +54,20 @@ type fairScenario struct {
 }
 
 // scenarios are the fairness run's, in the order they run.
+//
+// With several replicas the goal is issue 28's, A flooding through every
+// replica and B through one; priority bands order requests within a
+// replica only (each replica's gate holds its share of the batch), so the
+// banded scenario is measured without a goal.
 func (c *config) scenarios() []fairScenario {
+	bandGoal := goalFairShare
+	if c.replicas > 1 {
+		bandGoal = 0
+	}
 	return []fairScenario{
 		{name: "B alone", bStreams: 1},
 		{name: "A floods", flood: c.flood, bStreams: 1, goal: goalFairShare},
-		{name: "both flood, B in band 1", flood: c.flood, bStreams: c.bStreams, bBand: 1, goal: goalFairShare},
+		{name: "both flood, B in band 1", flood: c.flood, bStreams: c.bStreams, bBand: 1, goal: bandGoal},
 	}
 }
 
