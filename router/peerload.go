@@ -1,7 +1,9 @@
 package router
 
 import (
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/caddy-mlc/caddy-mlc/router/fair"
 )
@@ -25,9 +27,12 @@ type peerLoad struct {
 	busy     int // how many of them run any
 }
 
+// peerLoads are the other replicas' loads by model, replaced whole on a
+// change (every 100 ms at most) and read without a lock by every gate's
+// refresh, which the request's path calls.
 var peerLoads struct {
-	sync.Mutex
-	byModel map[string]peerLoad
+	sync.Mutex // serialises the writers
+	byModel    atomic.Pointer[map[string]peerLoad]
 }
 
 // SetPeerLoad records that the other replicas run inFlight requests on
@@ -36,14 +41,22 @@ var peerLoads struct {
 func SetPeerLoad(model string, inFlight, busy int) {
 	peerLoads.Lock()
 	p := peerLoad{inFlight: max(inFlight, 0), busy: max(busy, 0)}
-	changed := peerLoads.byModel[model] != p
-	if p == (peerLoad{}) {
-		delete(peerLoads.byModel, model)
-	} else {
-		if peerLoads.byModel == nil {
-			peerLoads.byModel = map[string]peerLoad{}
+	var old map[string]peerLoad
+	if m := peerLoads.byModel.Load(); m != nil {
+		old = *m
+	}
+	changed := old[model] != p
+	if changed {
+		next := maps.Clone(old)
+		if next == nil {
+			next = map[string]peerLoad{}
 		}
-		peerLoads.byModel[model] = p
+		if p == (peerLoad{}) {
+			delete(next, model)
+		} else {
+			next[model] = p
+		}
+		peerLoads.byModel.Store(&next)
 	}
 	peerLoads.Unlock()
 	if !changed {
@@ -56,9 +69,10 @@ func SetPeerLoad(model string, inFlight, busy int) {
 
 // peersOf returns what the other replicas run on model's engines.
 func peersOf(model string) peerLoad {
-	peerLoads.Lock()
-	defer peerLoads.Unlock()
-	return peerLoads.byModel[model]
+	if m := peerLoads.byModel.Load(); m != nil {
+		return (*m)[model]
+	}
+	return peerLoad{}
 }
 
 // InFlight returns the requests model's gates have let through to the
