@@ -10,13 +10,9 @@ import (
 // config and no certificates, and logs as a user's would, at Caddy's
 // default level.
 
-// caddyfile is a whole Caddyfile: the global options, then one site on
-// 127.0.0.1:port handled by handler.
-func caddyfile(adminPort, port int, storage string, h2c bool, handler string) string {
-	return caddyfileWith(adminPort, port, storage, h2c, "", handler)
-}
-
-// caddyfileWith is caddyfile with more global options (indented once).
+// caddyfileWith is a whole Caddyfile: the global options, with more of
+// them (global, indented once), then one site on 127.0.0.1:port handled
+// by handler.
 func caddyfileWith(adminPort, port int, storage string, h2c bool, global, handler string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "{\n\tadmin 127.0.0.1:%d\n\tpersist_config off\n\tauto_https off\n\tstorage file_system %s\n", adminPort, storage)

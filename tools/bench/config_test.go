@@ -74,7 +74,7 @@ func TestRowNamesRoundTrip(t *testing.T) {
 }
 
 func TestCaddyfileText(t *testing.T) {
-	text := caddyfile(2019, 8000, "/tmp/x", true, mlcDisagg("127.0.0.1:1", "127.0.0.1:2"))
+	text := caddyfileWith(2019, 8000, "/tmp/x", true, "", mlcDisagg("127.0.0.1:1", "127.0.0.1:2"))
 	for _, want := range []string{"admin 127.0.0.1:2019", "protocols h1 h2c", "http://127.0.0.1:8000 {", "\tbind 127.0.0.1\n",
 		"\t\tendpoint 127.0.0.1:1 role prefill external\n", "\t\tendpoint 127.0.0.1:2 role decode external\n"} {
 		if !strings.Contains(text, want) {
