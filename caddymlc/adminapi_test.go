@@ -1,7 +1,6 @@
 package caddymlc
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -95,19 +93,8 @@ func TestAdminDrainEngine(t *testing.T) {
 	errs := make(chan error, streams)
 	for i := range streams {
 		wg.Go(func() {
-			first := sync.OnceFunc(started.Done)
-			defer first()
-			body := greedy(prompt(i), maxTokens)
-			body["stream"] = true
-			resp, err := s.client.Post(s.base+"/v1/completions", "application/json", bytes.NewReader([]byte(mustJSON(body))))
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer resp.Body.Close()
-			st, err := readStreamHook(resp.Body, time.Now(), first)
-			if err != nil || st.text != want[i] || !st.done || st.errBody != nil {
-				errs <- fmt.Errorf("stream %d: err %v done %v error %v\n got  %q\n want %q", i, err, st.done, st.errBody, st.text, want[i])
+			if err := s.streamExact(s.base, greedy(prompt(i), maxTokens), want[i], sync.OnceFunc(started.Done)); err != nil {
+				errs <- fmt.Errorf("stream %d: %w", i, err)
 			}
 		})
 	}

@@ -256,21 +256,30 @@ func replicaConfig(admin string, redis string, httpPort int, routerOpts string, 
 	return b.String()
 }
 
-// Two replicas, one tenant with a budget of 6 requests a minute, its
-// requests alternating between them: 6 are served in all, not 6 each, and
-// both answer with the same x-ratelimit headers.
-func TestClusterBudgetsAcrossReplicas(t *testing.T) {
+// startTwoReplicas starts a Redis, one engine, and two replicas with the
+// cluster option and routerOpts: one in this process, one a child Caddy;
+// it returns the Redis and the replicas' base URLs once both are on the
+// cluster and the child answers.
+func startTwoReplicas(t *testing.T, routerOpts string) (*redistest.Server, []string) {
+	t.Helper()
 	srv := redistest.Start(t)
 	ports := freePorts(t, 4)
 	eng := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	startEngineProc(t, eng, nil)
-	opts := "\t\ttenant {http.request.header.X-Tenant}\n\t\tbudget * requests_per_minute 6\n"
-	startReplica(t, replicaConfig(fmt.Sprintf("127.0.0.1:%d", ports[3]), srv.Addr(), ports[2], opts, eng))
-	loadCaddyfile(t, replicaConfig("off", srv.Addr(), ports[1], opts, eng))
+	startReplica(t, replicaConfig(fmt.Sprintf("127.0.0.1:%d", ports[3]), srv.Addr(), ports[2], routerOpts, eng))
+	loadCaddyfile(t, replicaConfig("off", srv.Addr(), ports[1], routerOpts, eng))
 	waitClusterUp(t, liveCluster(t))
 	waitReplicaClusterUp(t, ports[3])
 	bases := []string{fmt.Sprintf("http://127.0.0.1:%d", ports[1]), fmt.Sprintf("http://127.0.0.1:%d", ports[2])}
 	waitAnswers(t, bases[1])
+	return srv, bases
+}
+
+// Two replicas, one tenant with a budget of 6 requests a minute, its
+// requests alternating between them: 6 are served in all, not 6 each, and
+// both answer with the same x-ratelimit headers.
+func TestClusterBudgetsAcrossReplicas(t *testing.T) {
+	_, bases := startTwoReplicas(t, "\t\ttenant {http.request.header.X-Tenant}\n\t\tbudget * requests_per_minute 6\n")
 
 	served := 0
 	for i := range 12 {

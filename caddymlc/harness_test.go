@@ -264,3 +264,21 @@ func events(t *testing.T, raw []byte) ([][]byte, bool) {
 		out = append(out, bytes.Clone(data))
 	}
 }
+
+// streamExact streams body through base and checks that the stream ends
+// well with want; onText runs at its first text (and, for a stream that
+// carried none, when it ends).
+func (s *site) streamExact(base string, body map[string]any, want string, onText func()) error {
+	defer onText()
+	body["stream"] = true
+	resp, err := s.client.Post(base+"/v1/completions", "application/json", strings.NewReader(mustJSON(body)))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	st, err := readStreamHook(resp.Body, time.Now(), onText)
+	if err != nil || st.text != want || !st.done || st.errBody != nil {
+		return fmt.Errorf("err %v done %v error %v\n got  %q\n want %q", err, st.done, st.errBody, st.text, want)
+	}
+	return nil
+}

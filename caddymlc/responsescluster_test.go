@@ -54,17 +54,7 @@ func tenantCall(t *testing.T, method, url, tenant string, body any) (int, []byte
 // messages; another tenant gets a 404 on either; a DELETE on one is a
 // 404 on the other; with Redis gone a read is a 503, not a 404.
 func TestClusterResponsesAcrossReplicas(t *testing.T) {
-	srv := redistest.Start(t)
-	ports := freePorts(t, 4)
-	eng := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	startEngineProc(t, eng, nil)
-	opts := "\t\ttenant {http.request.header.X-Tenant}\n"
-	startReplica(t, replicaConfig(fmt.Sprintf("127.0.0.1:%d", ports[3]), srv.Addr(), ports[2], opts, eng))
-	loadCaddyfile(t, replicaConfig("off", srv.Addr(), ports[1], opts, eng))
-	waitClusterUp(t, liveCluster(t))
-	waitReplicaClusterUp(t, ports[3])
-	bases := []string{fmt.Sprintf("http://127.0.0.1:%d", ports[1]), fmt.Sprintf("http://127.0.0.1:%d", ports[2])}
-	waitAnswers(t, bases[1])
+	srv, bases := startTwoReplicas(t, "\t\ttenant {http.request.header.X-Tenant}\n")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	storedKeys := func() int {

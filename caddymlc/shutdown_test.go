@@ -85,19 +85,8 @@ http://127.0.0.1:%d {
 	errs := make(chan error, streams)
 	for i := range streams {
 		wg.Go(func() {
-			first := sync.OnceFunc(started.Done)
-			defer first()
-			body := greedy(prompt(i), maxTokens)
-			body["stream"] = true
-			resp, err := s.client.Post(base+"/v1/completions", "application/json", strings.NewReader(mustJSON(body)))
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer resp.Body.Close()
-			st, err := readStreamHook(resp.Body, time.Now(), first)
-			if err != nil || st.text != want[i] || !st.done || st.errBody != nil {
-				errs <- fmt.Errorf("stream %d: err %v done %v error %v\n got  %q\n want %q", i, err, st.done, st.errBody, st.text, want[i])
+			if err := s.streamExact(base, greedy(prompt(i), maxTokens), want[i], sync.OnceFunc(started.Done)); err != nil {
+				errs <- fmt.Errorf("stream %d: %w", i, err)
 			}
 		})
 	}
