@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // dashboardFile is the Grafana dashboard over the module's metrics.
@@ -101,12 +99,12 @@ func TestDashboardSeries(t *testing.T) {
 
 // exportedSeries returns the series the routers' metrics export, each
 // with its labels: what Provision registers with Caddy's registry
-// (router.RegisterMetrics), read from the collectors' descriptions. A histogram exports <name>_bucket
+// (registerMetrics), read from the collectors' descriptions. A histogram exports <name>_bucket
 // (with le), <name>_sum and <name>_count.
 func exportedSeries(t *testing.T) map[string][]string {
 	t.Helper()
 	rec := &recordingRegisterer{}
-	if err := router.RegisterMetrics(rec); err != nil {
+	if err := registerMetrics(rec); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string][]string{}

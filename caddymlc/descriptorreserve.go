@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/descriptors"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -86,7 +87,7 @@ func (DescriptorReserve) CaddyModule() caddy.ModuleInfo {
 // Provision sets the logger and registers the metric.
 func (d *DescriptorReserve) Provision(ctx caddy.Context) error {
 	d.log = ctx.Logger()
-	return router.RegisterMetrics(ctx.GetMetricsRegistry())
+	return registerMetrics(ctx.GetMetricsRegistry())
 }
 
 // UnmarshalCaddyfile reads `mlc_descriptor_reserve [{ timeout <duration> }]`.
@@ -221,7 +222,7 @@ func (l *reserveListener) Accept() (net.Conn, error) {
 		c, err := l.Listener.Accept()
 		cause := err
 		if err != nil {
-			if !router.OutOfDescriptors(err) {
+			if !descriptors.Exhausted(err) {
 				return nil, err
 			}
 			if !spares.borrow() {
@@ -240,7 +241,7 @@ func (l *reserveListener) Accept() (net.Conn, error) {
 			c, err = l.Listener.Accept()
 			t.Stop()
 			if err != nil {
-				if router.OutOfDescriptors(err) {
+				if descriptors.Exhausted(err) {
 					continue
 				}
 				spares.refill()

@@ -6,12 +6,12 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/descriptors"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // descriptorWatches holds the process's one descriptor watch
-// (router.WatchDescriptors), held by the configs that run.
+// (descriptors.Watch), held by the configs that run.
 var descriptorWatches = caddy.NewUsagePool()
 
 const descriptorWatchKey = "descriptors"
@@ -24,7 +24,7 @@ func holdDescriptorWatch(log *zap.Logger) {
 		w := &descriptorWatch{cancel: cancel, done: make(chan struct{})}
 		goroutine.Go(log, "descriptor watch", func() {
 			defer close(w.done)
-			router.WatchDescriptors(ctx, log)
+			descriptors.Watch(ctx, log)
 		}, func(any) { close(w.done) })
 		return w, nil
 	})

@@ -3,12 +3,12 @@ package caddymlc
 import (
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/internal/descriptors"
 )
 
 // A running config publishes the process's open descriptors and limit.
 func TestDescriptorWatchPublishes(t *testing.T) {
-	open, limit, err := router.OpenDescriptors()
+	open, limit, err := descriptors.Count()
 	if err != nil {
 		t.Skipf("no descriptor count here: %v", err)
 	}

@@ -12,48 +12,49 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
-// liveFleets returns the fleets of the live routers, each once.
+// poolFleets returns the fleets the mlc app's pool holds: those of the
+// configs that run.
+func poolFleets() []*router.LiveFleet {
+	var out []*router.LiveFleet
+	fleets.Range(func(_, v any) bool {
+		out = append(out, v.(pooledFleet).LiveFleet)
+		return true
+	})
+	return out
+}
+
+// liveFleets returns the engine fleets of the configs that run.
 func liveFleets() []*engine.Fleet {
-	seen := map[*router.LiveFleet]bool{}
 	var out []*engine.Fleet
-	for _, r := range router.Live() {
-		if lf := r.Fleet(); lf != nil && !seen[lf] {
-			seen[lf] = true
-			out = append(out, lf.Fleet)
-		}
+	for _, lf := range poolFleets() {
+		out = append(out, lf.Fleet)
 	}
 	return out
 }
 
 // liveInflight returns the in-flight count of every engine of every live
-// router's fleet.
+// router, as /mlc/engines shows it.
 func liveInflight() []int64 {
 	var out []int64
-	seen := map[*router.LiveFleet]bool{}
-	for _, r := range router.Live() {
-		lf := r.Fleet()
-		if lf == nil || seen[lf] {
-			continue
-		}
-		seen[lf] = true
-		for _, u := range lf.Upstreams() {
-			out = append(out, u.InFlight())
+	for _, r := range router.Statuses() {
+		for _, e := range r.Engines {
+			out = append(out, e.InFlight)
 		}
 	}
 	return out
 }
 
-// runningFleets returns the fleets whose engines run or start, draining
-// ones included.
-func runningFleets() []*router.LiveFleet { return router.Running() }
+// runningFleets returns the fleets of the configs that run now: after a
+// reload, waitDrained waits for those the new config does not keep.
+func runningFleets() []*router.LiveFleet { return poolFleets() }
 
-// waitDrained waits until every fleet of old that no live router uses
-// any more has stopped its engines.
+// waitDrained waits until every fleet of old that no config holds any
+// more has stopped its engines.
 func waitDrained(t testing.TB, old []*router.LiveFleet) {
 	t.Helper()
 	inUse := map[*router.LiveFleet]bool{}
-	for _, r := range router.Live() {
-		inUse[r.Fleet()] = true
+	for _, lf := range poolFleets() {
+		inUse[lf] = true
 	}
 	deadline := time.After(time.Minute)
 	for _, lf := range old {
@@ -72,7 +73,7 @@ func waitDrained(t testing.TB, old []*router.LiveFleet) {
 // Caddy's registry does for /metrics.
 var metricsRegistry = func() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	if err := router.RegisterMetrics(reg); err != nil {
+	if err := registerMetrics(reg); err != nil {
 		panic(err)
 	}
 	if err := cluster.RegisterMetrics(reg); err != nil {

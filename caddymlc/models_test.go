@@ -67,18 +67,14 @@ func modelsSite(t *testing.T, ports []int, dir, engineArgs string) {
 	}
 }
 
-// modelPIDs returns the engine PIDs of each live model, by name.
+// modelPIDs returns the engine PIDs of each live model, by name, as
+// /mlc/engines shows them.
 func modelPIDs(t *testing.T) map[string][]int {
 	t.Helper()
 	out := map[string][]int{}
-	for _, r := range router.Live() {
-		lf := r.Fleet()
-		if lf == nil {
-			continue
-		}
-		for i := range lf.Upstreams() {
-			_, pid := lf.Status(i)
-			out[r.Model] = append(out[r.Model], pid)
+	for _, r := range router.Statuses() {
+		for _, e := range r.Engines {
+			out[r.Model] = append(out[r.Model], e.PID)
 		}
 	}
 	return out

@@ -28,7 +28,7 @@ func (r *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
 	app := appVal.(*App)
-	if err := router.RegisterMetrics(ctx.GetMetricsRegistry()); err != nil {
+	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}
 	budgets, err := r.provisionBudgets(app.cluster)

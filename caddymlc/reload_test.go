@@ -18,7 +18,6 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // loadGen keeps n clients streaming greedy completions through a router
@@ -214,26 +213,36 @@ func TestReloadRouterSettingsKeepsEngines(t *testing.T) {
 	t.Logf("%d requests across 10 router-only reloads", n)
 }
 
-// waitReadyFleet waits until the live router's engines (which may start
+// waitReadyFleet waits until the live config's engines (which may start
 // only once the old engines on their ports have stopped) are ready.
 func waitReadyFleet(t *testing.T) *engine.Fleet {
 	t.Helper()
-	var lf *router.LiveFleet
-	for _, r := range router.Live() {
-		lf = r.Fleet()
+	fs := poolFleets()
+	if len(fs) != 1 {
+		t.Fatalf("%d fleets in the pool, want 1", len(fs))
 	}
-	if lf == nil {
-		t.Fatal("no live router with engines")
+	lf := fs[0]
+	deadline := time.After(time.Minute)
+	for {
+		changed := lf.Changed()
+		if err := lf.LaunchErr(); err != nil {
+			t.Fatalf("engines failed to start: %v", err)
+		}
+		ready := 0
+		for i := range lf.Len() {
+			if lf.Ready(i) {
+				ready++
+			}
+		}
+		if ready == lf.Len() {
+			return lf.Fleet
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the new engines did not start")
+		}
 	}
-	select {
-	case <-lf.Started():
-	case <-time.After(time.Minute):
-		t.Fatal("the new engines did not start")
-	}
-	if err := lf.Failed(); err != nil {
-		t.Fatalf("engines failed to start: %v", err)
-	}
-	return lf.Fleet
 }
 
 // After two reloads that keep the engines, the engines' output still
@@ -340,5 +349,53 @@ func TestReloadWaitsForATakenPort(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the request did not complete after the port was freed")
+	}
+}
+
+// A reload that moves the engines, with a grace period shorter than the
+// streams: when it ends, the streams still on the old engines move to the
+// new ones (cause migrate), exactly, and none is retried as a failure of
+// an engine.
+func TestReloadGraceEndMovesStreams(t *testing.T) {
+	ports := freePorts(t, 5)
+	caddyfile := func(engines ...int) string {
+		return fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n\tgrace_period 200ms\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode whole\n%s\t}\n}\n",
+			ports[0], endpointLines(engines...))
+	}
+	loadCaddyfile(t, caddyfile(ports[1], ports[2]))
+	t.Cleanup(func() { stopCaddy(t) })
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
+	const streams, maxTokens = 8, 600
+	prompt := func(i int) string { return fmt.Sprintf("the %d lanterns of the harbour", i) }
+	want := make([]string, streams)
+	for i := range want {
+		want[i] = reference(s, fmt.Sprintf("http://127.0.0.1:%d", ports[1+i%2]), greedy(prompt(i), maxTokens))
+	}
+	migrated := metricValue(t, "caddy_mlc_retries_total", "cause", "migrate")
+	failed := metricValue(t, "caddy_mlc_retries_total", "cause", "failure")
+	var started, wg sync.WaitGroup
+	started.Add(streams)
+	errs := make(chan error, streams)
+	for i := range streams {
+		wg.Go(func() {
+			if err := s.streamExact(s.base, greedy(prompt(i), maxTokens), want[i], sync.OnceFunc(started.Done)); err != nil {
+				errs <- fmt.Errorf("stream %d: %w", i, err)
+			}
+		})
+	}
+	started.Wait()
+	old := runningFleets()
+	loadCaddyfile(t, caddyfile(ports[3], ports[4]))
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitDrained(t, old)
+	if n := metricValue(t, "caddy_mlc_retries_total", "cause", "migrate") - migrated; n < 1 {
+		t.Errorf("no stream moved at the grace's end (retries{cause=migrate} +%v)", n)
+	}
+	if n := metricValue(t, "caddy_mlc_retries_total", "cause", "failure") - failed; n != 0 {
+		t.Errorf("%v attempts retried as failures: the old engines were cut under their streams", n)
 	}
 }

@@ -67,6 +67,8 @@ type Fleet struct {
 	// Set by start, read by Stop after wg.Wait.
 	sp  *spawner
 	uid UIDSource
+
+	life launchState // Launch, Retire, Shutdown
 }
 
 // New validates spec and returns a fleet that is not started yet.
@@ -76,7 +78,7 @@ func New(spec Spec, opts Options) (*Fleet, error) {
 		return nil, err
 	}
 	f := &Fleet{spec: spec, opts: opts, client: opts.HTTPClient,
-		changed: make(chan struct{}), reconfigSig: make(chan struct{})}
+		changed: make(chan struct{}), reconfigSig: make(chan struct{}), life: newLaunchState()}
 	f.live.Store(&spec)
 	f.logp.Store(orDefault(opts.Logger, zap.NewNop()))
 	if f.client == nil {

@@ -42,7 +42,7 @@ func fleetServing(t *testing.T, n int, h http.Handler) *LiveFleet {
 	if err := lf.LaunchNow(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(lf.stop)
+	t.Cleanup(lf.Shutdown)
 	deadline := time.After(30 * time.Second)
 	for {
 		ch := lf.Changed()

@@ -37,9 +37,10 @@
 // Around them: router.go (Router, Config, New, reloads), policy.go and
 // policies.go (the selection policy API and the built-in ones), hooks.go
 // (a route's lifecycle hooks), prefix.go (the prefix index), upstream.go,
-// proc.go and breaker.go (an engine as the router knows it), drain.go
-// (an operator's drain of an engine, its attempts moved) and restart.go
-// (a model's rolling restart), livefleet.go,
-// loadpoll.go and gpumetrics.go (the fleet), status.go and inspect.go
+// proc.go, breaker.go and engineload.go (an engine as the router knows
+// it: its counts, health, and what it says of its load), livefleet.go (a
+// fleet as the routers see it; its engines' start, polls and stop are
+// engine.Fleet's), drain.go (an operator's drain of an engine, its
+// attempts moved) and restart.go (a model's rolling restart), status.go
 // (what operators read), metrics.go, trace.go.
 package router

@@ -118,14 +118,23 @@ func (u *Upstream) migrate(gen uint64) {
 		return // undrained, or drained again with another grace
 	}
 	d.expired = true
+	d.mu.Unlock()
+	if n := u.moveAttempts(); n > 0 {
+		u.fleet.Log().Info("drain grace over: moving the attempts on the engine to others", addrField(u), zap.Int("attempts", n))
+	}
+}
+
+// moveAttempts cancels every attempt on the engine with errEngineDrained:
+// each resumes on another engine. It returns how many it moved.
+func (u *Upstream) moveAttempts() int {
+	d := &u.drain
+	d.mu.Lock()
 	cancels := slices.Collect(maps.Values(d.running))
 	d.mu.Unlock()
-	if len(cancels) > 0 {
-		u.fleet.Log().Info("drain grace over: moving the attempts on the engine to others", addrField(u), zap.Int("attempts", len(cancels)))
-	}
 	for _, cancel := range cancels {
 		cancel(errEngineDrained)
 	}
+	return len(cancels)
 }
 
 // WaitDrained waits until nothing runs on the engine any more.

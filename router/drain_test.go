@@ -2,6 +2,7 @@ package router
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -215,17 +217,12 @@ func streamUsage(url string, body map[string]any, firstText func()) (streamedUsa
 // (query_engine_metrics).
 func engineMetrics(t testing.TB, url string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Post(url+protocol.PathCompletions, "application/json", bytes.NewReader(loadQuery))
+	extra, err := engine.QueryLoad(context.Background(), &http.Client{Timeout: 10 * time.Second}, url)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out protocol.CompletionResponse
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Usage == nil {
-		t.Fatalf("engine metrics: %v %+v", err, out)
+		t.Fatalf("engine metrics: %v", err)
 	}
 	m := map[string]float64{}
-	for k, v := range out.Usage.Extra {
+	for k, v := range extra {
 		var f float64
 		if json.Unmarshal(v, &f) == nil {
 			m[k] = f

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/descriptors"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -265,7 +266,7 @@ func (c *engineClient) failure(cl *call, err error) error {
 		ee.retry, ee.err = true, cause // the engine's drain ended: it moves, nobody's fault
 	case cause != nil:
 		ee.err = cause // the client left or the attempt was given up
-	case OutOfDescriptors(err):
+	case descriptors.Exhausted(err):
 		return noDescriptors(c.log, err) // the router's trouble, not the engine's
 	default:
 		ee.retry, ee.verdict = true, verdictFailed

@@ -35,7 +35,6 @@ type routerMetrics struct {
 	kvPages *prometheus.GaugeVec
 	// engineRequests counts the calls made to each engine.
 	engineRequests *prometheus.CounterVec
-	gpu            gpuMetrics
 	queued         prometheus.Gauge
 	queueWait      prometheus.Histogram
 	releases       *prometheus.CounterVec
@@ -44,9 +43,6 @@ type routerMetrics struct {
 	localPrefills *prometheus.CounterVec
 	// dropped counts clients the router let go, by reason.
 	dropped *prometheus.CounterVec
-	// openFiles and openFilesLimit are the process's open descriptors
-	// and its soft limit (the descriptor watch).
-	openFiles, openFilesLimit prometheus.Gauge
 	// The gate: how long requests waited for the engines' capacity, how
 	// many wait, and the requests refused for a spent budget. Tenants are
 	// labelled by tenants: the top ones by name, the rest as other.
@@ -54,6 +50,9 @@ type routerMetrics struct {
 	waiting       *prometheus.GaugeVec
 	rateLimited   *prometheus.CounterVec
 	tenants       *fair.Labels
+	// prefixEvents counts other replicas' prefix index changes applied
+	// here, by kind.
+	prefixEvents *prometheus.CounterVec
 }
 
 // tenantLabels is how many tenants the metrics name; the rest are
@@ -94,7 +93,6 @@ func sharedMetrics() *routerMetrics {
 				Help: "Each engine's drain by an operator: 0 in rotation, 1 draining (out of rotation, attempts still on it), 2 drained (nothing on it)."}, []string{"engine"}),
 			kvPages: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_kv_pages",
 				Help: "KV cache pages of each engine by state (used: held by sequences; cached: kept by the prefix cache, evictable; free), as the engine last reported them."}, []string{"engine", "state"}),
-			gpu: newGPUMetrics(ns, sub),
 			engineRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "engine_requests_total",
 				Help: "Calls made to each engine (a disaggregated request makes one to its decode engine and one to its prefill engine)."}, []string{"engine"}),
 			queued: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "queued_requests",
@@ -107,10 +105,6 @@ func sharedMetrics() *routerMetrics {
 				Help: "Disaggregated requests the decode engine prefilled itself, by reason (prefill_busy, no_prefill_engine, remote_send_failed, unknown_pe, empty_window)."}, []string{"reason"}),
 			dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "clients_dropped_total",
 				Help: "Clients the router let go, by reason (slow_body: the body did not arrive within body_timeout; stalled: the client accepted no byte for client_timeout; no_descriptors: no file descriptor left to reach an engine; not_accepted: none left to accept the client, answered 503 by mlc_descriptor_reserve)."}, []string{"reason"}),
-			openFiles: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "open_files",
-				Help: "File descriptors the process has open (sampled every 2 s)."}),
-			openFilesLimit: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "open_files_limit",
-				Help: "The process's soft limit of open file descriptors (RLIMIT_NOFILE)."}),
 			admissionWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "admission_wait_seconds",
 				Help:    "Time requests waited in the router's fair queue for the engines' capacity, by model and tenant (the top tenants by traffic; the rest as other).",
 				Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"model", "tenant"}),
@@ -118,6 +112,8 @@ func sharedMetrics() *routerMetrics {
 				Help: "Requests waiting in the router's fair queue for the engines' capacity, by model."}, []string{"model"}),
 			rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rate_limited_total",
 				Help: "Requests refused with a 429 for a spent budget, by tenant (the top tenants by traffic; the rest as other) and budget (tokens, requests)."}, []string{"tenant", "limit"}),
+			prefixEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "prefix_events_applied_total",
+				Help: "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished)."}, []string{"kind"}),
 		}
 		metrics.tenants = fair.NewLabels(tenantLabels, func(name string) {
 			metrics.admissionWait.DeletePartialMatch(prometheus.Labels{"tenant": name})
@@ -132,9 +128,9 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
-		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped, m.openFiles, m.openFilesLimit,
-		m.admissionWait, m.waiting, m.rateLimited}, m.gpu.collectors()...) {
+	for _, c := range []prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
+		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped,
+		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

@@ -87,8 +87,10 @@ func ApplyPrefixEvents(model string, evs []PrefixEvent) {
 	if len(engines) == 0 {
 		return
 	}
+	applied := sharedMetrics().prefixEvents
 	for _, ev := range evs {
-		for _, u := range engines[ev.Engine] {
+		us := engines[ev.Engine]
+		for _, u := range us {
 			p, capacity := &u.prefixes, u.prefixCapacity()
 			switch ev.Kind {
 			case PrefixRouted:
@@ -102,18 +104,23 @@ func ApplyPrefixEvents(model string, evs []PrefixEvent) {
 				p.hold(ev.Chain)
 			}
 		}
+		if len(us) > 0 {
+			applied.WithLabelValues(ev.Kind.String()).Inc()
+		}
 	}
 }
 
-// PrefixExpected returns how many tokens of prompt the routers of model
-// expect the engine at addr to hold in its prefix cache once what was
-// sent there is prefilled (0 for a model whose routers keep no index),
-// for tests and operators.
-func PrefixExpected(model, addr string, prompt []int) int {
-	for _, u := range prefixEngines(model)[addr] {
-		return u.prefixes.match(prefixChain(prompt))
+// String names the kind as the metrics label it.
+func (k PrefixEventKind) String() string {
+	switch k {
+	case PrefixRouted:
+		return "routed"
+	case PrefixMatched:
+		return "matched"
+	case PrefixFinished:
+		return "finished"
 	}
-	return 0
+	return "unknown"
 }
 
 // prefixEngines returns the engines of model's routers that keep a prefix

@@ -153,7 +153,7 @@ func compareAddr(a, b *Upstream) int {
 // itself; none while its fleet drains after a reload.
 func (r *Router) spawnedEngines() []*Upstream {
 	lf := r.handle.get()
-	if lf == nil || lf.draining.Load() {
+	if lf == nil || lf.draining() {
 		return nil
 	}
 	var out []*Upstream

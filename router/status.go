@@ -142,7 +142,7 @@ func (r *Router) Status() RouterStatus {
 			state, pid := lf.Status(i)
 			es.State, es.PID, es.Restarts = state.String(), pid, lf.Restarts(i)
 			es.InFlight, es.Requests = u.inflight.Load(), u.requests.Load()
-			es.Breaker, es.Draining, es.Drain = u.breaker.state(pid).String(), lf.draining.Load(), u.drainStatus()
+			es.Breaker, es.Draining, es.Drain = u.breaker.state(pid).String(), lf.draining(), u.drainStatus()
 			es.Load = loadStatusOf(u)
 		}
 		st.Engines = append(st.Engines, es)

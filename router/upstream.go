@@ -38,7 +38,8 @@ type Upstream struct {
 	// unreported is when a poll last found no load in the answer (unix
 	// nanoseconds; 0: it did, or none did yet).
 	unreported atomic.Int64
-	prefixes   prefixIndex // what its prefix cache is expected to hold
+	ownAtAsk   atomic.Int64 // our inflight when the last poll asked
+	prefixes   prefixIndex  // what its prefix cache is expected to hold
 	// noRelease is set once the engine answered 404 to the release
 	// extension (a real MLC engine): reservations are then given back
 	// through MLC's own API.
@@ -97,7 +98,7 @@ func (u *Upstream) prefixCapacity() int {
 // loadStale is how old a load report may be before it counts no more:
 // three poll intervals. Others' work comes and goes fast; a report that
 // outlived it would keep traffic off an engine that is idle now.
-const loadStale = 3 * loadPollInterval
+const loadStale = 3 * engine.LoadPollInterval
 
 // status returns the engine's fleet state and process.
 func (u *Upstream) status() (ready bool, pid int) {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
 )
 
 // A load report that comes with a request's end stands for a poll: the
@@ -32,10 +34,10 @@ func TestLoadReportsSparePolls(t *testing.T) {
 	if l.running != 3 || l.waiting != 2 || l.blocked != 1 || l.pagesFree != 40 || l.ownAtPoll != 1 {
 		t.Fatalf("recorded %+v", l)
 	}
-	if u.pollDue(l.at.Add(loadPollInterval / 2)) {
+	if u.pollDue(l.at.Add(engine.LoadPollInterval / 2)) {
 		t.Fatal("polled though a request's end reported the load just now")
 	}
-	if !u.pollDue(l.at.Add(loadPollInterval)) {
+	if !u.pollDue(l.at.Add(engine.LoadPollInterval)) {
 		t.Fatal("not polled once the report is a poll interval old")
 	}
 	if u.report(map[string]json.RawMessage{"prefix_matched_length": json.RawMessage("0")}, 0) || u.load.Load() != l {
@@ -44,7 +46,11 @@ func TestLoadReportsSparePolls(t *testing.T) {
 
 	// The engine's poll answer has no load: polled again only much later.
 	u.load.Store(nil)
-	u.pollOnce(context.Background(), &http.Client{Timeout: 5 * time.Second})
+	answer, err := engine.QueryLoad(context.Background(), &http.Client{Timeout: 5 * time.Second}, u.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.answered(answer)
 	if u.unreported.Load() == 0 {
 		t.Fatal("an answer without load not noted")
 	}

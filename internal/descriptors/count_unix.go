@@ -1,6 +1,6 @@
 //go:build unix
 
-package router
+package descriptors
 
 import (
 	"math"
@@ -8,9 +8,9 @@ import (
 	"syscall"
 )
 
-// OpenDescriptors counts the process's open descriptors (/proc/self/fd)
+// Count counts the process's open descriptors (/proc/self/fd)
 // and reads its soft limit.
-func OpenDescriptors() (open, limit int, err error) {
+func Count() (open, limit int, err error) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return 0, 0, err

@@ -1,40 +1,37 @@
-package router
+package engine
 
 import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/zap"
-
-	"github.com/caddy-mlc/caddy-mlc/engine"
 )
 
 // The GPUs of an `engine mlc` fleet are read into gauges labelled with
 // the engine that uses them: engine 0 has devices 0 and 1, engine 1
 // device 2. The machines that run the tests have no GPU: NVML is faked.
 func TestGPUMetricsPerEngine(t *testing.T) {
-	spec := engine.Spec{Model: "HF://some/model", Kind: engine.KindMLC, Endpoints: []engine.Endpoint{
+	spec := Spec{Model: "HF://some/model", Kind: KindMLC, Endpoints: []Endpoint{
 		{Host: "127.0.0.1", Port: 9001, GPUs: 2}, {Host: "127.0.0.1", Port: 9002, GPUs: 1},
 	}}.Normalize()
-	lf, err := NewLiveFleet(spec, zap.NewNop())
+	f, err := New(spec, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	real := sampleGPUs
 	t.Cleanup(func() { sampleGPUs = real })
-	sampleGPUs = func() ([]engine.GPUSample, error) {
-		return []engine.GPUSample{
+	sampleGPUs = func() ([]GPUSample, error) {
+		return []GPUSample{
 			{Index: 0, MemoryUsed: 10 << 30, MemoryTotal: 80 << 30, Utilization: 0.5},
 			{Index: 1, MemoryUsed: 20 << 30, MemoryTotal: 80 << 30, Utilization: 0.25},
 			{Index: 2, MemoryUsed: 30 << 30, MemoryTotal: 80 << 30, Utilization: 1},
 			{Index: 3, MemoryUsed: 1, MemoryTotal: 2}, // not the fleet's
 		}, nil
 	}
-	if err := lf.sampleGPUsOnce(); err != nil {
+	if err := f.sampleGPUsOnce(); err != nil {
 		t.Fatal(err)
 	}
-	g := sharedMetrics().gpu
+	g := sharedGPUMetrics()
 	for _, c := range []struct {
 		engine, gpu string
 		used, util  float64

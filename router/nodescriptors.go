@@ -1,12 +1,8 @@
 package router
 
 import (
-	"context"
-	"errors"
 	"net/http"
-	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,13 +17,6 @@ const (
 	dropNoDescriptors = "no_descriptors"
 	dropNotAccepted   = "not_accepted"
 )
-
-// OutOfDescriptors reports a call that failed because the process
-// (EMFILE) or the system (ENFILE) is out of file descriptors: an engine
-// call, or an accept of the adapter's listener wrapper.
-func OutOfDescriptors(err error) bool {
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
-}
 
 // DropNotAccepted counts a client a listener could not accept for want
 // of a descriptor, and answered NoDescriptorsError (or closed, where it
@@ -71,67 +60,4 @@ func noDescriptors(log *zap.Logger, err error) *protocol.Error {
 		}
 	}
 	return NoDescriptorsError()
-}
-
-// WatchDescriptors makes running out of descriptors loud before and
-// while it happens, until ctx ends: Caddy cannot answer a client it cannot
-// accept (Go's server retries the accept and logs the failure at Debug).
-// It samples the open descriptors against the soft limit every
-// descriptorWatchEvery, publishes both (caddy_mlc_open_files,
-// caddy_mlc_open_files_limit), and logs a Warn when they cross
-// descriptorAlarm of the limit, again only once they fell below
-// descriptorRearm. One watch runs per process (the adapter holds it).
-const (
-	descriptorWatchEvery = 2 * time.Second
-	descriptorAlarm      = 0.9
-	descriptorRearm      = 0.8
-)
-
-func WatchDescriptors(ctx context.Context, log *zap.Logger) {
-	var alarm descriptorAlarmState
-	m := sharedMetrics()
-	t := time.NewTicker(descriptorWatchEvery)
-	defer t.Stop()
-	for {
-		open, limit, err := OpenDescriptors()
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return // no /proc: nothing to watch here
-		case OutOfDescriptors(err):
-			open = limit // the count itself needs a descriptor
-		case err != nil:
-			log.Debug("counting open descriptors", zap.Error(err))
-		}
-		if err == nil || OutOfDescriptors(err) {
-			m.openFiles.Set(float64(open))
-			m.openFilesLimit.Set(float64(limit))
-			if alarm.observe(open, limit) {
-				log.Warn("open file descriptors near the limit: new clients may not be accepted, and engines not reached; raise the limit (ulimit -n, LimitNOFILE)",
-					zap.Int("open", open), zap.Int("limit", limit))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// descriptorAlarmState says when to warn: crossing the alarm level, once
-// until the count falls back below the rearm level.
-type descriptorAlarmState struct{ raised bool }
-
-func (a *descriptorAlarmState) observe(open, limit int) (warn bool) {
-	if limit <= 0 {
-		return false
-	}
-	switch frac := float64(open) / float64(limit); {
-	case !a.raised && frac >= descriptorAlarm:
-		a.raised = true
-		return true
-	case a.raised && frac < descriptorRearm:
-		a.raised = false
-	}
-	return false
 }

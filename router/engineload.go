@@ -1,101 +1,54 @@
 package router
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
-	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Load polling: the router's own in-flight counts do not see the work of
-// other Caddy replicas, nor reservations an engine still holds, so each
-// fleet asks its engines for their load (MLC's query_engine_metrics
-// special request) on a short interval. The built-in engine reports
-// running and waiting sequences, reservations and free KV pages, and, as
-// caddy-mlc's extension, its first NVSHMEM PE (pe_start: how a discovered
-// engine's recv_rank is learnt); an engine that reports none of them
-// (MLC's own reports timings only) is balanced on the router's counts
-// alone. The built-in engine also reports its load at the end of every
-// request, so an engine whose requests end often is hardly polled.
-const (
-	loadPollInterval = 100 * time.Millisecond
-	loadPollTimeout  = time.Second
-	// noLoadPollInterval is how often an engine whose answer had no load
-	// (MLC's) is asked again: it may be replaced by one that reports.
-	noLoadPollInterval = 5 * time.Second
-)
+// What engines say of their load: the answers to the fleet's polls
+// (engine.Fleet.PollLoad) and, from the built-in engine, every request's
+// last usage.extra. An engine that reports none of the load fields
+// (MLC's) is balanced on the router's counts alone.
 
-// loadQuery is the body of a query_engine_metrics request.
-var loadQuery = []byte(`{"prompt":[0],"max_tokens":1,"debug_config":{"special_request":"` + protocol.SpecialQueryEngineMetrics + `"}}`)
+// noLoadPollInterval is how often an engine whose answer had no load
+// (MLC's) is asked again: it may be replaced by one that reports.
+const noLoadPollInterval = 5 * time.Second
 
-// pollLoad polls every engine of the fleet until ctx is done.
-func (lf *LiveFleet) pollLoad(ctx context.Context) {
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
-	for _, u := range lf.upstreams {
-		goroutine.Go(lf.Log(), "engine load poll", func() {
-			t := time.NewTicker(loadPollInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					client.CloseIdleConnections()
-					return
-				case <-t.C:
-				}
-				if ready, _ := u.status(); ready && u.pollDue(time.Now()) {
-					u.pollOnce(ctx, client)
-				}
-			}
-		}, nil)
+var _ engine.LoadRecorder = (*LiveFleet)(nil)
+
+// LoadDue is engine.LoadRecorder's: the fleet's poll asks engine i now
+// if pollDue says so; our in-flight count at the asking is noted.
+func (lf *LiveFleet) LoadDue(i int, now time.Time) bool {
+	u := lf.upstreams[i]
+	if !u.pollDue(now) {
+		return false
 	}
+	u.ownAtAsk.Store(u.inflight.Load())
+	return true
 }
 
-// pollOnce asks the engine for its load and records it. An engine that
-// does not answer keeps its last report, which goes stale.
-func (u *Upstream) pollOnce(ctx context.Context, client *http.Client) {
+// LoadAnswered is engine.LoadRecorder's: engine i answered a poll.
+func (lf *LiveFleet) LoadAnswered(i int, extra map[string]json.RawMessage) {
+	lf.upstreams[i].answered(extra)
+}
+
+// answered records the engine's answer to a load poll. Our count moved
+// while the engine answered: the larger one is ours for sure, so what is
+// left is not ours (never our own requests seen as another replica's).
+func (u *Upstream) answered(extra map[string]json.RawMessage) {
 	// A bug here must cost one report, not the poller.
 	defer goroutine.Recover(u.fleet.Log(), "engine load poll", nil)
-	ctx, cancel := context.WithTimeout(ctx, loadPollTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url+protocol.PathCompletions, bytes.NewReader(loadQuery))
-	if err != nil {
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	own := u.inflight.Load()
-	resp, err := client.Do(req)
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxEngineErrorBody))
-		return
-	}
-	var out protocol.CompletionResponse
-	if err := readJSON(resp.Body, &out); err != nil {
-		return
-	}
-	var extra map[string]json.RawMessage
-	if out.Usage != nil {
-		extra = out.Usage.Extra
-	}
 	if pe, ok := intExtra(extra, "pe_start"); ok {
 		u.pe.Store(int64(pe))
 	}
-	// Our count moved while the engine answered: the larger one is ours
-	// for sure, so what is left is not ours (never our own requests seen
-	// as another replica's).
-	if !u.report(extra, max(own, u.inflight.Load())) {
+	if !u.report(extra, max(u.ownAtAsk.Load(), u.inflight.Load())) {
 		u.unreported.Store(time.Now().UnixNano())
 	}
 }
@@ -108,7 +61,7 @@ func (u *Upstream) pollDue(now time.Time) bool {
 	if u.pe.Load() < 0 {
 		return true
 	}
-	if l := u.load.Load(); l != nil && now.Sub(l.at) < loadPollInterval {
+	if l := u.load.Load(); l != nil && now.Sub(l.at) < engine.LoadPollInterval {
 		return false
 	}
 	if t := u.unreported.Load(); t != 0 && now.Sub(time.Unix(0, t)) < noLoadPollInterval {

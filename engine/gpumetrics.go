@@ -1,15 +1,15 @@
-package router
+package engine
 
 import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 )
 
@@ -19,14 +19,16 @@ const gpuPollInterval = 10 * time.Second
 
 // sampleGPUs reads the machine's GPUs; tests replace it with a fake (no
 // GPU on the machines that run them).
-var sampleGPUs = engine.SampleGPUs
+var sampleGPUs = SampleGPUs
 
-// gpuMetrics are the GPU gauges, by engine and device.
+// gpuMetrics are the GPU gauges, by engine and device, shared by every
+// fleet of the process.
 type gpuMetrics struct {
 	memoryUsed, memoryTotal, utilization *prometheus.GaugeVec
 }
 
-func newGPUMetrics(ns, sub string) gpuMetrics {
+var sharedGPUMetrics = sync.OnceValue(func() gpuMetrics {
+	const ns, sub = "caddy", "mlc"
 	labels := []string{"engine", "gpu"}
 	return gpuMetrics{
 		memoryUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "gpu_memory_used_bytes",
@@ -36,29 +38,43 @@ func newGPUMetrics(ns, sub string) gpuMetrics {
 		utilization: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "gpu_utilization_ratio",
 			Help: "Share of time a kernel ran on the GPU, per engine of an `engine mlc` fleet and device (NVML)."}, labels),
 	}
+})
+
+// RegisterMetrics adds the engines' metrics (their GPUs) to a registry
+// (Caddy's), once per registry.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	g := sharedGPUMetrics()
+	for _, c := range []prometheus.Collector{g.memoryUsed, g.memoryTotal, g.utilization} {
+		if err := reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
-func (g gpuMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{g.memoryUsed, g.memoryTotal, g.utilization}
-}
-
-// pollGPUs reads, on an interval until ctx is done, the GPUs the fleet's
+// PollGPUs reads, on an interval until ctx is done, the GPUs the fleet's
 // spawned engines use (engine i has devices [start_i, start_i + gpus)),
 // into the GPU gauges. Only `engine mlc` fleets have GPUs to read; a
 // machine without NVML is said once and not asked again.
-func (lf *LiveFleet) pollGPUs(ctx context.Context) {
-	if !lf.spec.Kind.Driver().Traits().UsesGPUs || lf.spec.LocalGPUsNeeded() == 0 {
+func (f *Fleet) PollGPUs(ctx context.Context) {
+	if !f.spec.Kind.Driver().Traits().UsesGPUs || f.spec.LocalGPUsNeeded() == 0 {
 		return
 	}
-	goroutine.Go(lf.Log(), "GPU metrics", func() {
+	goroutine.Go(f.logger(), "GPU metrics", func() {
 		t := time.NewTicker(gpuPollInterval)
 		defer t.Stop()
 		for {
-			if err := lf.sampleGPUsOnce(); errors.Is(err, engine.ErrNoNVML) {
-				lf.Log().Info("no GPU metrics: NVML is not available", zap.Error(err))
+			if err := f.sampleGPUsOnce(); errors.Is(err, ErrNoNVML) {
+				f.logger().Info("no GPU metrics: NVML is not available", zap.Error(err))
 				return
 			} else if err != nil {
-				lf.Log().Warn("reading GPU metrics", zap.Error(err))
+				f.logger().Warn("reading GPU metrics", zap.Error(err))
 			}
 			select {
 			case <-ctx.Done():
@@ -70,18 +86,18 @@ func (lf *LiveFleet) pollGPUs(ctx context.Context) {
 }
 
 // sampleGPUsOnce reads the GPUs once into the gauges.
-func (lf *LiveFleet) sampleGPUsOnce() error {
+func (f *Fleet) sampleGPUsOnce() error {
 	samples, err := sampleGPUs()
 	if err != nil {
 		return err
 	}
-	byIndex := map[int]engine.GPUSample{}
+	byIndex := map[int]GPUSample{}
 	for _, s := range samples {
 		byIndex[s.Index] = s
 	}
-	m := sharedMetrics().gpu
-	starts := lf.spec.DeviceIDStarts()
-	for i, ep := range lf.spec.Endpoints {
+	m := sharedGPUMetrics()
+	starts := f.spec.DeviceIDStarts()
+	for i, ep := range f.spec.Endpoints {
 		if ep.External {
 			continue
 		}
