@@ -57,57 +57,57 @@ func parseCluster(d *caddyfile.Dispenser) (*Cluster, error) {
 			return nil, d.Errf("cluster: %s given twice", name)
 		}
 		seen[name] = true
-		switch name {
-		case "redis":
-			if err := oneArg(d, &c.Redis); err != nil {
-				return nil, err
-			}
-		case "username":
-			if err := oneArg(d, &c.Username); err != nil {
-				return nil, err
-			}
-		case "password":
-			if err := oneArg(d, &c.Password); err != nil {
-				return nil, err
-			}
-		case "key_prefix":
-			if err := oneArg(d, &c.KeyPrefix); err != nil {
-				return nil, err
-			}
-		case "replicas":
-			var s string
-			if err := oneArg(d, &s); err != nil {
-				return nil, err
-			}
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				return nil, d.Errf("cluster: replicas %q: want an integer of at least 1", s)
-			}
-			c.Replicas = n
-		case "timeout":
-			var s string
-			if err := oneArg(d, &s); err != nil {
-				return nil, err
-			}
-			dur, err := caddy.ParseDuration(s)
-			if err != nil || dur <= 0 {
-				return nil, d.Errf("cluster: timeout %q: want a positive duration", s)
-			}
-			c.Timeout = caddy.Duration(dur)
-		case "tls":
-			t, err := parseClusterTLS(d)
-			if err != nil {
-				return nil, err
-			}
-			c.TLS = t
-		default:
-			return nil, d.Errf("cluster: unknown option %q (redis, username, password, tls, key_prefix, replicas, timeout)", name)
+		if err := c.parseOption(d, name); err != nil {
+			return nil, err
 		}
 	}
 	if err := c.validate(); err != nil {
 		return nil, d.Err(err.Error())
 	}
 	return c, nil
+}
+
+// parseOption reads the cluster block's option name.
+func (c *Cluster) parseOption(d *caddyfile.Dispenser, name string) error {
+	switch name {
+	case "redis":
+		return oneArg(d, &c.Redis)
+	case "username":
+		return oneArg(d, &c.Username)
+	case "password":
+		return oneArg(d, &c.Password)
+	case "key_prefix":
+		return oneArg(d, &c.KeyPrefix)
+	case "replicas":
+		var s string
+		if err := oneArg(d, &s); err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return d.Errf("cluster: replicas %q: want an integer of at least 1", s)
+		}
+		c.Replicas = n
+	case "timeout":
+		var s string
+		if err := oneArg(d, &s); err != nil {
+			return err
+		}
+		dur, err := caddy.ParseDuration(s)
+		if err != nil || dur <= 0 {
+			return d.Errf("cluster: timeout %q: want a positive duration", s)
+		}
+		c.Timeout = caddy.Duration(dur)
+	case "tls":
+		t, err := parseClusterTLS(d)
+		if err != nil {
+			return err
+		}
+		c.TLS = t
+	default:
+		return d.Errf("cluster: unknown option %q (redis, username, password, tls, key_prefix, replicas, timeout)", name)
+	}
+	return nil
 }
 
 // parseClusterTLS reads `tls [{ ... }]`.
