@@ -63,9 +63,15 @@ func (c *caddyProc) collectGarbage(ctx context.Context) error {
 
 // adminGet fetches a path of the admin endpoint within timeout.
 func (c *caddyProc) adminGet(ctx context.Context, path string, timeout time.Duration) ([]byte, error) {
+	return get(ctx, c.admin+path, timeout, 64<<20)
+}
+
+// get fetches url within timeout, up to limit bytes; a status other
+// than 200 is an error that quotes the body's start.
+func get(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.admin+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -74,9 +80,9 @@ func (c *caddyProc) adminGet(ctx context.Context, path string, timeout time.Dura
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s%s: %s: %.200s", c.admin, path, resp.Status, body)
+		err = fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, body)
 	}
 	return body, err
 }
