@@ -153,8 +153,9 @@ type ModelConfig struct {
 	// healthy engines: a module of the namespace
 	// http.handlers.mlc_router.selection_policies, its name under
 	// "policy" ({"policy": "prefix_aware"}): least_loaded (the default,
-	// LeastLoaded), prefix_aware (PrefixAware), round_robin (RoundRobin),
-	// or one built in from elsewhere (see Policy). A bare name
+	// LeastLoadedSelection), prefix_aware (PrefixAwareSelection),
+	// round_robin (RoundRobinSelection), or one built in from elsewhere
+	// (see Policy). A bare name
 	// ("policy": "prefix_aware", the form before policies were modules)
 	// is read as that module.
 	PolicyRaw json.RawMessage `json:"policy,omitempty" caddy:"namespace=http.handlers.mlc_router.selection_policies inline_key=policy"`

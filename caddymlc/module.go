@@ -21,9 +21,9 @@ import (
 // runs a built-in engine.
 func init() {
 	caddy.RegisterModule(Handler{})
-	caddy.RegisterModule(LeastLoaded{})
-	caddy.RegisterModule(PrefixAware{})
-	caddy.RegisterModule(RoundRobin{})
+	caddy.RegisterModule(LeastLoadedSelection{})
+	caddy.RegisterModule(PrefixAwareSelection{})
+	caddy.RegisterModule(RoundRobinSelection{})
 	caddy.RegisterModule(new(App))
 	caddy.RegisterModule(adminAPI{})
 	caddy.RegisterModule(DescriptorReserve{})

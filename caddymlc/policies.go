@@ -20,44 +20,44 @@ import (
 // too.
 const policyNamespace = "http.handlers.mlc_router.selection_policies"
 
-// LeastLoaded is the least_loaded selection policy module
+// LeastLoadedSelection is the least_loaded selection policy module
 // (router.LeastLoaded), the default.
-type LeastLoaded struct{ router.LeastLoaded }
+type LeastLoadedSelection struct{ router.LeastLoaded }
 
-// PrefixAware is the prefix_aware selection policy module
+// PrefixAwareSelection is the prefix_aware selection policy module
 // (router.PrefixAware).
-type PrefixAware struct{ router.PrefixAware }
+type PrefixAwareSelection struct{ router.PrefixAware }
 
-// RoundRobin is the round_robin selection policy module
+// RoundRobinSelection is the round_robin selection policy module
 // (router.RoundRobin): engines in turn, whatever their load.
-type RoundRobin struct{ router.RoundRobin }
+type RoundRobinSelection struct{ router.RoundRobin }
 
 // CaddyModule returns the Caddy module information.
-func (LeastLoaded) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{ID: policyNamespace + ".least_loaded", New: func() caddy.Module { return new(LeastLoaded) }}
+func (LeastLoadedSelection) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: policyNamespace + ".least_loaded", New: func() caddy.Module { return new(LeastLoadedSelection) }}
 }
 
 // CaddyModule returns the Caddy module information.
-func (PrefixAware) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{ID: policyNamespace + ".prefix_aware", New: func() caddy.Module { return new(PrefixAware) }}
+func (PrefixAwareSelection) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: policyNamespace + ".prefix_aware", New: func() caddy.Module { return new(PrefixAwareSelection) }}
 }
 
 // CaddyModule returns the Caddy module information.
-func (RoundRobin) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{ID: policyNamespace + ".round_robin", New: func() caddy.Module { return new(RoundRobin) }}
+func (RoundRobinSelection) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: policyNamespace + ".round_robin", New: func() caddy.Module { return new(RoundRobinSelection) }}
 }
 
 // UnmarshalCaddyfile reads `policy least_loaded`, which takes no
 // arguments.
-func (*LeastLoaded) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return noPolicyArgs(d) }
+func (*LeastLoadedSelection) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return noPolicyArgs(d) }
 
 // UnmarshalCaddyfile reads `policy prefix_aware`, which takes no
 // arguments.
-func (*PrefixAware) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return noPolicyArgs(d) }
+func (*PrefixAwareSelection) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return noPolicyArgs(d) }
 
 // UnmarshalCaddyfile reads `policy round_robin`, which takes no
 // arguments.
-func (*RoundRobin) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return noPolicyArgs(d) }
+func (*RoundRobinSelection) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return noPolicyArgs(d) }
 
 // noPolicyArgs reads the Caddyfile of a policy without arguments: its
 // name alone.
@@ -73,7 +73,7 @@ func noPolicyArgs(d *caddyfile.Dispenser) error {
 // field), least_loaded for none.
 func loadPolicy(ctx caddy.Context, structPtr any, field string, raw json.RawMessage) (router.Policy, error) {
 	if raw == nil {
-		return new(LeastLoaded), nil
+		return new(LeastLoadedSelection), nil
 	}
 	mod, err := ctx.LoadModule(structPtr, field)
 	if err != nil {
@@ -102,11 +102,11 @@ func modulePolicy(raw json.RawMessage) json.RawMessage {
 
 // Interface guards.
 var (
-	_ router.Policy         = (*LeastLoaded)(nil)
-	_ router.Policy         = (*PrefixAware)(nil)
-	_ router.Policy         = (*RoundRobin)(nil)
-	_ router.PrefixReader   = (*PrefixAware)(nil)
-	_ caddyfile.Unmarshaler = (*LeastLoaded)(nil)
-	_ caddyfile.Unmarshaler = (*PrefixAware)(nil)
-	_ caddyfile.Unmarshaler = (*RoundRobin)(nil)
+	_ router.Policy         = (*LeastLoadedSelection)(nil)
+	_ router.Policy         = (*PrefixAwareSelection)(nil)
+	_ router.Policy         = (*RoundRobinSelection)(nil)
+	_ router.PrefixReader   = (*PrefixAwareSelection)(nil)
+	_ caddyfile.Unmarshaler = (*LeastLoadedSelection)(nil)
+	_ caddyfile.Unmarshaler = (*PrefixAwareSelection)(nil)
+	_ caddyfile.Unmarshaler = (*RoundRobinSelection)(nil)
 )

@@ -20,10 +20,10 @@ func TestPolicyJSON(t *testing.T) {
 		want          string
 		prefixes      bool
 	}{
-		{"module", "", "*caddymlc.PrefixAware", true},
-		{"bare name", `"prefix_aware"`, "*caddymlc.PrefixAware", true},
-		{"default", "", "*caddymlc.LeastLoaded", false},
-		{"empty name", `""`, "*caddymlc.LeastLoaded", false},
+		{"module", "", "*caddymlc.PrefixAwareSelection", true},
+		{"bare name", `"prefix_aware"`, "*caddymlc.PrefixAwareSelection", true},
+		{"default", "", "*caddymlc.LeastLoadedSelection", false},
+		{"empty name", `""`, "*caddymlc.LeastLoadedSelection", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			policy := "\t\t\tpolicy prefix_aware\n"
