@@ -88,26 +88,16 @@ func TestAdminDrainEngine(t *testing.T) {
 		want[i] = reference(s, s.engines[2], greedy(prompt(i), maxTokens))
 	}
 
-	var started, wg sync.WaitGroup
-	started.Add(streams)
-	errs := make(chan error, streams)
-	for i := range streams {
-		wg.Go(func() {
-			if err := s.streamExact(s.base, greedy(prompt(i), maxTokens), want[i], sync.OnceFunc(started.Done)); err != nil {
-				errs <- fmt.Errorf("stream %d: %w", i, err)
-			}
-		})
+	bodies := make([]map[string]any, streams)
+	for i := range bodies {
+		bodies[i] = greedy(prompt(i), maxTokens)
 	}
-	started.Wait()
+	finish := s.exactStreams(s.base, bodies, want)
 	if status, body := adminPost(t, admin+"/mlc/engines/"+addr+"/drain?grace=0"); status != http.StatusOK ||
 		!strings.Contains(body, `"drain"`) {
 		t.Fatalf("drain: %d %s", status, body)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	finish()
 	waitFor(t, "the engine to be drained", func() bool { return engineDrain(t, admin, addr) == router.DrainDrained })
 	waitFor(t, "its KV pages to return", func() bool {
 		m := engineMetrics(t, s.engines[2])

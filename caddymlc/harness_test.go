@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -268,6 +269,31 @@ func events(t *testing.T, raw []byte) ([][]byte, bool) {
 // streamExact streams body through base and checks that the stream ends
 // well with want; onText runs at its first text (and, for a stream that
 // carried none, when it ends).
+// exactStreams starts a stream through base for each body, checked
+// against want (streamExact), and returns once each has had text; finish
+// waits for them all and reports the failures.
+func (s *site) exactStreams(base string, bodies []map[string]any, want []string) (finish func()) {
+	var started, wg sync.WaitGroup
+	started.Add(len(bodies))
+	errs := make(chan error, len(bodies))
+	for i, body := range bodies {
+		wg.Go(func() {
+			if err := s.streamExact(base, body, want[i], sync.OnceFunc(started.Done)); err != nil {
+				errs <- fmt.Errorf("stream %d: %w", i, err)
+			}
+		})
+	}
+	started.Wait()
+	return func() {
+		s.t.Helper()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			s.t.Error(err)
+		}
+	}
+}
+
 func (s *site) streamExact(base string, body map[string]any, want string, onText func()) error {
 	defer onText()
 	body["stream"] = true

@@ -373,24 +373,14 @@ func TestReloadGraceEndMovesStreams(t *testing.T) {
 	}
 	migrated := metricValue(t, "caddy_mlc_retries_total", "cause", "migrate")
 	failed := metricValue(t, "caddy_mlc_retries_total", "cause", "failure")
-	var started, wg sync.WaitGroup
-	started.Add(streams)
-	errs := make(chan error, streams)
-	for i := range streams {
-		wg.Go(func() {
-			if err := s.streamExact(s.base, greedy(prompt(i), maxTokens), want[i], sync.OnceFunc(started.Done)); err != nil {
-				errs <- fmt.Errorf("stream %d: %w", i, err)
-			}
-		})
+	bodies := make([]map[string]any, streams)
+	for i := range bodies {
+		bodies[i] = greedy(prompt(i), maxTokens)
 	}
-	started.Wait()
+	finish := s.exactStreams(s.base, bodies, want)
 	old := runningFleets()
 	loadCaddyfile(t, caddyfile(ports[3], ports[4]))
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	finish()
 	waitDrained(t, old)
 	if n := metricValue(t, "caddy_mlc_retries_total", "cause", "migrate") - migrated; n < 1 {
 		t.Errorf("no stream moved at the grace's end (retries{cause=migrate} +%v)", n)

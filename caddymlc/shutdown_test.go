@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -80,17 +79,11 @@ http://127.0.0.1:%d {
 	for i := range want {
 		want[i] = reference(s, fmt.Sprintf("http://127.0.0.1:%d", ports[2+i%2]), greedy(prompt(i), maxTokens))
 	}
-	var started, wg sync.WaitGroup
-	started.Add(streams)
-	errs := make(chan error, streams)
-	for i := range streams {
-		wg.Go(func() {
-			if err := s.streamExact(base, greedy(prompt(i), maxTokens), want[i], sync.OnceFunc(started.Done)); err != nil {
-				errs <- fmt.Errorf("stream %d: %w", i, err)
-			}
-		})
+	bodies := make([]map[string]any, streams)
+	for i := range bodies {
+		bodies[i] = greedy(prompt(i), maxTokens)
 	}
-	started.Wait()
+	finish := s.exactStreams(base, bodies, want)
 	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +110,7 @@ http://127.0.0.1:%d {
 		!strings.HasPrefix(want[0], answer.Choices[0].Text):
 		t.Errorf("a new request during the shutdown: %d %v %s", resp.StatusCode, resp.Header, raw)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	finish()
 	select {
 	case <-exited:
 		if exitErr != nil {
