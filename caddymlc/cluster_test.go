@@ -330,6 +330,16 @@ func TestClusterSharesPrefixes(t *testing.T) {
 	a := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), client: httpClient()}
 	b := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[3]), client: httpClient()}
 	waitAnswers(t, b.base)
+	// Replica A's indexes are bounded by its engines' KV capacity, which it
+	// learns from their load reports: until then it keeps nothing it hears.
+	waitFor(t, "replica A to know its engines' KV capacity", func() bool {
+		for _, e := range router.Statuses()[0].Engines {
+			if e.Load == nil || e.Load.KVPages == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	engineOf := func(before, after []int64) int {
 		t.Helper()
 		for i := range after {
@@ -365,6 +375,17 @@ func TestClusterSharesPrefixes(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond) // the events cross another process and Redis
 		}
+		// B's request ended: A's view of the engines' load must say so, or
+		// the load it saw there may outweigh the prefix.
+		answered := time.Now()
+		waitFor(t, "replica A to see the engines idle", func() bool {
+			for _, e := range router.Statuses()[0].Engines {
+				if e.Load == nil || !e.Load.At.After(answered) || e.Load.Running+e.Load.Waiting > 0 {
+					return false
+				}
+			}
+			return true
+		})
 		aBefore := aRequests()
 		if _, code, raw := a.complete(a.base, greedy(append(prompt, 7, 8, 9), 2)); code != 200 {
 			t.Fatalf("replica A: status %d: %s", code, raw)
