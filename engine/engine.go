@@ -33,6 +33,9 @@ type engine struct {
 	// restartAsked: Restart stopped the process; its supervisor starts
 	// it again at once, without the backoff of a crash.
 	restartAsked atomic.Bool
+	// life is the engine's supervision, which StopEngine and StartEngine
+	// end and begin again (scale.go).
+	life lifecycle
 }
 
 func newEngine(f *Fleet, i int, ep Endpoint) *engine {

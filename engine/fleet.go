@@ -58,6 +58,7 @@ type Fleet struct {
 
 	mu      sync.Mutex
 	stopped bool
+	begun   bool // start ran: StartEngine launches, no longer only unparks
 	changed chan struct{}
 
 	startOnce sync.Once
@@ -186,6 +187,7 @@ func (f *Fleet) start(ctx context.Context) error {
 		f.mu.Unlock()
 		return ErrStopped
 	}
+	f.begun = true
 	f.wg.Add(1)
 	f.mu.Unlock()
 	defer f.wg.Done()
@@ -217,17 +219,24 @@ func (f *Fleet) deviceWord() string {
 }
 
 // launchAll starts one goroutine per engine and waits until every spawned
-// engine is ready, or the first failure.
+// engine is ready, or the first failure. Parked engines (StopEngine before
+// Start) are left stopped.
 func (f *Fleet) launchAll(sctx context.Context) error {
 	results := make(chan error, len(f.engines))
+	launched := 0
 	for _, e := range f.engines {
 		if e.ep.External {
 			f.wg.Go(func() { e.runExternal(f.ctx) })
 			continue
 		}
-		f.wg.Go(func() { e.run(sctx, f.ctx, results) })
+		e.life.mu.Lock()
+		if !e.life.parked {
+			f.superviseEngine(e, sctx, results)
+			launched++
+		}
+		e.life.mu.Unlock()
 	}
-	for range f.spawned() {
+	for range launched {
 		if err := <-results; err != nil {
 			return fmt.Errorf("starting engine fleet: %w", err)
 		}

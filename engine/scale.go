@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// lifecycle is one spawned engine's supervision as a unit that can be
+// stopped and started again while the fleet runs (an autoscaler's
+// engine): parked engines are left stopped by Start.
+type lifecycle struct {
+	mu     sync.Mutex
+	parked bool
+	cancel context.CancelFunc // ends the engine's supervision; nil when none runs
+	done   chan struct{}      // closed when the supervision goroutine ends
+}
+
+// running reports whether a supervision goroutine runs for the engine.
+func (l *lifecycle) running() bool {
+	if l.done == nil {
+		return false
+	}
+	select {
+	case <-l.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Parked reports whether engine i is held stopped by StopEngine (or left
+// stopped by Start after a StopEngine before it).
+func (f *Fleet) Parked(i int) bool {
+	l := &f.engines[i].life
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.parked
+}
+
+// superviseEngine runs engine e's goroutine (see engine.run) under a
+// context of its own, which StopEngine cancels. The caller holds e.life.mu
+// and a count of f.wg.
+func (f *Fleet) superviseEngine(e *engine, startCtx context.Context, initial chan<- error) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	e.life.cancel, e.life.done = cancel, done
+	f.wg.Go(func() {
+		defer close(done)
+		defer cancel()
+		e.run(startCtx, ctx, initial)
+	})
+}
+
+// StopEngine stops spawned engine i and keeps it stopped, the rest of the
+// fleet running: SIGTERM, SIGKILL after the stop grace, its state
+// StateStopped. Whoever routes to it drains it first. Before Start, it
+// only marks the engine to be left stopped. It returns once the process
+// is gone.
+func (f *Fleet) StopEngine(i int) error {
+	e := f.engines[i]
+	if e.ep.External {
+		return fmt.Errorf("engine %s: %w", e.ep.Addr(), ErrExternal)
+	}
+	e.life.mu.Lock()
+	defer e.life.mu.Unlock()
+	e.life.parked = true
+	if !e.life.running() {
+		return nil
+	}
+	e.logger().Info("stopping engine on request")
+	e.life.cancel()
+	<-e.life.done
+	return nil
+}
+
+// StartEngine starts spawned engine i again after StopEngine, with the
+// command line, environment and NVSHMEM world it always has, and returns
+// once it is ready (at once if it runs and is ready). A start that fails
+// or outlives ctx leaves it stopped, with an error. Before Start, it only
+// unmarks it: Start starts it with the others.
+func (f *Fleet) StartEngine(ctx context.Context, i int) error {
+	e := f.engines[i]
+	if e.ep.External {
+		return fmt.Errorf("engine %s: %w", e.ep.Addr(), ErrExternal)
+	}
+	e.life.mu.Lock()
+	e.life.parked = false
+	f.mu.Lock()
+	stopped, begun := f.stopped, f.begun
+	if !stopped {
+		f.wg.Add(1) // Stop waits for this start
+		defer f.wg.Done()
+	}
+	f.mu.Unlock()
+	switch {
+	case stopped:
+		e.life.mu.Unlock()
+		return ErrStopped
+	case !begun:
+		e.life.mu.Unlock()
+		return nil
+	case e.life.running():
+		e.life.mu.Unlock()
+		return f.waitReady(ctx, e)
+	}
+	sctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	initial := make(chan error, 1)
+	e.logger().Info("starting engine on request")
+	f.superviseEngine(e, sctx, initial)
+	e.life.mu.Unlock()
+	if err := <-initial; err != nil {
+		return fmt.Errorf("starting engine %s: %w", e.ep.Addr(), err)
+	}
+	return nil
+}
+
+// waitReady waits until engine e is ready, while its supervision runs.
+func (f *Fleet) waitReady(ctx context.Context, e *engine) error {
+	for {
+		changed := f.Changed()
+		switch st, _ := e.status(); st {
+		case StateReady:
+			return nil
+		case StateStopped, StateFailed:
+			return fmt.Errorf("engine %s: %s", e.ep.Addr(), st)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			e.logger().Debug("gave up waiting for the engine to be ready", zap.Error(context.Cause(ctx)))
+			return fmt.Errorf("engine %s not ready: %w", e.ep.Addr(), context.Cause(ctx))
+		}
+	}
+}
