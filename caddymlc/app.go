@@ -43,9 +43,10 @@ type App struct {
 	ctx     caddy.Context
 	logger  *zap.Logger
 	mu      sync.Mutex
-	handles map[string]*router.Handle // by spec key
-	models  []*served                 // in provisioning order
-	held    []string                  // keys whose fleets this config holds
+	handles map[string]*router.Handle      // by spec key
+	scales  map[string]*router.ScaleConfig // by spec key; absent: every engine runs
+	models  []*served                      // in provisioning order
+	held    []string                       // keys whose fleets this config holds
 	// watching: this config holds the process's descriptor watch.
 	watching bool
 	// cluster is the connection of the Cluster option; nil without it.
@@ -119,7 +120,7 @@ func (a *App) Start() error {
 	}
 	grace := a.drainGrace()
 	for key, h := range a.handles {
-		lf, err := a.acquire(key, h.Spec())
+		lf, err := a.acquire(key, h.Spec(), a.scales[key])
 		if err != nil {
 			a.releaseAll()
 			return err
@@ -132,6 +133,7 @@ func (a *App) Start() error {
 		if err := lf.Reconfigure(h.Spec(), lf.Log()); err != nil {
 			a.logger.Warn("updating the supervision settings of a kept fleet", zap.Error(err))
 		}
+		lf.SetScale(a.scales[key])
 		h.Set(lf)
 	}
 	holdDescriptorWatch(a.logger)
@@ -160,14 +162,15 @@ func (a *App) checkPorts() error {
 	return nil
 }
 
-// acquire returns the fleet of spec, starting it if no loaded config has
-// it yet.
-func (a *App) acquire(key string, spec engine.Spec) (*router.LiveFleet, error) {
+// acquire returns the fleet of spec, starting it (with its autoscaling,
+// nil for none) if no loaded config has it yet.
+func (a *App) acquire(key string, spec engine.Spec, scale *router.ScaleConfig) (*router.LiveFleet, error) {
 	val, loaded, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
 		lf, err := router.NewLiveFleet(spec, a.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}
+		lf.SetScale(scale)
 		// On a reload (a config runs) a port still taken waits; at the
 		// first start it fails, as a port held by another program would.
 		if err := lf.Launch(current.Load() != nil); err != nil {

@@ -44,6 +44,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    dynamic           [prefill|decode|any] <source> [<args...>] {
 //	        <source options>
 //	    }
+//	    scale             <min> [<max>] {   (autoscale the spawned endpoints; see Scale)
+//	        up_after <duration>, down_after <duration>, cooldown <duration>, kv_high <share>
+//	    }
 //	    policy            <name> [<args...>]   (least_loaded, prefix_aware, round_robin, ...)
 //	    startup_timeout   <duration>
 //	    engine_timeout    <duration>
@@ -236,6 +239,7 @@ var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
 	"engine_args":       parseEngineArgs,
 	"endpoint":          parseEndpoint,
 	"dynamic":           parseDynamic,
+	"scale":             parseScale,
 	"policy":            parsePolicy,
 	"startup_timeout":   durationOption(func(r *ModelConfig) *caddy.Duration { return &r.StartupTimeout }),
 	"engine_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.EngineTimeout }),

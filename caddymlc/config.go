@@ -144,6 +144,10 @@ type ModelConfig struct {
 	// --endpoint-ports, --endpoint-num-gpus.
 	Endpoints []engine.Endpoint `json:"endpoints,omitempty"`
 
+	// Scale autoscales the spawned endpoints: between its min and max of
+	// them run, by load (see Scale). Default: all of them, always.
+	Scale *Scale `json:"scale,omitempty"`
+
 	// Dynamic are engines found while Caddy runs, by reverse_proxy's
 	// upstream sources (DNS A/AAAA or SRV records, ...), one source per
 	// role. With dynamic engines, Endpoints may be empty.
@@ -238,6 +242,7 @@ func (m ModelConfig) withDefaults() ModelConfig {
 	c.BodyTimeout = cmp.Or(c.BodyTimeout, caddy.Duration(router.DefaultBodyTimeout))
 	c.ClientTimeout = cmp.Or(c.ClientTimeout, caddy.Duration(router.DefaultClientTimeout))
 	c.MaxPrefillQueue = cmp.Or(c.MaxPrefillQueue, router.DefaultMaxPrefillQueue)
+	c.Scale = c.Scale.withDefaults(spawnedCount(c.Endpoints))
 	return c
 }
 
@@ -283,6 +288,9 @@ func (c ModelConfig) validate() error {
 	}
 	if err := c.checkRoles(); err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
+	}
+	if err := c.validateScale(); err != nil {
+		return err
 	}
 	if c.StartupTimeout < 0 {
 		return fmt.Errorf("mlc_router: startup_timeout must be positive")

@@ -331,7 +331,7 @@ func (r *Router) setPolicy(p Policy) {
 // unready says what the router lacks to serve, "" for nothing.
 func (r *Router) unready() string {
 	switch role := r.strategy.generatingRole(); {
-	case r.readyGenerating() > 0:
+	case r.readyGenerating() > 0, asleep(r):
 		return ""
 	case role == "":
 		return "no engine is ready"

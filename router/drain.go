@@ -75,6 +75,13 @@ func (u *Upstream) Drain(grace time.Duration) {
 
 // Undrain puts a drained (or draining) engine back in rotation.
 func (u *Upstream) Undrain() {
+	u.undrain()
+	u.fleet.Log().Info("engine back in rotation", addrField(u))
+}
+
+// undrain ends the engine's drain, without a word: an autoscaler's
+// engine, stopped, is out of rotation by its state.
+func (u *Upstream) undrain() {
 	d := &u.drain
 	d.mu.Lock()
 	d.on.Store(false)
@@ -85,7 +92,6 @@ func (u *Upstream) Undrain() {
 		d.timer = nil
 	}
 	d.mu.Unlock()
-	u.fleet.Log().Info("engine back in rotation", addrField(u))
 	u.publishDrain()
 	engineChanges.notify()
 }

@@ -37,7 +37,8 @@ type LiveFleet struct {
 	logger   atomic.Pointer[zap.Logger]
 	grace    atomic.Int64 // drain grace, nanoseconds
 	inflight atomic.Int64
-	idle     notifier // notified when inflight drops to 0
+	idle     notifier                   // notified when inflight drops to 0
+	scaler   atomic.Pointer[autoscaler] // nil: every spawned engine runs
 }
 
 // NewLiveFleet makes the fleet of spec, its engines not started yet.
@@ -98,10 +99,11 @@ func (lf *LiveFleet) LaunchNow() error {
 }
 
 // ready starts what follows ready engines until they stop (ctx): their
-// load and GPU polls.
+// load and GPU polls, the autoscaler.
 func (lf *LiveFleet) ready(ctx context.Context) {
 	lf.Fleet.PollLoad(ctx, lf)
 	lf.Fleet.PollGPUs(ctx)
+	lf.autoscale(ctx)
 	lf.wake()
 }
 

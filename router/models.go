@@ -183,7 +183,7 @@ func (m *Models) ServeReadiness(w http.ResponseWriter, req *http.Request) {
 		status = http.StatusServiceUnavailable
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	protocol.WriteJSON(w, status, readiness{Ready: ready, Missing: missing, Models: m.names()})
+	protocol.WriteJSON(w, status, readiness{Ready: ready, Missing: missing, Models: m.names(), Cold: m.cold()})
 }
 
 // readiness is the body of a readiness answer.
@@ -191,6 +191,9 @@ type readiness struct {
 	Ready   bool     `json:"ready"`
 	Models  []string `json:"models"`
 	Missing []string `json:"missing,omitempty"`
+	// Cold are the models of scale min 0 with no engine running: ready,
+	// their next request waits while an engine starts.
+	Cold []string `json:"cold,omitempty"`
 }
 
 // embeddingNames are the embedding models served under names of their

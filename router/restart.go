@@ -150,7 +150,8 @@ func compareAddr(a, b *Upstream) int {
 }
 
 // spawnedEngines are the engines of the router's fleet that it runs
-// itself; none while its fleet drains after a reload.
+// itself (not those its autoscaler stopped); none while its fleet drains
+// after a reload.
 func (r *Router) spawnedEngines() []*Upstream {
 	lf := r.handle.get()
 	if lf == nil || lf.draining() {
@@ -158,7 +159,7 @@ func (r *Router) spawnedEngines() []*Upstream {
 	}
 	var out []*Upstream
 	for i, u := range lf.upstreams {
-		if !lf.spec.Endpoints[i].External {
+		if !lf.spec.Endpoints[i].External && !lf.Parked(i) {
 			out = append(out, u)
 		}
 	}

@@ -61,6 +61,10 @@ type EngineStatus struct {
 	Drain string `json:"drain,omitempty"`
 	// Load is what the engine last reported, when it reports it.
 	Load *LoadStatus `json:"load,omitempty"`
+	// Scale is the autoscaler's hold on the engine: "scaled down"
+	// (stopped, in the pool), "scaling up", "scaling down"; empty when
+	// it runs as usual.
+	Scale string `json:"scale,omitempty"`
 }
 
 // loadStatusOf returns u's last load report, or nil before the first.
@@ -96,7 +100,9 @@ type RouterStatus struct {
 	Queued int64 `json:"queued"`
 	// Gate is the router's fair queue: requests waiting for the engines'
 	// capacity, per tenant and band.
-	Gate    GateStatus     `json:"gate"`
+	Gate GateStatus `json:"gate"`
+	// Scale is the model's autoscaling (the scale option), if any.
+	Scale   *ScaleStatus   `json:"scale,omitempty"`
 	Engines []EngineStatus `json:"engines"`
 }
 
@@ -132,6 +138,7 @@ func (r *Router) Status() RouterStatus {
 	qs := r.gate.queue.Stats()
 	st.Gate = GateStatus{Batch: r.gate.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.gate.queue.Snapshot()}
 	lf := r.handle.get()
+	st.Scale = scaleStatusOf(lf)
 	roles := r.EffectiveRoles()
 	starts := engine.DeviceIDStarts(endpointGPUs(r.Endpoints))
 	for i, ep := range r.Endpoints {
@@ -143,7 +150,7 @@ func (r *Router) Status() RouterStatus {
 			es.State, es.PID, es.Restarts = state.String(), pid, lf.Restarts(i)
 			es.InFlight, es.Requests = u.inflight.Load(), u.requests.Load()
 			es.Breaker, es.Draining, es.Drain = u.breaker.state(pid).String(), lf.draining(), u.drainStatus()
-			es.Load = loadStatusOf(u)
+			es.Load, es.Scale = loadStatusOf(u), scaleStateOf(lf, i)
 		}
 		st.Engines = append(st.Engines, es)
 	}

@@ -1,0 +1,173 @@
+package caddymlc
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/router"
+)
+
+// modelStatus is the model's router in GET /mlc/engines.
+func modelStatus(t *testing.T, model string) router.RouterStatus {
+	t.Helper()
+	for _, rs := range router.Statuses() {
+		if rs.Model == model {
+			return rs
+		}
+	}
+	t.Fatalf("no router for %s", model)
+	return router.RouterStatus{}
+}
+
+// engineStates are the state and scale state of each listed engine.
+func engineStates(rs router.RouterStatus) []string {
+	var out []string
+	for _, e := range rs.Engines {
+		out = append(out, e.State+"/"+e.Scale)
+	}
+	return out
+}
+
+// A burst of streams on `scale 1 3` over three endpoints waits at the
+// gate; within up_after a second engine starts, the streams all finish
+// exact, and once the burst is over the engines go back to one, each by
+// a drain, with no request failing.
+func TestScaleUpUnderBurstAndDown(t *testing.T) {
+	s := startSite(t, 3, "\t\t\tmode whole\n\t\t\tmax_inflight 2\n\t\t\tscale 1 3 {\n\t\t\t\tup_after 300ms\n\t\t\t\tdown_after 1s\n\t\t\t\tcooldown 300ms\n\t\t\t}\n")
+	if st := engineStates(modelStatus(t, "tiny")); !slices.Equal(st, []string{"ready/", "stopped/scaled down", "stopped/scaled down"}) {
+		t.Fatalf("at the start: %v", st)
+	}
+	const streams, maxTokens = 12, 160
+	prompt := func(i int) string { return fmt.Sprintf("the %d bells of the drowned town ring at low tide", i) }
+	want := make([]string, streams)
+	for i := range want {
+		want[i] = reference(s, s.engines[0], greedy(prompt(i), maxTokens))
+	}
+	begin := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, streams)
+	for i := range streams {
+		wg.Go(func() {
+			if err := s.streamExact(s.base, greedy(prompt(i), maxTokens), want[i], func() {}); err != nil {
+				errs <- fmt.Errorf("stream %d: %w", i, err)
+			}
+		})
+	}
+	var reacted time.Duration
+	waitFor(t, "a second engine", func() bool {
+		st := modelStatus(t, "tiny").Scale
+		if st != nil && st.Target >= 2 && reacted == 0 {
+			reacted = time.Since(begin)
+		}
+		return st != nil && st.Ready >= 2
+	})
+	up := modelStatus(t, "tiny").Scale
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("scale-up decided %v after the burst began, second engine ready at %v; last event %+v",
+		reacted.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), up.Last)
+	if reacted > 300*time.Millisecond+5*time.Second {
+		t.Errorf("the scale-up came %v after the burst, up_after is 300ms", reacted)
+	}
+	if up.Last == nil || up.Last.Direction != "up" || up.Last.Reason != "queue" {
+		t.Errorf("the scale-up: %+v", up.Last)
+	}
+
+	waitFor(t, "the engines to scale back to one", func() bool {
+		st := modelStatus(t, "tiny")
+		return st.Scale.Target == 1 && st.Scale.Ready == 1 &&
+			slices.Equal(engineStates(st), []string{"ready/", "stopped/scaled down", "stopped/scaled down"})
+	})
+	down := modelStatus(t, "tiny").Scale.Last
+	if down == nil || down.Direction != "down" || down.Reason != "idle" || down.Error != "" {
+		t.Errorf("the scale-down: %+v", down)
+	}
+	for i := range 3 {
+		if got := s.streamExact(s.base, greedy(prompt(i), maxTokens), want[i], func() {}); got != nil {
+			t.Errorf("after the scale-down, stream %d: %v", i, got)
+		}
+	}
+}
+
+// readyz is the readiness answer at base+/healthz.
+func readyz(t *testing.T, base string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	return resp.StatusCode, body
+}
+
+// `scale 0 1`: the model starts asleep, is listed and ready (cold); its
+// first request waits while the engine starts and is answered exactly;
+// the next is served by the same, warm, engine; idle, it sleeps again,
+// and the request after that wakes it again.
+func TestScaleFromZero(t *testing.T) {
+	s := startSite(t, 1, "\t\t\tmode whole\n\t\t\tqueue_timeout 60s\n\t\t\thealth_uri /healthz\n\t\t\tscale 0 1 {\n\t\t\t\tdown_after 1500ms\n\t\t\t\tcooldown 200ms\n\t\t\t}\n")
+	asleep := func() bool {
+		st := modelStatus(t, "tiny")
+		return slices.Equal(engineStates(st), []string{"stopped/scaled down"}) && st.Scale.Target == 0
+	}
+	if !asleep() {
+		t.Fatalf("at the start: %v", engineStates(modelStatus(t, "tiny")))
+	}
+	if status, body := readyz(t, s.base); status != http.StatusOK || fmt.Sprint(body["cold"]) != "[tiny]" {
+		t.Errorf("readiness asleep: %d %v", status, body)
+	}
+	resp, err := http.Get(s.base + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(raw), `"tiny"`) {
+		t.Errorf("/v1/models asleep: %s", raw)
+	}
+
+	body := func(i int) map[string]any { return greedy(fmt.Sprintf("a lighthouse %d wakes when the fog comes in", i), 48) }
+	for round := range 2 {
+		begin := time.Now()
+		first, status, raw := s.complete(s.base, body(round))
+		if status != http.StatusOK {
+			t.Fatalf("round %d, cold request: %d %s", round, status, raw)
+		}
+		cold := time.Since(begin)
+		pid := modelStatus(t, "tiny").Engines[0].PID
+		if want := reference(s, s.engines[0], body(round)); first.Choices[0].Text != want {
+			t.Errorf("round %d, cold answer %q, want %q", round, first.Choices[0].Text, want)
+		}
+		begin = time.Now()
+		if second, status, raw := s.complete(s.base, body(round)); status != http.StatusOK || second.Choices[0].Text != first.Choices[0].Text {
+			t.Errorf("round %d, warm request: %d %s", round, status, raw)
+		}
+		warm := time.Since(begin)
+		if p := modelStatus(t, "tiny").Engines[0].PID; p != pid || pid == 0 {
+			t.Errorf("round %d: the warm request's engine %d, the cold one's %d", round, p, pid)
+		}
+		if status, body := readyz(t, s.base); status != http.StatusOK || body["cold"] != nil {
+			t.Errorf("readiness warm: %d %v", status, body)
+		}
+		t.Logf("round %d: cold request %v, warm %v", round, cold.Round(time.Millisecond), warm.Round(time.Millisecond))
+		waitFor(t, "the model to sleep again", asleep)
+		if last := modelStatus(t, "tiny").Scale.Last; last == nil || last.Reason != "idle" {
+			t.Errorf("the scale to zero: %+v", last)
+		}
+	}
+}
