@@ -141,7 +141,7 @@ func (a *App) Start() error {
 	current.Store(a)
 	for _, s := range a.models {
 		if s.dynamic != nil {
-			s.dynamic.start()
+			s.dynamic.start(grace)
 		}
 		s.logStart(a.listenAddrs(s.owner))
 	}

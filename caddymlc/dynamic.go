@@ -26,8 +26,10 @@ import (
 // so that a Kubernetes headless Service works for mlc_router as it does
 // for reverse_proxy's `dynamic`. One source per role: a source without a
 // role serves any. Dynamic engines are external: the router never spawns
-// them. They come and go without a reload; a stream on an engine that
-// disappears finishes there (the engine drains), or resumes elsewhere.
+// them. They come and go without a reload: one that appears is used once
+// it answers its health checks; one that disappears is drained (see
+// dynamicSet.leave): its streams finish there within the drain grace
+// (Caddy's grace_period, else 30s), then move, exactly, to the others.
 //
 // In disagg mode the router learns each engine's first NVSHMEM PE (the
 // recv_rank of a remote_send to it) from the engine itself (the built-in
@@ -79,6 +81,8 @@ type dynamicSet struct {
 
 	mu     sync.Mutex
 	held   map[string]*router.LiveFleet // by address
+	gone   map[string]*router.LiveFleet // left the source, draining (dyndrain.go)
+	grace  time.Duration                // the drain grace of a gone engine
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -89,7 +93,8 @@ func (s *served) provisionDynamic(ctx caddy.Context) error {
 	if r.Dynamic == nil {
 		return nil
 	}
-	d := &dynamicSet{r: s, sources: map[string]reverseproxy.UpstreamSource{}, held: map[string]*router.LiveFleet{}}
+	d := &dynamicSet{r: s, sources: map[string]reverseproxy.UpstreamSource{},
+		held: map[string]*router.LiveFleet{}, gone: map[string]*router.LiveFleet{}}
 	for _, src := range []struct {
 		role, field string
 		raw         json.RawMessage
@@ -115,10 +120,11 @@ func (s *served) provisionDynamic(ctx caddy.Context) error {
 // Engines returns the discovered engines that may serve role.
 func (d *dynamicSet) Engines(role string) []*router.Upstream { return (*d.engines.Load())[role] }
 
-// start finds the engines now, then keeps looking until stop.
-func (d *dynamicSet) start() {
+// start finds the engines now, then keeps looking until stop; an engine
+// that leaves drains for grace.
+func (d *dynamicSet) start(grace time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
-	d.cancel, d.done = cancel, make(chan struct{})
+	d.cancel, d.done, d.grace = cancel, make(chan struct{}), grace
 	d.refresh(ctx)
 	goroutine.Go(d.r.logger, "dynamic engine discovery", func() {
 		defer close(d.done)
@@ -148,6 +154,10 @@ func (d *dynamicSet) stop() {
 	for addr := range d.held {
 		d.release(addr)
 	}
+	for addr := range d.gone {
+		delete(d.gone, addr)
+		d.release(addr)
+	}
 	d.engines.Store(&map[string][]*router.Upstream{})
 }
 
@@ -172,8 +182,7 @@ func (d *dynamicSet) refresh(ctx context.Context) {
 	changed := false
 	for addr := range d.held {
 		if _, ok := roles[addr]; !ok {
-			d.r.logger.Info("dynamic engine gone; it drains", zap.String("engine", addr))
-			d.release(addr)
+			d.leave(ctx, addr)
 			changed = true
 		}
 	}
@@ -181,11 +190,15 @@ func (d *dynamicSet) refresh(ctx context.Context) {
 	for addr, rs := range roles {
 		lf := d.held[addr]
 		if lf == nil {
+			lf = d.comeBack(addr)
+		}
+		if lf == nil {
 			var err error
 			if lf, err = d.acquire(addr); err != nil {
 				d.r.logger.Error("dynamic engine", zap.String("engine", addr), zap.Error(err))
 				continue
 			}
+			lf.SetGrace(d.grace)
 			d.held[addr] = lf
 			d.r.logger.Info("dynamic engine found", zap.String("engine", addr), zap.Strings("roles", router.RoleNames(rs)))
 			changed = true
@@ -198,6 +211,7 @@ func (d *dynamicSet) refresh(ctx context.Context) {
 			}
 		}
 	}
+	d.keepGone(byRole)
 	if old := *d.engines.Load(); changed || !sameEngines(old, byRole) {
 		d.engines.Store(&byRole)
 		router.EnginesChanged()

@@ -141,7 +141,9 @@ func TestScaleFromZero(t *testing.T) {
 		t.Errorf("/v1/models asleep: %s", raw)
 	}
 
-	body := func(i int) map[string]any { return greedy(fmt.Sprintf("a lighthouse %d wakes when the fog comes in", i), 48) }
+	body := func(i int) map[string]any {
+		return greedy(fmt.Sprintf("a lighthouse %d wakes when the fog comes in", i), 48)
+	}
 	for round := range 2 {
 		begin := time.Now()
 		first, status, raw := s.complete(s.base, body(round))

@@ -1,0 +1,80 @@
+package caddymlc
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/router"
+)
+
+// dynamicDrainSlack bounds, past the drain grace, the wait for the
+// attempts moved off a gone engine to let go of it.
+const dynamicDrainSlack = time.Minute
+
+// leave drains the engine at addr, which its source no longer lists:
+// it takes no new request; those on it finish there for the drain grace,
+// then move, exactly, to the other engines (router.Upstream.Drain). It
+// stays listed, draining, until nothing runs on it; then it is let go.
+// The caller holds d.mu.
+func (d *dynamicSet) leave(ctx context.Context, addr string) {
+	lf := d.held[addr]
+	delete(d.held, addr)
+	d.gone[addr] = lf
+	u := lf.Upstreams()[0]
+	d.r.logger.Info("dynamic engine gone; it drains", zap.String("engine", addr), zap.Duration("grace", d.grace))
+	u.Drain(d.grace)
+	goroutine.Go(d.r.logger, "dynamic engine drain", func() {
+		wctx, cancel := context.WithTimeout(ctx, d.grace+dynamicDrainSlack)
+		defer cancel()
+		if err := u.WaitDrained(wctx); err != nil && ctx.Err() == nil {
+			d.r.logger.Warn("a gone dynamic engine did not drain; letting it go", zap.String("engine", addr), zap.Error(err))
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.gone[addr] != lf {
+			return // back in the source, or let go by stop
+		}
+		delete(d.gone, addr)
+		d.release(addr)
+		d.forget(u)
+		d.r.logger.Info("gone dynamic engine drained and let go", zap.String("engine", addr))
+	}, nil)
+}
+
+// comeBack takes back an engine that drains after it left the source and
+// is listed again: it is in rotation again. The caller holds d.mu.
+func (d *dynamicSet) comeBack(addr string) *router.LiveFleet {
+	lf := d.gone[addr]
+	if lf == nil {
+		return nil
+	}
+	delete(d.gone, addr)
+	d.held[addr] = lf
+	lf.Upstreams()[0].Undrain()
+	d.r.logger.Info("dynamic engine back while it drained", zap.String("engine", addr))
+	return lf
+}
+
+// keepGone lists the draining gone engines among the engines of any
+// role: operators see them drain, and a drain by address finds them; no
+// request is given them. The caller holds d.mu.
+func (d *dynamicSet) keepGone(byRole map[string][]*router.Upstream) {
+	for _, lf := range d.gone {
+		byRole[""] = append(byRole[""], lf.Upstreams()[0])
+	}
+}
+
+// forget takes u off the listed engines. The caller holds d.mu.
+func (d *dynamicSet) forget(u *router.Upstream) {
+	old := *d.engines.Load()
+	next := make(map[string][]*router.Upstream, len(old))
+	for role, us := range old {
+		next[role] = slices.DeleteFunc(slices.Clone(us), func(v *router.Upstream) bool { return v == u })
+	}
+	d.engines.Store(&next)
+	router.EnginesChanged()
+}
