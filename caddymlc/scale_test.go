@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -44,6 +47,10 @@ func TestScaleUpUnderBurstAndDown(t *testing.T) {
 	if st := engineStates(modelStatus(t, "tiny")); !slices.Equal(st, []string{"ready/", "stopped/scaled down", "stopped/scaled down"}) {
 		t.Fatalf("at the start: %v", st)
 	}
+	decisions := func(dir, reason string) float64 {
+		return metricValue(t, "caddy_mlc_scale_decisions_total", "model", "tiny", "direction", dir, "reason", reason)
+	}
+	upsBefore, downsBefore := decisions("up", "queue"), decisions("down", "idle")
 	const streams, maxTokens = 12, 160
 	prompt := func(i int) string { return fmt.Sprintf("the %d bells of the drowned town ring at low tide", i) }
 	want := make([]string, streams)
@@ -91,6 +98,9 @@ func TestScaleUpUnderBurstAndDown(t *testing.T) {
 	down := modelStatus(t, "tiny").Scale.Last
 	if down == nil || down.Direction != "down" || down.Reason != "idle" || down.Error != "" {
 		t.Errorf("the scale-down: %+v", down)
+	}
+	if ups, downs := decisions("up", "queue")-upsBefore, decisions("down", "idle")-downsBefore; ups < 1 || downs != ups {
+		t.Errorf("caddy_mlc_scale_decisions_total: %v up (queue), %v down (idle)", ups, downs)
 	}
 	for i := range 3 {
 		if got := s.streamExact(s.base, greedy(prompt(i), maxTokens), want[i], func() {}); got != nil {
@@ -171,5 +181,49 @@ func TestScaleFromZero(t *testing.T) {
 		if last := modelStatus(t, "tiny").Scale.Last; last == nil || last.Reason != "idle" {
 			t.Errorf("the scale to zero: %+v", last)
 		}
+	}
+}
+
+// scale parses with its block, takes its defaults (max: every spawned
+// endpoint), and bad forms are errors naming the line; in disagg, engines
+// with a real NVSHMEM world are refused.
+func TestCaddyfileScale(t *testing.T) {
+	parse := func(lines string) (*Handler, error) {
+		var r Handler
+		err := r.UnmarshalCaddyfile(caddyfile.NewTestDispenser("mlc_router {\nmodel tiny\n" + lines + "\n}"))
+		return &r, err
+	}
+	eps := "endpoint 127.0.0.1:9001\nendpoint 127.0.0.1:9002\nendpoint 127.0.0.1:9003\nendpoint 127.0.0.1:9004 external\n"
+	r, err := parse("mode whole\n" + eps + "scale 1 {\nup_after 1s\nkv_high 0.8\n}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := r.EffectiveModels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Scale{Min: 1, Max: 3, UpAfter: caddy.Duration(time.Second), DownAfter: caddy.Duration(router.DefaultScaleDownAfter),
+		Cooldown: caddy.Duration(router.DefaultScaleCooldown), KVHigh: 0.8}
+	if got := ms[0].Scale; got == nil || *got != want {
+		t.Errorf("scale %+v, want %+v", got, want)
+	}
+	for _, tc := range []struct{ lines, want string }{
+		{"mode whole\n" + eps + "scale 3 1", "min is more than max"},
+		{"mode whole\n" + eps + "scale many", "want an engine count"},
+		{"mode whole\n" + eps + "scale", "want <min> [<max>]"},
+		{"mode whole\n" + eps + "scale 1 4", "more than the 3 spawned endpoints"},
+		{"mode whole\n" + eps + "scale 1 {\nsoon 1s\n}", "unknown option"},
+		{"mode whole\n" + eps + "scale 1 {\nup_after -1s\n}", "positive duration"},
+		{"mode whole\n" + eps + "scale 1 {\nkv_high 2\n}", "kv_high"},
+		{"mode whole\nendpoint 127.0.0.1:9004 external\nscale 0 1", "no spawned endpoint"},
+		{"mode disagg\nengine mlc\n" + eps + "scale 1", "NVSHMEM world"},
+	} {
+		_, err := parse(tc.lines)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "Testfile:") {
+			t.Errorf("%q: %v, want %q at a line", tc.lines, err, tc.want)
+		}
+	}
+	if _, err := parse("mode disagg\n" + eps + "scale 1 2"); err != nil {
+		t.Errorf("the built-in engine in disagg: %v", err)
 	}
 }
