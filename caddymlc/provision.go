@@ -77,7 +77,7 @@ func (r *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 			return nil, err
 		}
 		handle = app.register(spec)
-		app.setScale(spec.Key(), m.Scale)
+		app.setScale(spec.Key(), m.scaleConfig())
 	}
 	if err := s.provisionDynamic(ctx); err != nil {
 		return nil, err

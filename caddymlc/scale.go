@@ -14,7 +14,8 @@ import (
 
 // Scale is the autoscaling of a model's spawned engines: the endpoints it
 // lists are the pool, of which between Min and Max run. Only the first
-// Min (in endpoint order) start with the config. An engine is added when
+// Min start with the config: in endpoint order, but in disagg the first
+// decode engine first (it prefills alone while no prefill engine runs). An engine is added when
 // requests wait at the gate or for an engine (or the KV runs short) for
 // UpAfter without a break; one is taken away (drained for the drain
 // grace, its streams then moving exactly to the others, then stopped)
@@ -74,13 +75,14 @@ func (s *Scale) withDefaults(pool int) *Scale {
 	return &c
 }
 
-// config is the router's form of s; nil for none.
-func (s *Scale) config() *router.ScaleConfig {
+// config is the router's form of the model's scale option; nil for none.
+func (c ModelConfig) scaleConfig() *router.ScaleConfig {
+	s := c.Scale
 	if s == nil {
 		return nil
 	}
-	return &router.ScaleConfig{Min: s.Min, Max: s.Max, UpAfter: time.Duration(s.UpAfter), DownAfter: time.Duration(s.DownAfter),
-		Cooldown: time.Duration(s.Cooldown), KVHigh: s.KVHigh}
+	return &router.ScaleConfig{Min: s.Min, Max: s.Max, Order: router.ScaleOrder(c.Mode, c.Endpoints),
+		UpAfter: time.Duration(s.UpAfter), DownAfter: time.Duration(s.DownAfter), Cooldown: time.Duration(s.Cooldown), KVHigh: s.KVHigh}
 }
 
 // validateScale checks the model's scale option against its engines.
@@ -92,7 +94,7 @@ func (c ModelConfig) validateScale() error {
 	if pool == 0 {
 		return fmt.Errorf("mlc_router: scale: the model has no spawned endpoint to scale (the endpoints listed, not external, are the pool)")
 	}
-	if err := c.Scale.config().Validate(pool); err != nil {
+	if err := c.scaleConfig().Validate(pool); err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
 	if c.Scale.UpAfter < 0 || c.Scale.DownAfter < 0 || c.Scale.Cooldown < 0 || c.Scale.KVHigh < 0 {
@@ -171,11 +173,11 @@ func parseScaleOption(s *Scale, d *caddyfile.Dispenser) error {
 
 // setScale records the autoscaling of the fleet of key, which Start
 // gives the fleet (before its engines start, for a new one).
-func (a *App) setScale(key string, s *Scale) {
+func (a *App) setScale(key string, s *router.ScaleConfig) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.scales == nil {
 		a.scales = map[string]*router.ScaleConfig{}
 	}
-	a.scales[key] = s.config()
+	a.scales[key] = s
 }

@@ -227,3 +227,17 @@ func TestCaddyfileScale(t *testing.T) {
 		t.Errorf("the built-in engine in disagg: %v", err)
 	}
 }
+
+// In disagg, `scale 1` starts the first decode engine, which serves
+// alone (it prefills itself while no prefill engine runs), exactly.
+func TestScaleDisaggStartsADecodeEngine(t *testing.T) {
+	s := startSite(t, 3, "\t\t\tmode disagg\n\t\t\tscale 1 3\n")
+	if st := engineStates(modelStatus(t, "tiny")); !slices.Equal(st, []string{"stopped/scaled down", "ready/", "stopped/scaled down"}) {
+		t.Fatalf("at the start: %v", st)
+	}
+	body := greedy("the decode engine keeps the night watch alone", 64)
+	want := reference(s, s.engines[1], body)
+	if err := s.streamExact(s.base, body, want, func() {}); err != nil {
+		t.Error(err)
+	}
+}

@@ -79,17 +79,26 @@ func (lf *LiveFleet) SetScale(c *ScaleConfig) {
 	if c == nil {
 		return
 	}
-	n := 0
-	for i, ep := range lf.spec.Endpoints {
-		if ep.External {
-			continue
-		}
+	for n, i := range a.order() {
 		if n >= c.Min {
 			_ = lf.StopEngine(i) // before Start: only marks it
 			a.setState(i, ScaleScaledDown)
 		}
-		n++
 	}
+}
+
+// order are the spawned endpoints in the order they start.
+func (a *autoscaler) order() []int {
+	if c := a.cfg.Load(); c != nil && c.Order != nil {
+		return c.Order
+	}
+	var out []int
+	for i, ep := range a.lf.spec.Endpoints {
+		if !ep.External {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // autoscale runs the fleet's autoscaler, if it has spawned engines, until
@@ -241,32 +250,28 @@ func (a *autoscaler) down(ctx context.Context, i int) error {
 	return err
 }
 
-// choose is the engine to start (the first of the pool stopped) or to
+// choose is the engine to start (the first of the order stopped) or to
 // stop (the least busy running one, the last in order among equals, and
 // never the last generating engine of its router while others run), -1
 // for none.
 func (a *autoscaler) choose(delta int, r *Router) int {
+	order := a.order()
 	var up []int
-	for i, ep := range a.lf.spec.Endpoints {
-		if !ep.External && a.running(i) {
+	for _, i := range order {
+		if a.running(i) {
 			up = append(up, i)
+		} else if delta > 0 {
+			return i
 		}
 	}
 	if delta > 0 {
-		for i, ep := range a.lf.spec.Endpoints {
-			if !ep.External && !a.running(i) {
-				return i
-			}
-		}
 		return -1
 	}
 	gen := r.roles[r.strategy.generatingRole()]
 	cands := slices.Clone(up)
+	slices.Reverse(cands)
 	slices.SortStableFunc(cands, func(x, y int) int {
-		if d := a.lf.upstreams[x].inflight.Load() - a.lf.upstreams[y].inflight.Load(); d != 0 {
-			return int(d)
-		}
-		return y - x
+		return int(a.lf.upstreams[x].inflight.Load() - a.lf.upstreams[y].inflight.Load())
 	})
 	for _, i := range cands {
 		rest := slices.DeleteFunc(slices.Clone(up), func(j int) bool { return j == i })

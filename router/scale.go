@@ -2,7 +2,10 @@ package router
 
 import (
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
 )
 
 // Defaults of a model's autoscaling (ScaleConfig).
@@ -23,9 +26,12 @@ const (
 )
 
 // ScaleConfig is the autoscaling of a fleet's spawned engines: between
-// Min and Max of them run, the first Min in endpoint order at the start.
+// Min and Max of them run, the first Min of Order at the start.
 type ScaleConfig struct {
-	Min, Max  int
+	Min, Max int
+	// Order are the spawned endpoints' indexes in the order they start
+	// (see ScaleOrder); nil: endpoint order.
+	Order     []int
 	UpAfter   time.Duration
 	DownAfter time.Duration
 	Cooldown  time.Duration
@@ -60,6 +66,27 @@ func (c ScaleConfig) Validate(pool int) error {
 		return fmt.Errorf("scale kv_high %v: want a share of the KV pages in (0, 1]", c.KVHigh)
 	}
 	return nil
+}
+
+// ScaleOrder is the order a mode's spawned endpoints start in: the first
+// that generates (a decode engine in disagg, which prefills alone while
+// no prefill engine runs), then the others in endpoint order. The last
+// to start is the first to stop.
+func ScaleOrder(mode string, eps []engine.Endpoint) []int {
+	gen := RoleIndexes(mode, eps)[newStrategy(&Router{Config: Config{Mode: mode}}).generatingRole()]
+	var out []int
+	for _, i := range gen {
+		if !eps[i].External {
+			out = append(out, i)
+			break
+		}
+	}
+	for i, ep := range eps {
+		if !ep.External && !slices.Contains(out, i) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Why an engine was added or taken away (caddy_mlc_scale_decisions_total's

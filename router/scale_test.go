@@ -1,8 +1,11 @@
 package router
 
 import (
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
 )
 
 // The planner adds an engine only after pressure lasted up_after, takes
@@ -87,5 +90,16 @@ func TestScaleConfigValidate(t *testing.T) {
 		if err := tc.c.Validate(tc.pool); (err == nil) != tc.ok {
 			t.Errorf("%+v of %d: %v", tc.c, tc.pool, err)
 		}
+	}
+}
+
+// The first generating engine starts first: a decode engine in disagg.
+func TestScaleOrder(t *testing.T) {
+	eps := []engine.Endpoint{{Port: 1}, {Port: 2}, {Port: 3, External: true}, {Port: 4}}
+	if got := ScaleOrder(ModeDisagg, eps); !slices.Equal(got, []int{1, 0, 3}) {
+		t.Errorf("disagg: %v", got)
+	}
+	if got := ScaleOrder(ModeWhole, eps); !slices.Equal(got, []int{0, 1, 3}) {
+		t.Errorf("whole: %v", got)
 	}
 }
