@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
@@ -56,33 +55,20 @@ http://127.0.0.1:%d {
 
 	const streams, maxTokens = 8, 400
 	prompt := func(i int) string { return fmt.Sprintf("the %d ferrymen who crossed the river at night", i) }
-	want := make([]string, streams)
+	bodies, want := make([]map[string]any, streams), make([]string, streams)
 	for i := range want {
-		want[i] = reference(s, "http://"+at(ips[0]), greedy(prompt(i), maxTokens))
+		bodies[i] = greedy(prompt(i), maxTokens)
+		want[i] = reference(s, "http://"+at(ips[0]), bodies[i])
 	}
 	gone := at(ips[1])
-	var started, wg sync.WaitGroup
-	started.Add(streams)
-	errs := make(chan error, streams)
-	for i := range streams {
-		wg.Go(func() {
-			if err := s.streamExact(s.base, greedy(prompt(i), maxTokens), want[i], sync.OnceFunc(started.Done)); err != nil {
-				errs <- fmt.Errorf("stream %d: %w", i, err)
-			}
-		})
-	}
-	started.Wait()
+	finish := s.exactStreams(s.base, bodies, want)
 	e, _ := dynamicEngine(gone)
 	d.set("engines.test.", ips[0])
 	waitFor(t, "the gone engine to drain", func() bool {
 		e, ok := dynamicEngine(gone)
 		return ok && e.Drain != ""
 	})
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	finish()
 	if e.InFlight == 0 {
 		t.Fatal("no stream ran on the engine that left: the test tested nothing")
 	}
