@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -240,4 +241,60 @@ func TestScaleDisaggStartsADecodeEngine(t *testing.T) {
 	if err := s.streamExact(s.base, body, want, func() {}); err != nil {
 		t.Error(err)
 	}
+}
+
+// An engine that cannot start (its port taken) is not started again in
+// a loop: the failure shows in /mlc/engines and the next try waits the
+// cool-down; once the port is free, the waiting request is served.
+func TestScaleFailedStartCoolsDown(t *testing.T) {
+	const cooldown = 3 * time.Second
+	s := startSite(t, 1, "\t\t\tmode whole\n\t\t\tqueue_timeout 60s\n\t\t\tscale 0 1 {\n\t\t\t\tcooldown 3s\n\t\t\t}\n")
+	coldStarts := func() float64 {
+		return metricValue(t, "caddy_mlc_scale_decisions_total", "model", "tiny", "direction", "up", "reason", "cold_start")
+	}
+	before := coldStarts()
+	taken, err := net.Listen("tcp", strings.TrimPrefix(s.engines[0], "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := greedy("the keeper waits for the lamp to be lit", 16)
+	type answer struct {
+		text   string
+		status int
+		took   time.Duration
+	}
+	done := make(chan answer, 1)
+	go func() {
+		begin := time.Now()
+		resp, status, _ := s.complete(s.base, body)
+		a := answer{status: status, took: time.Since(begin)}
+		if resp != nil {
+			a.text = resp.Choices[0].Text
+		}
+		done <- a
+	}()
+	var failed time.Time
+	waitFor(t, "the start to fail", func() bool {
+		last := modelStatus(t, "tiny").Scale.Last
+		if last != nil && last.Error != "" {
+			failed = time.Now()
+			return true
+		}
+		return false
+	})
+	taken.Close()
+	a := <-done
+	if a.status != http.StatusOK {
+		t.Fatalf("the waiting request: %d", a.status)
+	}
+	if want := reference(s, s.engines[0], body); a.text != want {
+		t.Errorf("answer %q, want %q", a.text, want)
+	}
+	if since := time.Since(failed); since < cooldown-500*time.Millisecond {
+		t.Errorf("served %v after the failed start, within the %v cool-down", since, cooldown)
+	}
+	if n := coldStarts() - before; n != 2 {
+		t.Errorf("%v cold starts, want 2: the failed one and the one after the cool-down", n)
+	}
+	t.Logf("served after %v", a.took.Round(time.Millisecond))
 }

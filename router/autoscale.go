@@ -36,6 +36,10 @@ type autoscaler struct {
 	planner scalePlanner
 	states  map[int]string // by endpoint index; absent: running as usual
 	last    *ScaleEvent
+	// failedAt is when the last change failed: none is tried again, not
+	// even a cold start, for a cool-down (an engine that cannot start
+	// is not started in a loop).
+	failedAt time.Time
 }
 
 // ScaleEvent is the autoscaler's last change, as operators see it.
@@ -152,6 +156,8 @@ func (a *autoscaler) tick(ctx context.Context) {
 	a.mu.Lock()
 	var d scaleDecision
 	switch {
+	case !a.failedAt.IsZero() && now.Sub(a.failedAt) < failedCooldown(cfg):
+		// a failed change cools down first
 	case cfg == nil && s.size < a.pool():
 		d = scaleDecision{+1, scaleOff}
 	case cfg != nil:
@@ -201,8 +207,9 @@ func (a *autoscaler) act(ctx context.Context, model string, i int, d scaleDecisi
 		}
 		a.mu.Lock()
 		a.planner.changed(a.now()) // the cool-down runs from the change's end
+		a.failedAt = time.Time{}
 		if err != nil {
-			ev.Error = err.Error()
+			ev.Error, a.failedAt = err.Error(), a.now()
 		}
 		a.mu.Unlock()
 		if err != nil {
@@ -212,6 +219,15 @@ func (a *autoscaler) act(ctx context.Context, model string, i int, d scaleDecisi
 		a.lf.Log().Info("autoscaled "+dir, zap.String("model", model), zap.String("engine", u.addr),
 			zap.Duration("took", time.Since(begin).Round(time.Millisecond)))
 	}, func(any) { a.acting.Store(false) })
+}
+
+// failedCooldown is the wait after a failed change: the cool-down, or
+// DefaultScaleCooldown without a config.
+func failedCooldown(c *ScaleConfig) time.Duration {
+	if c == nil {
+		return DefaultScaleCooldown
+	}
+	return c.Cooldown
 }
 
 // up starts engine i and waits until it is ready; one that does not
