@@ -298,3 +298,51 @@ func TestScaleFailedStartCoolsDown(t *testing.T) {
 	}
 	t.Logf("served after %v", a.took.Round(time.Millisecond))
 }
+
+// A reload that keeps the engines applies new bounds to the running
+// pool: a higher min starts engines (below_min), no scale starts them all
+// (scale_off), and a scale again lets the idle ones go.
+func TestScaleAcrossReloads(t *testing.T) {
+	ports := freePorts(t, 4)
+	eps := "\t\tmode whole\n" + endpointLines(ports[1:]...)
+	reloadSite(t, ports[0], eps+"\t\tscale 1 3\n")
+	t.Cleanup(func() { stopCaddy(t) })
+	ready := func(n int) func() bool {
+		return func() bool {
+			count := 0
+			for _, st := range engineStates(modelStatus(t, "tiny")) {
+				if st == "ready/" {
+					count++
+				}
+			}
+			return count == n
+		}
+	}
+	waitFor(t, "one engine", ready(1))
+	steps := []struct {
+		scale  string
+		ready  int
+		reason string
+	}{
+		{"\t\tscale 2 3\n", 2, "below_min"},
+		{"", 3, ""},
+		{"\t\tscale 1 {\n\t\t\tdown_after 300ms\n\t\t\tcooldown 200ms\n\t\t}\n", 1, "idle"},
+	}
+	for _, st := range steps {
+		reloadSite(t, ports[0], eps+st.scale)
+		waitFor(t, fmt.Sprintf("%d engines after a reload with %q", st.ready, st.scale), ready(st.ready))
+		scale := modelStatus(t, "tiny").Scale
+		switch {
+		case st.reason == "" && scale != nil:
+			t.Errorf("no scale option, status %+v", scale)
+		case st.reason != "" && (scale == nil || scale.Last == nil || scale.Last.Reason != st.reason):
+			t.Errorf("after %q: %+v", st.scale, scale)
+		}
+		base := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+		s := &site{t: t, base: base, client: httpClient()}
+		body := greedy("the mill turns while the river runs", 12)
+		if got, status, _ := s.complete(base, body); status != http.StatusOK || got.Choices[0].Text != reference(s, fmt.Sprintf("http://127.0.0.1:%d", ports[1]), body) {
+			t.Errorf("after %q: %d", st.scale, status)
+		}
+	}
+}
