@@ -30,6 +30,18 @@ func modelStatus(t *testing.T, model string) router.RouterStatus {
 	return router.RouterStatus{}
 }
 
+// scaleStatus is the autoscaling of the model tiny in /mlc/engines.
+func scaleStatus(t testing.TB) router.ScaleStatus {
+	t.Helper()
+	for _, rs := range router.Statuses() {
+		if rs.Model == "tiny" && rs.Scale != nil {
+			return *rs.Scale
+		}
+	}
+	t.Fatal("no autoscaled router for tiny")
+	return router.ScaleStatus{}
+}
+
 // engineStates are the state and scale state of each listed engine.
 func engineStates(rs router.RouterStatus) []string {
 	var out []string

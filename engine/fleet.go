@@ -202,7 +202,7 @@ func (f *Fleet) start(ctx context.Context) error {
 	if err := f.launchAll(sctx); err != nil {
 		return err
 	}
-	f.logger().Info("engine fleet started", zap.Int("spawned", f.spawned()),
+	f.logger().Info("engine fleet started", zap.Int("spawned", f.spawned()), zap.Int("left_stopped", f.parked()),
 		zap.Int("external", len(f.engines)-f.spawned()),
 		zap.Int(f.deviceWord(), f.spec.DeviceIDStarts()[len(f.engines)]),
 		zap.Stringer("took", time.Since(t0).Round(time.Millisecond)))

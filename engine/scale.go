@@ -40,6 +40,17 @@ func (f *Fleet) Parked(i int) bool {
 	return l.parked
 }
 
+// parked counts the engines held stopped.
+func (f *Fleet) parked() int {
+	n := 0
+	for i := range f.engines {
+		if f.Parked(i) {
+			n++
+		}
+	}
+	return n
+}
+
 // superviseEngine runs engine e's goroutine (see engine.run) under a
 // context of its own, which StopEngine cancels. The caller holds e.life.mu
 // and a count of f.wg.
