@@ -41,6 +41,8 @@
 // it: its counts, health, and what it says of its load), livefleet.go (a
 // fleet as the routers see it; its engines' start, polls and stop are
 // engine.Fleet's), drain.go (an operator's drain of an engine, its
-// attempts moved) and restart.go (a model's rolling restart), status.go
+// attempts moved), restart.go (a model's rolling restart), scale.go and
+// autoscale.go (a fleet's autoscaling: the planner's decisions, the
+// autoscaler's actions), status.go
 // (what operators read), metrics.go, trace.go.
 package router
