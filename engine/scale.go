@@ -53,8 +53,8 @@ func (f *Fleet) parked() int {
 
 // superviseEngine runs engine e's goroutine (see engine.run) under a
 // context of its own, which StopEngine cancels. The caller holds e.life.mu
-// and a count of f.wg.
-func (f *Fleet) superviseEngine(e *engine, startCtx context.Context, initial chan<- error) {
+// and a count of f.wg. It returns the supervision's context.
+func (f *Fleet) superviseEngine(e *engine, startCtx context.Context, initial chan<- error) context.Context {
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan struct{})
 	e.life.cancel, e.life.done = cancel, done
@@ -63,13 +63,14 @@ func (f *Fleet) superviseEngine(e *engine, startCtx context.Context, initial cha
 		defer cancel()
 		e.run(startCtx, ctx, initial)
 	})
+	return ctx
 }
 
 // StopEngine stops spawned engine i and keeps it stopped, the rest of the
 // fleet running: SIGTERM, SIGKILL after the stop grace, its state
-// StateStopped. Whoever routes to it drains it first. Before Start, it
-// only marks the engine to be left stopped. It returns once the process
-// is gone.
+// StateStopped. Whoever routes to it drains it first. A StartEngine in
+// progress is abandoned (it fails). Before Start, it only marks the engine
+// to be left stopped. It returns once the process is gone.
 func (f *Fleet) StopEngine(i int) error {
 	e := f.engines[i]
 	if e.ep.External {
@@ -122,7 +123,8 @@ func (f *Fleet) StartEngine(ctx context.Context, i int) error {
 	defer context.AfterFunc(ctx, cancel)()
 	initial := make(chan error, 1)
 	e.logger().Info("starting engine on request")
-	f.superviseEngine(e, sctx, initial)
+	ectx := f.superviseEngine(e, sctx, initial)
+	defer context.AfterFunc(ectx, cancel)() // a StopEngine abandons the start
 	e.life.mu.Unlock()
 	if err := <-initial; err != nil {
 		return fmt.Errorf("starting engine %s: %w", e.ep.Addr(), err)

@@ -3,9 +3,12 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 )
 
 // An engine stopped before Start is left stopped while the others start;
@@ -72,4 +75,34 @@ func nvshmemEnv(env []string) []string {
 		}
 	}
 	return out
+}
+
+// A StopEngine while the engine starts abandons the start: StartEngine
+// fails at once, not at the startup timeout, and nothing is left running.
+func TestFleetStopEngineAbandonsItsStart(t *testing.T) {
+	h := newHarness(t)
+	spec := commandSpec(t, 1, 1)
+	spec.StartupTimeout = time.Hour
+	t.Setenv(envHangPort, strconv.Itoa(spec.Endpoints[1].Port))
+	f := h.newFleet(spec, Options{UIDSource: &fixedUID{uid: []int{1}}})
+	if err := f.StopEngine(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- f.StartEngine(context.Background(), 1) }()
+	h.waitFor("the engine to start", func() bool { return f.State(1) == StateStarting && f.PID(1) != 0 })
+	pid := f.PID(1)
+	if err := f.StopEngine(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-started; err == nil {
+		t.Error("StartEngine succeeded after a StopEngine")
+	}
+	if f.State(1) != StateStopped || f.PID(1) != 0 || !f.Ready(0) {
+		t.Errorf("after: engine 1 %s pid %d, engine 0 %s", f.State(1), f.PID(1), f.State(0))
+	}
+	assertGroupsGone(t, pid)
 }
