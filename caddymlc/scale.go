@@ -30,7 +30,8 @@ import (
 // built-in engine's world (over HTTP) works with PEs absent; the engines
 // of `engine mlc` (and of a command, which may be MLC) must all join
 // their world at start, so in disagg mode, where KV goes through it,
-// scale is refused with them.
+// scale is refused with them; in whole mode their model library must be
+// one compiled without disaggregation (MLC joins the world only then).
 //
 // Caddyfile:
 //
