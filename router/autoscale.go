@@ -267,9 +267,10 @@ func (a *autoscaler) down(ctx context.Context, i int) error {
 }
 
 // choose is the engine to start (the first of the order stopped) or to
-// stop (the least busy running one, the last in order among equals, and
-// never the last generating engine of its router while others run), -1
-// for none.
+// stop (the least busy running one, the last in order among equals),
+// -1 for none. An engine an operator drained is not stopped, and none is
+// stopped that would leave running engines but no generating one in
+// rotation.
 func (a *autoscaler) choose(delta int, r *Router) int {
 	order := a.order()
 	var up []int
@@ -284,14 +285,15 @@ func (a *autoscaler) choose(delta int, r *Router) int {
 		return -1
 	}
 	gen := r.roles[r.strategy.generatingRole()]
-	cands := slices.Clone(up)
+	serves := func(j int) bool { return slices.Contains(gen, j) && !a.lf.upstreams[j].draining() }
+	cands := slices.DeleteFunc(slices.Clone(up), func(i int) bool { return a.lf.upstreams[i].draining() })
 	slices.Reverse(cands)
 	slices.SortStableFunc(cands, func(x, y int) int {
 		return int(a.lf.upstreams[x].inflight.Load() - a.lf.upstreams[y].inflight.Load())
 	})
 	for _, i := range cands {
 		rest := slices.DeleteFunc(slices.Clone(up), func(j int) bool { return j == i })
-		if len(rest) == 0 || slices.ContainsFunc(rest, func(j int) bool { return slices.Contains(gen, j) }) {
+		if len(rest) == 0 || slices.ContainsFunc(rest, serves) {
 			return i
 		}
 	}

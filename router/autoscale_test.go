@@ -78,6 +78,17 @@ func TestAutoscalerDownDrainsThenStops(t *testing.T) {
 	if gone.requests.Load() == before {
 		t.Error("the engine scaled up again got no request")
 	}
+
+	// An operator's drain is left alone: the drained engine is not the
+	// one stopped, nor is the other, which alone serves.
+	gone.Drain(time.Hour)
+	if i := a.choose(-1, c.r); i != -1 {
+		t.Errorf("with engine 1 drained by an operator, the scale-down chose %d", i)
+	}
+	gone.Undrain()
+	if i := a.choose(-1, c.r); i != 1 {
+		t.Errorf("the scale-down chose %d, want the last idle one, 1", i)
+	}
 }
 
 // waitScaled waits, on the engines' changes, until the autoscaler's
