@@ -2,9 +2,7 @@ package router
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,26 +26,11 @@ func TestAutoscalerDownDrainsThenStops(t *testing.T) {
 	migrated := testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(causeMigrate))
 	downs := testutil.ToFloat64(scaleMetricsOf().decisions.WithLabelValues("tiny", "down", scaleIdle))
 
-	var started, wg sync.WaitGroup
-	started.Add(streams)
-	errs := make(chan error, streams)
-	for i := range streams {
-		wg.Go(func() {
-			got, err := streamUsage(c.base, greedy(drainPrompt(i), maxTokens), started.Done)
-			if err != nil || got.text != want[i] || got.usage == nil || got.usage.CompletionTokens != maxTokens {
-				errs <- fmt.Errorf("stream %d: %v\n got  %q\n want %q", i, err, got.text, want[i])
-			}
-		})
-	}
-	started.Wait()
+	finish := exactDrainStreams(t, c, want, maxTokens)
 	gone := c.fleet.upstreams[1]
 	on := gone.inflight.Load()
 	a.act(context.Background(), "tiny", 1, scaleDecision{-1, scaleIdle}, a.signals(time.Now(), routersOf(c.fleet)))
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	finish()
 	if on == 0 {
 		t.Fatal("no stream ran on the engine scaled down: the test tested nothing")
 	}

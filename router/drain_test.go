@@ -35,31 +35,11 @@ func TestDrainMigratesStreams(t *testing.T) {
 			want := references(c, c.engines[last], streams, maxTokens)
 			migrated := testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(causeMigrate))
 
-			var started, wg sync.WaitGroup
-			started.Add(streams)
-			errs := make(chan error, streams)
-			for i := range streams {
-				wg.Go(func() {
-					got, err := streamUsage(c.base, greedy(drainPrompt(i), maxTokens), started.Done)
-					switch {
-					case err != nil:
-						errs <- fmt.Errorf("stream %d: %w", i, err)
-					case got.text != want[i]:
-						errs <- fmt.Errorf("stream %d:\n got  %q\n want %q", i, got.text, want[i])
-					case got.usage == nil || got.usage.CompletionTokens != maxTokens || got.finish != protocol.FinishLength:
-						errs <- fmt.Errorf("stream %d: finish %q usage %+v, want %d tokens once", i, got.finish, got.usage, maxTokens)
-					}
-				})
-			}
-			started.Wait() // every stream has text: each runs on an engine
+			finish := exactDrainStreams(t, c, want, maxTokens) // every stream has text: each runs on an engine
 			on := drained.inflight.Load()
 			before := drained.requests.Load()
 			drained.Drain(0)
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
+			finish()
 			if on == 0 {
 				t.Fatal("no stream ran on the drained engine: the test tested nothing")
 			}
@@ -97,6 +77,38 @@ func TestDrainMigratesStreams(t *testing.T) {
 				t.Errorf("status of the undrained engine: %q", st)
 			}
 		})
+	}
+}
+
+// exactDrainStreams streams drainPrompt(i) through c for each want[i],
+// each checked exact, ended by its length and its usage counted once; it
+// returns once every stream has text, and finish waits for them all and
+// reports the failures.
+func exactDrainStreams(t *testing.T, c *core, want []string, maxTokens int) (finish func()) {
+	var started, wg sync.WaitGroup
+	started.Add(len(want))
+	errs := make(chan error, len(want))
+	for i := range want {
+		wg.Go(func() {
+			got, err := streamUsage(c.base, greedy(drainPrompt(i), maxTokens), started.Done)
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("stream %d: %w", i, err)
+			case got.text != want[i]:
+				errs <- fmt.Errorf("stream %d:\n got  %q\n want %q", i, got.text, want[i])
+			case got.usage == nil || got.usage.CompletionTokens != maxTokens || got.finish != protocol.FinishLength:
+				errs <- fmt.Errorf("stream %d: finish %q usage %+v, want %d tokens once", i, got.finish, got.usage, maxTokens)
+			}
+		})
+	}
+	started.Wait()
+	return func() {
+		t.Helper()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
 	}
 }
 
