@@ -18,7 +18,10 @@
 // Embeddings), --device cpu|cuda:N (recorded; compute is on the CPU),
 // --enable-debug, --mode local|interactive|server (default
 // max_num_sequence 4, 1 or 64), --prefix-cache-mode radix|disable,
-// --overrides "k=v;...", --host, --port. Overrides used:
+// --overrides "k=v;...", --host, --port; and its own --prefill-delay and
+// --decode-delay (protocol.Slowness: compute time added per prompt token
+// and per decode step, to play a slower GPU; POST /builtin/slowness
+// changes them at run time). Overrides used:
 // max_total_seq_length (KV capacity in tokens, default 16384),
 // context_window_size (see Context), max_num_sequence, prefill_chunk_size
 // (default 512) and prep_recv_timeout_ms (default 60000); other keys are

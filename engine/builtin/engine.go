@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/kvcache"
@@ -44,6 +45,10 @@ type Engine struct {
 
 	cmds chan func()
 	done chan struct{}
+
+	// slowness is the compute time the engine adds (Options.Slowness);
+	// nil for none. The HTTP handlers replace it at run time.
+	slowness atomic.Pointer[protocol.Slowness]
 
 	// Owned by the scheduler goroutine.
 	pool     *kvcache.Pool
@@ -107,6 +112,7 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	for _, id := range tok.EOSTokenIDs() {
 		e.eos[id] = true
 	}
+	e.SetSlowness(opts.Slowness)
 	e.loadChat()
 	e.allowed = allowedIDs(tok, c.Vocab, e.eos)
 	return e, nil
@@ -251,3 +257,21 @@ func (e *Engine) Done() <-chan struct{} { return e.done }
 
 // logf writes one log line.
 func (e *Engine) logf(format string, args ...any) { e.logger.Printf(format, args...) }
+
+// SetSlowness replaces the compute time the engine adds (see
+// protocol.Slowness); it holds from the next scheduler step.
+func (e *Engine) SetSlowness(s protocol.Slowness) {
+	if s == (protocol.Slowness{}) {
+		e.slowness.Store(nil)
+		return
+	}
+	e.slowness.Store(&s)
+}
+
+// Slowness is the compute time the engine adds.
+func (e *Engine) Slowness() protocol.Slowness {
+	if s := e.slowness.Load(); s != nil {
+		return *s
+	}
+	return protocol.Slowness{}
+}

@@ -28,6 +28,10 @@ type Options struct {
 	Host              string
 	Port              int
 	Overrides         Overrides
+	// Slowness is compute time the engine adds to its own, to play a
+	// slower accelerator (--prefill-delay, --decode-delay); changed at run
+	// time through protocol.PathSlowness.
+	Slowness protocol.Slowness
 }
 
 // Overrides are the --overrides settings the engine uses.
@@ -66,6 +70,8 @@ func ParseArgs(args []string, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.PrefixCacheMode, "prefix-cache-mode", protocol.PrefixCacheRadix, "radix or disable")
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on")
 	fs.IntVar(&o.Port, "port", 8000, "port to listen on")
+	fs.DurationVar(&o.Slowness.PrefillPerToken, "prefill-delay", 0, "compute time added per prompt token prefilled (a slower GPU; built-in only)")
+	fs.DurationVar(&o.Slowness.DecodePerStep, "decode-delay", 0, "compute time added per decode step of the batch (a slower GPU; built-in only)")
 	overrides := fs.String("overrides", "", `engine settings, "key=value;key=value"`)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mlc-engine <model> [flags]   (<model>: tiny or a directory with tokenizer.json)")
@@ -113,6 +119,9 @@ func (o *Options) validate(overrides string, log io.Writer) error {
 	}
 	if o.Device != "cpu" && !strings.HasPrefix(o.Device, "cuda") && o.Device != "auto" {
 		return fmt.Errorf("--device: want cpu or cuda:N, got %q", o.Device)
+	}
+	if err := o.Slowness.Validate(); err != nil {
+		return err
 	}
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("--port: %d is out of range", o.Port)

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"slices"
+	"time"
 )
 
 // step is one scheduler iteration: admit the waiting sequences and make
@@ -17,6 +18,25 @@ func (e *Engine) step() bool {
 	e.prefill()
 	e.decode()
 	return progress
+}
+
+// slowDown spends the compute a slower accelerator would (the engine's
+// Slowness) on prefilled prompt tokens, or on a decode step when prefilled
+// is negative, before their tokens come out. The scheduler sleeps, as it
+// would wait on a GPU: requests that arrive meanwhile wait for the next
+// step.
+func (e *Engine) slowDown(prefilled int) {
+	s := e.slowness.Load()
+	if s == nil {
+		return
+	}
+	d := s.DecodePerStep
+	if prefilled >= 0 {
+		d = time.Duration(prefilled) * s.PrefillPerToken
+	}
+	if d > 0 {
+		time.Sleep(d)
+	}
 }
 
 // admissible returns the index in the queue of the next waiting sequence
@@ -96,6 +116,7 @@ func (e *Engine) prefill() {
 		if !e.reserve(s, s.kvLen+n) {
 			continue
 		}
+		e.slowDown(n)
 		for range n {
 			e.forward(s, s.kvLen+1 == s.target() && !s.req.computeOnly)
 		}
@@ -121,12 +142,17 @@ func (e *Engine) prefill() {
 
 // decode feeds the last token of every decoding sequence and samples.
 func (e *Engine) decode() {
+	stepped := false
 	for _, s := range slices.Clone(e.running) {
 		if s.state != seqRunning || !s.decoding {
 			continue
 		}
 		if !e.reserve(s, s.kvLen+1) {
 			continue
+		}
+		if !stepped {
+			stepped = true
+			e.slowDown(-1)
 		}
 		e.forward(s, true)
 		e.stats.decodeTokens++

@@ -40,6 +40,7 @@ func (s *server) handler() http.Handler {
 		protocol.PathStartGenerate:   {http.MethodPost, s.startGenerateEndpoint},
 		protocol.PathRelease:         {http.MethodPost, s.releaseEndpoint},
 		PathKVTransfer:               {http.MethodPost, s.kvTransfer},
+		protocol.PathSlowness:        {http.MethodPost, s.slownessEndpoint},
 		"/metrics":                   {http.MethodGet, metricsHandler(s.e).ServeHTTP},
 	}
 	serve := func(w http.ResponseWriter, r *http.Request) {

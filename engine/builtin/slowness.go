@@ -1,0 +1,33 @@
+package builtin
+
+import (
+	"net/http"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// slownessEndpoint replaces the engine's Slowness (an extension, see
+// protocol.PathSlowness) and answers the one it replaced.
+func (s *server) slownessEndpoint(w http.ResponseWriter, r *http.Request) {
+	perr := s.requireDebug()
+	var req protocol.Slowness
+	if perr == nil {
+		var b []byte
+		if b, perr = protocol.ReadBody(r.Body, 0); perr == nil {
+			perr = protocol.DecodeJSON(b, &req)
+		}
+	}
+	if perr == nil {
+		if err := req.Validate(); err != nil {
+			perr = protocol.InvalidRequest("", "%s", err)
+		}
+	}
+	if perr != nil {
+		perr.Write(w)
+		return
+	}
+	old := s.e.Slowness()
+	s.e.SetSlowness(req)
+	s.e.logf("slowness now %v per prompt token, %v per decode step", req.PrefillPerToken, req.DecodePerStep)
+	protocol.WriteJSON(w, http.StatusOK, old)
+}
