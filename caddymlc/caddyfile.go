@@ -63,6 +63,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    tenant_weight     <tenant> <weight>
 //	    tenant_priority   <tenant> <band>
 //	    budget            <tenant|pattern|*> [tokens_per_minute <n>] [requests_per_minute <n>] [shared]
+//	    slo_ttft          <placeholder>|off  (milliseconds; default {http.request.header.X-SLO-TTFT-Ms})
+//	    slo_tpot          <placeholder>|off  (milliseconds; default {http.request.header.X-SLO-TPOT-Ms})
+//	    tenant_slo        <tenant> [ttft <duration>] [tpot <duration>]
+//	    priority_slo      <band> [ttft <duration>] [tpot <duration>]
 //	    responses_store   <path>|redis|off (the Responses API's stored responses; default: the cluster's Redis with the mlc cluster option, else mlc/responses.db in Caddy's data directory)
 //	    responses_ttl     <duration> (default: 30 days)
 //	    responses_max_size <size>    (one stored response, with its conversation; default: 16MiB)
@@ -93,7 +97,7 @@ func (r *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			continue
-		case "tenant", "priority", "tenant_weight", "tenant_priority", "budget":
+		case "tenant", "priority", "tenant_weight", "tenant_priority", "budget", "slo_ttft", "slo_tpot", "tenant_slo", "priority_slo":
 			if err := r.Tenancy.parse(d, seen); err != nil {
 				return err
 			}

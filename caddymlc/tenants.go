@@ -28,6 +28,7 @@ import (
 //	tenant_weight   <tenant> <weight>
 //	tenant_priority <tenant> <band>
 //	budget          <tenant|pattern|*> [tokens_per_minute <n>] [requests_per_minute <n>] [shared]
+//	slo_ttft, slo_tpot, tenant_slo, priority_slo (see SLOs)
 type Tenancy struct {
 	// Tenant names who a request is for, from Caddy placeholders. Empty:
 	// every request is the one default tenant.
@@ -54,34 +55,32 @@ type Tenancy struct {
 	// app's cluster option, in Redis, shared by the replicas (see
 	// docs/scaling-out.md).
 	Budgets []budget.Rule `json:"budgets,omitempty"`
+
+	// SLOs are the requests' latency targets.
+	SLOs
 }
 
 // maxTenantBytes bounds a tenant's name: a header can be long, and the
 // name is kept in the queue and the budgets while the tenant is active.
 const maxTenantBytes = 256
 
-// facts reads who req is for.
+// facts reads who req is for and its latency targets.
 func (r *Handler) facts(req *http.Request) router.Facts {
-	if r.Tenant == "" && r.Priority == "" {
-		return router.Facts{}
-	}
 	var f router.Facts
 	repl, _ := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl == nil {
-		return f
-	}
-	if r.Tenant != "" {
+	if repl != nil && r.Tenant != "" {
 		f.Tenant = repl.ReplaceAll(r.Tenant, "")
 		if len(f.Tenant) > maxTenantBytes {
 			f.Tenant = f.Tenant[:maxTenantBytes]
 		}
 	}
 	f.Band = r.TenantPriorities[f.Tenant]
-	if r.Priority != "" {
+	if repl != nil && r.Priority != "" {
 		if band, err := strconv.Atoi(strings.TrimSpace(repl.ReplaceAll(r.Priority, ""))); err == nil {
 			f.Band = band
 		}
 	}
+	f.Targets = r.targets(req, repl, f)
 	return f
 }
 
@@ -197,6 +196,8 @@ func (t *Tenancy) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 		t.TenantPriorities[args[0]] = band
 	case "budget":
 		return t.parseBudget(d)
+	case "slo_ttft", "slo_tpot", "tenant_slo", "priority_slo":
+		return t.SLOs.parse(d, seen)
 	}
 	return nil
 }

@@ -308,7 +308,7 @@ func (r *Router) handedOver() bool {
 // newRequest is the policies' view of an attempt.
 func (r *Router) newRequest(ctx context.Context, req *protocol.CompletionRequest) *Request {
 	f := factsOf(ctx)
-	q := &Request{Model: r.Model, Prompt: req.Prompt.IDs, Tenant: f.Tenant, Band: f.Band}
+	q := &Request{Model: r.Model, Prompt: req.Prompt.IDs, Tenant: f.Tenant, Band: f.Band, Targets: f.Targets}
 	if req.User != nil {
 		q.ID = *req.User
 	}

@@ -1,6 +1,9 @@
 package router
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Facts are what the router knows of who a request is for, from outside
 // the request body: the adapter reads them (Caddy placeholders: an API key
@@ -13,7 +16,22 @@ type Facts struct {
 	// Band is the request's priority: a higher band is always served
 	// first when requests wait for engines. Default 0.
 	Band int
+	// Targets are the request's latency targets; zero: none.
+	Targets Targets
 }
+
+// Targets are a request's latency targets (its SLO): the time to its
+// first token, from its arrival, and the time per output token after it.
+// Zero is no target. The slo_aware policy routes for them, the gate may
+// hold back or refuse a request that would miss them (SLOAdmission), and
+// the router counts the requests that met them.
+type Targets struct {
+	TTFT time.Duration
+	TPOT time.Duration
+}
+
+// Set says whether there is any target.
+func (t Targets) Set() bool { return t.TTFT > 0 || t.TPOT > 0 }
 
 type factsKey struct{}
 

@@ -41,6 +41,8 @@ type Request struct {
 	// Band its priority (see Facts).
 	Tenant string
 	Band   int
+	// Targets are its latency targets (see Facts), zero for none.
+	Targets Targets
 
 	chain []uint64 // the prompt's prefix chain, made when first needed
 }
