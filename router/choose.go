@@ -146,6 +146,9 @@ func (r *Router) choose(role string, tier Tier, cs []candidate, req *Request, no
 		if chain != nil {
 			views[k].PrefixHit = c.prefixes.match(chain)
 		}
+		if r.readsLatency {
+			views[k].TTFT, views[k].TPOT = c.predict(now, len(req.Prompt)-max(views[k].PrefixHit, 0))
+		}
 	}
 	i := r.policy.Choose(req, views)
 	if i < 0 || i >= len(cs) {
@@ -316,12 +319,18 @@ func (r *Router) newRequest(ctx context.Context, req *protocol.CompletionRequest
 }
 
 // setPolicy makes p the router's policy: the router keeps the prefix index
-// for a policy that reads it, and calls the policy's hooks if it has any.
+// and the latency models for a policy that reads them (the models also
+// for a gate that admits against targets), and calls the policy's hooks
+// if it has any.
 func (r *Router) setPolicy(p Policy) {
-	r.policy, r.observers, r.readsPrefixes = p, nil, false
+	r.policy, r.observers, r.readsPrefixes, r.readsLatency = p, nil, false, false
 	if pr, ok := p.(PrefixReader); ok && pr.ReadsPrefixHit() {
 		r.readsPrefixes = true
 		r.observers = append(r.observers, prefixTracker{})
+	}
+	if lr, ok := p.(LatencyReader); ok && lr.ReadsLatency() || r.SLOAdmission.On() {
+		r.readsLatency = true
+		r.observers = append(r.observers, latencyTracker{})
 	}
 	if o, ok := p.(Observer); ok {
 		r.observers = append(r.observers, o)

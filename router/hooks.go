@@ -75,7 +75,8 @@ type Route struct {
 	// Role is what the engine was chosen for (see Candidate.Role).
 	Role string
 
-	prefix prefixNote // the prefix index's bookkeeping
+	prefix  prefixNote  // the prefix index's bookkeeping
+	latency latencyNote // the latency model's
 }
 
 // Usage is what an engine reported of its work on a request, in its

@@ -53,6 +53,8 @@ type routerMetrics struct {
 	// prefixEvents counts other replicas' prefix index changes applied
 	// here, by kind.
 	prefixEvents *prometheus.CounterVec
+	// latency are the engines' latency models' (latency.go).
+	latency latencyMetrics
 }
 
 // tenantLabels is how many tenants the metrics name; the rest are
@@ -115,6 +117,7 @@ func sharedMetrics() *routerMetrics {
 			prefixEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "prefix_events_applied_total",
 				Help: "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished)."}, []string{"kind"}),
 		}
+		metrics.latency = newLatencyMetrics(ns, sub)
 		metrics.tenants = fair.NewLabels(tenantLabels, func(name string) {
 			metrics.admissionWait.DeletePartialMatch(prometheus.Labels{"tenant": name})
 			metrics.rateLimited.DeletePartialMatch(prometheus.Labels{"tenant": name})
@@ -130,7 +133,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped,
-		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents}, scaleCollectors()...) {
+		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents}, append(scaleCollectors(), m.latency.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

@@ -121,6 +121,13 @@ type Candidate struct {
 	// policy that reads it (see PrefixReader), and not for prefill
 	// engines.
 	PrefixHit int
+	// TTFT is the engine's predicted time to first token for the request
+	// (a prefill engine: to the end of its remote_send), TPOT its
+	// predicted time per output token with the request in its batch, from
+	// its latency model; 0 while the model cannot say (too few recent
+	// calls there). The router predicts them only for a policy that reads
+	// them (see LatencyReader).
+	TTFT, TPOT time.Duration
 }
 
 // Calls is the engine's work in calls: this Caddy's in flight plus what

@@ -66,6 +66,9 @@ type Config struct {
 	// fleet the router spawns, none external or discovered), negative is
 	// no bound (the engines queue what they cannot run).
 	MaxInflight int
+	// SLOAdmission is what the gate does with a request predicted to
+	// miss its time-to-first-token target on every engine (admit.go).
+	SLOAdmission SLOAdmission
 
 	MaxAttempts   int
 	MaxBodySize   int64
@@ -92,6 +95,7 @@ type Router struct {
 	// Candidate.PrefixHit.
 	observers     observers
 	readsPrefixes bool
+	readsLatency  bool                // the engines' latency models are kept (latency.go)
 	itl           prometheus.Observer // this mode's inter-token latency
 	dynamic       Discovered
 	*routerState

@@ -55,6 +55,8 @@ type Upstream struct {
 	lastTokenAt atomic.Int64
 	// drain is an operator's drain of the engine (drain.go).
 	drain drainState
+	// latency is its latency model (latency.go).
+	latency latencyModel
 }
 
 // tokenCame notes that a call got a token from the engine.
