@@ -24,6 +24,7 @@ func init() {
 	caddy.RegisterModule(LeastLoadedSelection{})
 	caddy.RegisterModule(PrefixAwareSelection{})
 	caddy.RegisterModule(RoundRobinSelection{})
+	caddy.RegisterModule(SLOAwareSelection{})
 	caddy.RegisterModule(new(App))
 	caddy.RegisterModule(adminAPI{})
 	caddy.RegisterModule(DescriptorReserve{})

@@ -32,6 +32,20 @@ type PrefixAwareSelection struct{ router.PrefixAware }
 // (router.RoundRobin): engines in turn, whatever their load.
 type RoundRobinSelection struct{ router.RoundRobin }
 
+// SLOAwareSelection is the slo_aware selection policy module
+// (router.SLOAware): for a request with latency targets, an engine
+// predicted to meet them (see router.SLOAware); least_loaded's choice for
+// one without.
+type SLOAwareSelection struct{ router.SLOAware }
+
+// CaddyModule returns the Caddy module information.
+func (SLOAwareSelection) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: policyNamespace + ".slo_aware", New: func() caddy.Module { return new(SLOAwareSelection) }}
+}
+
+// UnmarshalCaddyfile reads `policy slo_aware`, which takes no arguments.
+func (*SLOAwareSelection) UnmarshalCaddyfile(d *caddyfile.Dispenser) error { return noPolicyArgs(d) }
+
 // CaddyModule returns the Caddy module information.
 func (LeastLoadedSelection) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: policyNamespace + ".least_loaded", New: func() caddy.Module { return new(LeastLoadedSelection) }}
@@ -106,6 +120,9 @@ var (
 	_ router.Policy         = (*PrefixAwareSelection)(nil)
 	_ router.Policy         = (*RoundRobinSelection)(nil)
 	_ router.PrefixReader   = (*PrefixAwareSelection)(nil)
+	_ router.Policy         = (*SLOAwareSelection)(nil)
+	_ router.LatencyReader  = (*SLOAwareSelection)(nil)
+	_ caddyfile.Unmarshaler = (*SLOAwareSelection)(nil)
 	_ caddyfile.Unmarshaler = (*LeastLoadedSelection)(nil)
 	_ caddyfile.Unmarshaler = (*PrefixAwareSelection)(nil)
 	_ caddyfile.Unmarshaler = (*RoundRobinSelection)(nil)

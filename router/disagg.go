@@ -118,7 +118,7 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 	}
 	var sendErr error
 	defer func() { pre.release(sendErr) }()
-	if d.prefillBusy(pre, dec, n) {
+	if d.prefillBusy(pre, dec, q, n) {
 		return 0, "prefill_busy", nil // pre is never routed
 	}
 	recv, err := d.prepRecv(ctx, dec, req, prep, end)
@@ -190,12 +190,22 @@ func microservingRequest(req *protocol.CompletionRequest) *protocol.CompletionRe
 // engine has room for a prompt of n tokens: the prompt would wait longer
 // there than the decode engine takes to prefill it between its steps.
 // This is conditional disaggregation as NVIDIA Dynamo's router does it;
-// MLC's router always disaggregates (max_prefill_queue off).
-func (d *disagg) prefillBusy(pre, dec *lease, n int) bool {
+// MLC's router always disaggregates (max_prefill_queue off). For a
+// request with a time-to-first-token target, under a policy that reads
+// the latency models, the models decide instead where both can say:
+// the decode engine prefills when it is predicted to be first sooner.
+func (d *disagg) prefillBusy(pre, dec *lease, q *Request, n int) bool {
+	now := time.Now()
+	if d.r.readsLatency && q.Targets.TTFT > 0 {
+		local, _ := dec.predict(now, n)
+		remote, _ := pre.predict(now, n)
+		if local > 0 && remote > 0 && !dec.saturated(now, pagesFor(n)) {
+			return local < remote
+		}
+	}
 	if d.maxPrefillQueue < 0 {
 		return false
 	}
-	now := time.Now()
 	return pre.calls(now)-1 >= float64(d.maxPrefillQueue) && !dec.saturated(now, pagesFor(n))
 }
 

@@ -35,15 +35,17 @@ const prefillWeight = 4
 // rotating order makes ties go round the engines, so that a burst at
 // equal load spreads instead of piling on the first.
 func (LeastLoaded) Choose(_ *Request, cands []Candidate) int {
-	score := func(c *Candidate) float64 { return c.Calls() + prefillWeight*float64(c.Prefilling) }
-	best, bestScore := 0, score(&cands[0])
+	best, bestScore := 0, leastLoadedScore(&cands[0])
 	for i := 1; i < len(cands); i++ {
-		if s := score(&cands[i]); s < bestScore {
+		if s := leastLoadedScore(&cands[i]); s < bestScore {
 			best, bestScore = i, s
 		}
 	}
 	return best
 }
+
+// leastLoadedScore is LeastLoaded's measure of an engine's work.
+func leastLoadedScore(c *Candidate) float64 { return c.Calls() + prefillWeight*float64(c.Prefilling) }
 
 // PrefixAware weighs load against the prompt prefix each engine is
 // expected to hold in its prefix cache (Candidate.PrefixHit): a request
