@@ -44,6 +44,11 @@ type config struct {
 	budgets      bool
 	budgetLimit  int           // the tenant's tokens_per_minute
 	budgetWindow time.Duration // how long the tenant sends
+
+	// The goodput run (-slo, issue 30): latency targets, rising rate.
+	slo      bool
+	sloRates []float64
+	sloStep  time.Duration
 }
 
 // quickDefaults replace the defaults of the flags not given when -quick is:
@@ -65,6 +70,8 @@ var quickDefaults = map[string]string{
 	"samples":       "5",
 	"budget-limit":  "6000",
 	"budget-window": "10s",
+	"slo-rates":     "3,6,9,12",
+	"slo-step":      "8s",
 }
 
 func parseConfig(args []string, stderr io.Writer) (*config, error) {
@@ -98,6 +105,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.budgets, "budgets", false, "run the shared budget across replicas instead (issue 28): one tenant, spread over every replica")
 	fs.IntVar(&c.budgetLimit, "budget-limit", 30000, "-budgets: the tenant's tokens_per_minute")
 	fs.DurationVar(&c.budgetWindow, "budget-window", time.Minute, "-budgets: how long the tenant sends")
+	fs.BoolVar(&c.slo, "slo", false, "run the goodput comparison instead (issue 30): slo_aware against least_loaded, three engines one slower, rising rate")
+	rates := fs.String("slo-rates", "3,6,9,12,15,18,21,24", "-slo: the request rates of the steps, requests a second, rising")
+	fs.DurationVar(&c.sloStep, "slo-step", 20*time.Second, "-slo: how long each step sends")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -116,6 +126,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 	var err error
+	if c.sloRates, err = positiveFloats("slo-rates", *rates); err != nil {
+		return nil, err
+	}
 	if c.concs, err = positiveInts("conc", *conc); err != nil {
 		return nil, err
 	}
@@ -152,10 +165,12 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-rounds, -per-client, -min-requests, -prompt-len and -profile-secs must be positive")
 	case c.flood < 1 || c.floodTokens < 1 || c.bStreams < 1 || c.samples < 1:
 		return nil, fmt.Errorf("-flood, -flood-tokens, -b-streams and -samples must be positive")
-	case c.check && !c.fairness && !c.budgets:
-		return nil, fmt.Errorf("-check goes with -fairness or -budgets")
-	case c.fairness && c.budgets:
-		return nil, fmt.Errorf("-fairness and -budgets are separate runs")
+	case c.check && !c.fairness && !c.budgets && !c.slo:
+		return nil, fmt.Errorf("-check goes with -fairness, -budgets or -slo")
+	case c.fairness && c.budgets || c.slo && (c.fairness || c.budgets):
+		return nil, fmt.Errorf("-fairness, -budgets and -slo are separate runs")
+	case c.slo && c.sloStep <= 0:
+		return nil, fmt.Errorf("-slo-step must be positive")
 	case c.replicas < 1 || c.replicas > 1 && !c.fairness && !c.budgets:
 		return nil, fmt.Errorf("-replicas: a positive number, above 1 only with -fairness or -budgets")
 	case c.budgets && (c.replicas < 2 || c.budgetLimit < 1 || c.budgetWindow <= 0):
@@ -216,6 +231,18 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+func positiveFloats(name, s string) ([]float64, error) {
+	var out []float64
+	for _, f := range splitList(s) {
+		x, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(x > 0) {
+			return nil, fmt.Errorf("-%s: %q is not a positive number", name, f)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 func positiveInts(name, s string) ([]int, error) {

@@ -25,6 +25,13 @@
 //	go run ./tools/bench -fairness -replicas 3 -quick
 //	go run ./tools/bench -budgets -replicas 3 -quick   # about 30 s
 //
+// -slo runs the goodput comparison of issue 30 (slo.go): slo_aware
+// against least_loaded on three engines, one slower, the rate rising in
+// steps; -check fails on a missed goal.
+//
+//	go run ./tools/bench -slo -quick        # about two minutes
+//	go run ./tools/bench -slo
+//
 // See README.md beside this file for the figures and what they mean.
 package main
 
@@ -109,6 +116,9 @@ func run(args []string, stdout io.Writer) (err error) {
 	}
 	if cfg.budgets {
 		return b.runBudgets(ctx, cfg, args, stdout, load, started)
+	}
+	if cfg.slo {
+		return b.runSLO(ctx, cfg, args, stdout, load, started)
 	}
 	engines, err := b.startEngines(ctx, 2)
 	if err != nil {
