@@ -147,7 +147,8 @@ func (r *Router) choose(role string, tier Tier, cs []candidate, req *Request, no
 			views[k].PrefixHit = c.prefixes.match(chain)
 		}
 		if r.readsLatency {
-			views[k].TTFT, views[k].TPOT = c.predict(now, len(req.Prompt)-max(views[k].PrefixHit, 0))
+			v := &views[k]
+			v.TTFT, v.TPOT, v.IdleTTFT = c.predict(now, len(req.Prompt)-max(v.PrefixHit, 0))
 		}
 	}
 	i := r.policy.Choose(req, views)

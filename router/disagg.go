@@ -197,8 +197,8 @@ func microservingRequest(req *protocol.CompletionRequest) *protocol.CompletionRe
 func (d *disagg) prefillBusy(pre, dec *lease, q *Request, n int) bool {
 	now := time.Now()
 	if d.r.readsLatency && q.Targets.TTFT > 0 {
-		local, _ := dec.predict(now, n)
-		remote, _ := pre.predict(now, n)
+		local, _, _ := dec.predict(now, n)
+		remote, _, _ := pre.predict(now, n)
 		if local > 0 && remote > 0 && !dec.saturated(now, pagesFor(n)) {
 			return local < remote
 		}

@@ -197,18 +197,22 @@ func abs(x float64) float64 {
 }
 
 // predict is the engine's predicted time to first token for a prompt of
-// tokens more to prefill, and its time per output token with one more
-// call in its batch; 0 for what its model cannot say yet.
-func (u *Upstream) predict(now time.Time, tokens int) (ttft, tpot time.Duration) {
+// tokens more to prefill, as it stands and idle, and its time per output
+// token with one more call in its batch; 0 for what its model cannot say
+// yet.
+func (u *Upstream) predict(now time.Time, tokens int) (ttft, tpot, idle time.Duration) {
 	m := &u.latency
 	batch := int(u.inflight.Load())
+	seconds := func(y float64) time.Duration { return max(time.Duration(y*float64(time.Second)), 1) }
 	if y, ok := m.ttft.predict(now, ttftFeatures(tokens, m.ahead.Load(), batch)); ok {
-		ttft = max(time.Duration(y*float64(time.Second)), 1)
+		ttft = seconds(y)
+		y, _ = m.ttft.predict(now, ttftFeatures(tokens, 0, 0))
+		idle = seconds(y)
 	}
 	if y, ok := m.tpot.predict(now, [3]float64{1, float64(batch + 1)}); ok {
-		tpot = max(time.Duration(y*float64(time.Second)), 1)
+		tpot = seconds(y)
 	}
-	return ttft, tpot
+	return ttft, tpot, idle
 }
 
 // latencyMetrics are the latency models' series, by engine and metric
@@ -241,4 +245,49 @@ func newLatencyMetrics(ns, sub string) latencyMetrics {
 
 func (l latencyMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{l.observed, l.predicted, l.obsSum, l.predSum, l.absErr, l.count}
+}
+
+// predictFleet is the least predicted time to first token of a prompt of
+// n tokens among the ready engines of us, as they are (best) and idle
+// (floor); ok false when no engine's model can say.
+func predictFleet(us []*Upstream, n int) (best, floor time.Duration, ok bool) {
+	now := time.Now()
+	for _, u := range us {
+		if ready, _ := u.status(); !ready || u.draining() {
+			continue
+		}
+		t, _, idle := u.predict(now, n)
+		if t == 0 {
+			continue
+		}
+		if !ok || t < best {
+			best = t
+		}
+		if !ok || idle < floor {
+			floor = idle
+		}
+		ok = true
+	}
+	return best, floor, ok
+}
+
+// statusPrompt is the prompt the status predicts for, in tokens.
+const statusPrompt = 128
+
+// PredictedStatus is an engine's latency model as operators see it: its
+// predicted time to first token for a prompt of 128 tokens, and per
+// output token, as the engine stands now; 0 for what it cannot say.
+type PredictedStatus struct {
+	TTFTMs float64 `json:"ttft_ms"`
+	TPOTMs float64 `json:"tpot_ms"`
+}
+
+// predictedStatus is u's model now; nil while it can say nothing.
+func predictedStatus(u *Upstream) *PredictedStatus {
+	ttft, tpot, _ := u.predict(time.Now(), statusPrompt)
+	if ttft == 0 && tpot == 0 {
+		return nil
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return &PredictedStatus{TTFTMs: ms(ttft), TPOTMs: ms(tpot)}
 }

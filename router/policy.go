@@ -128,6 +128,10 @@ type Candidate struct {
 	// calls there). The router predicts them only for a policy that reads
 	// them (see LatencyReader).
 	TTFT, TPOT time.Duration
+	// IdleTTFT is the engine's predicted time to first token for the
+	// request were it idle: how fast the engine is, whatever its load; 0
+	// while its model cannot say.
+	IdleTTFT time.Duration
 }
 
 // Calls is the engine's work in calls: this Caddy's in flight plus what

@@ -11,42 +11,45 @@ var (
 // token and per output token (Candidate.TTFT, TPOT, from its latency
 // model) against the targets gives its headroom, the smaller of the two
 // margins as a share of its target. Among the engines with a safe
-// headroom (sloSafe or more) it takes the one with the least: the best
-// fit, which keeps the fastest engines for the tightest targets (a long
-// prompt with loose targets goes to the slower engine it still suits,
-// instead of stalling the chat streams of a fast one). When none is safe,
-// the one with the most headroom, the least bad. An engine whose model
-// cannot say yet counts as meeting the targets just (headroom 0), so
-// that it is tried once the known ones fall short. A request without
-// targets, or with no engine known, is chosen as LeastLoaded chooses,
-// and so are near ties (sloTie), to spread them.
+// headroom (sloSafe or more) it takes the slowest (Candidate.IdleTTFT):
+// the best fit, which keeps the fastest engines for the tightest targets
+// (a long prompt with loose targets goes to the slower engine it still
+// suits, instead of stalling the chat streams of a fast one); engines of
+// about the same speed (sloSameSpeed) are told apart by load, as
+// LeastLoaded does. When none is safe, the one with the most headroom,
+// the least bad. An engine whose model cannot say yet counts as meeting
+// the targets just (headroom 0), so that it is tried once the known ones
+// fall short. A request without targets, or with no engine known, is
+// chosen as LeastLoaded chooses.
 type SLOAware struct{}
 
-// The headroom SLOAware deems safe (prediction errors are some tens of
-// percent under load), and within which engines are equal and load
-// decides.
+// The headroom SLOAware deems safe (predictions are some tens of percent
+// off under load); the ratio of speeds within which engines are alike;
+// the headroom within which the least bad engines are alike.
 const (
-	sloSafe = 0.3
-	sloTie  = 0.05
+	sloSafe      = 0.3
+	sloSameSpeed = 1.25
+	sloTie       = 0.05
 )
 
-// Choose returns the safe engine of least headroom, else the engine of
-// most.
+// Choose returns the slowest safe engine, else the engine of most
+// headroom.
 func (SLOAware) Choose(req *Request, cands []Candidate) int {
 	t := req.Targets
 	if !t.Set() {
 		return LeastLoaded{}.Choose(req, cands)
 	}
 	fit, most := -1, -1
-	var fitRoom, mostRoom float64
+	var mostRoom float64
 	known := false
 	for i := range cands {
-		room, ok := headroom(t, &cands[i])
+		c := &cands[i]
+		room, ok := headroom(t, c)
 		known = known || ok
-		if ok && room >= sloSafe && (fit < 0 || better(room, fitRoom, -1, &cands[i], &cands[fit])) {
-			fit, fitRoom = i, room
+		if ok && room >= sloSafe && (fit < 0 || slowerFit(c, &cands[fit])) {
+			fit = i
 		}
-		if most < 0 || better(room, mostRoom, 1, &cands[i], &cands[most]) {
+		if most < 0 || moreRoom(room, mostRoom, c, &cands[most]) {
 			most, mostRoom = i, room
 		}
 	}
@@ -59,11 +62,22 @@ func (SLOAware) Choose(req *Request, cands []Candidate) int {
 	return most
 }
 
-// better says whether an engine of headroom room beats the best so far
-// (of headroom best) for a policy that wants more headroom (sign 1) or
-// less (-1); within sloTie, the less loaded wins.
-func better(room, best float64, sign float64, c, b *Candidate) bool {
-	if d := sign * (room - best); d > sloTie || d < -sloTie {
+// slowerFit says whether c is a better fit than b: clearly slower, or as
+// fast and less loaded.
+func slowerFit(c, b *Candidate) bool {
+	switch {
+	case float64(c.IdleTTFT) > sloSameSpeed*float64(b.IdleTTFT):
+		return true
+	case float64(b.IdleTTFT) > sloSameSpeed*float64(c.IdleTTFT):
+		return false
+	}
+	return leastLoadedScore(c) < leastLoadedScore(b)
+}
+
+// moreRoom says whether an engine of headroom room beats the best so far
+// (of headroom best): clearly more, or about as much and less loaded.
+func moreRoom(room, best float64, c, b *Candidate) bool {
+	if d := room - best; d > sloTie || d < -sloTie {
 		return d > 0
 	}
 	return leastLoadedScore(c) < leastLoadedScore(b)

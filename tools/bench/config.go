@@ -70,7 +70,7 @@ var quickDefaults = map[string]string{
 	"samples":       "5",
 	"budget-limit":  "6000",
 	"budget-window": "10s",
-	"slo-rates":     "3,6,9,12",
+	"slo-rates":     "5,10,15,20",
 	"slo-step":      "8s",
 }
 
@@ -106,7 +106,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.budgetLimit, "budget-limit", 30000, "-budgets: the tenant's tokens_per_minute")
 	fs.DurationVar(&c.budgetWindow, "budget-window", time.Minute, "-budgets: how long the tenant sends")
 	fs.BoolVar(&c.slo, "slo", false, "run the goodput comparison instead (issue 30): slo_aware against least_loaded, three engines one slower, rising rate")
-	rates := fs.String("slo-rates", "3,6,9,12,15,18,21,24", "-slo: the request rates of the steps, requests a second, rising")
+	rates := fs.String("slo-rates", "4,8,12,16,20,24,28", "-slo: the request rates of the steps, requests a second, rising")
 	fs.DurationVar(&c.sloStep, "slo-step", 20*time.Second, "-slo: how long each step sends")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -25,8 +25,8 @@ import (
 // one's, as a slower GPU would have it.
 const (
 	sloEngines     = 3
-	fastPrefill    = 50 * time.Microsecond // per prompt token
-	fastDecode     = 10 * time.Millisecond // per decode step
+	fastPrefill    = 200 * time.Microsecond // per prompt token
+	fastDecode     = 12 * time.Millisecond  // per decode step
 	slowFactor     = 3
 	sloGoal        = 0.9 // the share of requests that must meet their targets
 	goalGoodput    = 1.5 // slo_aware's goodput over least_loaded's, at least
@@ -47,8 +47,8 @@ type sloClass struct {
 // sloMix is the workload: chat turns (short, tight targets) and document
 // prompts (long, loose targets).
 var sloMix = []sloClass{
-	{name: "chat", share: 0.6, promptLen: 24, maxTokens: 16, ttft: 150 * time.Millisecond, tpot: 40 * time.Millisecond},
-	{name: "long", share: 0.4, promptLen: 768, maxTokens: 24, ttft: 2 * time.Second, tpot: 150 * time.Millisecond},
+	{name: "chat", share: 0.6, promptLen: 24, maxTokens: 16, ttft: 200 * time.Millisecond, tpot: 45 * time.Millisecond},
+	{name: "long", share: 0.4, promptLen: 384, maxTokens: 16, ttft: 3 * time.Second, tpot: 300 * time.Millisecond},
 }
 
 // The policies compared, the first held to the goals.
