@@ -37,6 +37,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    mode              disagg|whole   (round_robin, round-robin: MLC's names of whole)
 //	    pd_balance_factor <float in [0,1)>
 //	    max_prefill_queue <n>|off
+//	    slo_admission     off|shed [status 503|429] [margin <fraction>]
 //	    prefix_cache      [radix|disable]
 //	    engine            builtin|mlc|command <program> [args...]
 //	    engine_args       <args...>
@@ -237,6 +238,7 @@ var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
 	"mode":              parseMode,
 	"pd_balance_factor": parseBalance,
 	"max_prefill_queue": parseMaxPrefillQueue,
+	"slo_admission":     parseSLOAdmission,
 	"max_inflight":      parseMaxInflight,
 	"prefix_cache":      parsePrefixCache,
 	"engine":            parseEngine,

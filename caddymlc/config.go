@@ -128,6 +128,11 @@ type ModelConfig struct {
 	// Not an MLC option (NVIDIA Dynamo's max_prefill_queue_size).
 	MaxPrefillQueue int `json:"max_prefill_queue,omitempty"`
 
+	// SLOAdmission is what the gate does with a request whose time to
+	// first token is predicted to miss its target (see SLOs) on every
+	// engine. Default: nothing, it is served late.
+	SLOAdmission *SLOAdmission `json:"slo_admission,omitempty"`
+
 	// PrefixCache is "radix" or "disable" (the default): the engines'
 	// --prefix-cache-mode. MLC: --enable-prefix-cache.
 	PrefixCache string `json:"prefix_cache,omitempty"`
@@ -306,6 +311,9 @@ func (c ModelConfig) validate() error {
 	}
 	if c.MaxPrefillQueue < -1 {
 		return fmt.Errorf("mlc_router: max_prefill_queue must be at least 1, or -1 (off), got %d", c.MaxPrefillQueue)
+	}
+	if err := c.SLOAdmission.validate(); err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
 	}
 	if c.EngineTimeout < 0 || c.QueueTimeout < 0 || c.QueueSize < 0 || c.BodyTimeout < 0 || c.ClientTimeout < 0 {
 		return fmt.Errorf("mlc_router: engine_timeout, queue_timeout, queue_size, body_timeout and client_timeout must not be negative")

@@ -128,6 +128,7 @@ func (r ModelConfig) coreConfig() router.Config {
 		QueueSize:         r.QueueSize,
 		BodyTimeout:       time.Duration(r.BodyTimeout),
 		ClientTimeout:     time.Duration(r.ClientTimeout),
+		SLOAdmission:      r.SLOAdmission.core(),
 	}
 }
 

@@ -1,6 +1,7 @@
 package caddymlc
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -140,5 +141,97 @@ func (s *SLOs) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 		s.PrioritySLOs = map[int]SLOTargets{}
 	}
 	s.PrioritySLOs[band] = t
+	return nil
+}
+
+// SLOAdmission is admission against latency targets: a request predicted
+// to miss its time-to-first-token target on every engine by more than
+// Margin waits in the gate while waiting can still meet it, else is
+// refused at once (router.SLOAdmission).
+//
+// Caddyfile:
+//
+//	slo_admission off|shed [status 503|429] [margin <fraction>]
+type SLOAdmission struct {
+	// Shed turns it on; false (Caddyfile: off) serves such requests late.
+	Shed bool `json:"shed,omitempty"`
+	// Status is the answer of a refused request: 503 (the default, with
+	// Retry-After) or 429.
+	Status int `json:"status,omitempty"`
+	// Margin is how far over its target a request may be predicted and
+	// still be served, as a share of the target; each priority band
+	// above 0 tolerates one more. Default 0.2.
+	Margin float64 `json:"margin,omitempty"`
+}
+
+func (a *SLOAdmission) validate() error {
+	if a == nil {
+		return nil
+	}
+	if a.Status != 0 && a.Status != http.StatusServiceUnavailable && a.Status != http.StatusTooManyRequests {
+		return fmt.Errorf("slo_admission status %d: want 503 or 429", a.Status)
+	}
+	if a.Margin < 0 || a.Margin > 100 {
+		return fmt.Errorf("slo_admission margin %v: want a fraction of at least 0", a.Margin)
+	}
+	return nil
+}
+
+// core is the routing core's form, defaults applied.
+func (a *SLOAdmission) core() router.SLOAdmission {
+	if a == nil || !a.Shed {
+		return router.SLOAdmission{}
+	}
+	out := router.SLOAdmission{Shed: true, Status: a.Status, Margin: a.Margin}
+	if out.Status == 0 {
+		out.Status = http.StatusServiceUnavailable
+	}
+	if out.Margin == 0 {
+		out.Margin = router.DefaultSLOMargin
+	}
+	return out
+}
+
+// parseSLOAdmission reads `slo_admission off|shed [status 503|429]
+// [margin <fraction>]`.
+func parseSLOAdmission(m *ModelConfig, d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args)%2 == 0 {
+		return d.ArgErr()
+	}
+	a := &SLOAdmission{}
+	switch args[0] {
+	case "off":
+		if len(args) > 1 {
+			return d.Errf("slo_admission off takes no options")
+		}
+		m.SLOAdmission = a
+		return nil
+	case "shed":
+		a.Shed = true
+	default:
+		return d.Errf("slo_admission %q: want off or shed", args[0])
+	}
+	for i := 1; i < len(args); i += 2 {
+		var err error
+		switch args[i] {
+		case "status":
+			a.Status, err = strconv.Atoi(args[i+1])
+		case "margin":
+			a.Margin, err = strconv.ParseFloat(strings.TrimSuffix(args[i+1], "%"), 64)
+			if strings.HasSuffix(args[i+1], "%") {
+				a.Margin /= 100
+			}
+		default:
+			return d.Errf("slo_admission: unknown option %q (status, margin)", args[i])
+		}
+		if err != nil {
+			return d.Errf("slo_admission %s %q: %v", args[i], args[i+1], err)
+		}
+	}
+	if err := a.validate(); err != nil {
+		return d.Err(err.Error())
+	}
+	m.SLOAdmission = a
 	return nil
 }

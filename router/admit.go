@@ -33,6 +33,8 @@ type gate struct {
 	batch   int             // each generating engine's; 0: unknown, no queue
 	budgets *budget.Limiter // nil: none
 	ready   func() int      // the generating engines ready now
+	slo     SLOAdmission    // admission against latency targets (sloadmit.go)
+	predict sloPredictor    // the engines' predicted time to first token
 	logger  *zap.Logger
 	metrics *routerMetrics
 }
@@ -43,7 +45,7 @@ type gate struct {
 // can know it: only the router's own engines run its command line; an
 // external or discovered one's batch is its operator's (max_inflight).
 func newGate(cfg *Config, o Options, ready func() int, log *zap.Logger, metrics *routerMetrics) (gate, error) {
-	g := gate{model: cfg.Model, queue: o.Queue, budgets: o.Budgets, ready: ready, logger: log, metrics: metrics}
+	g := gate{model: cfg.Model, queue: o.Queue, budgets: o.Budgets, ready: ready, slo: cfg.SLOAdmission, logger: log, metrics: metrics}
 	if g.queue == nil {
 		var err error
 		if g.queue, err = fair.New(fair.Config{MaxWaiting: cfg.QueueSize, Timeout: cfg.QueueTimeout}); err != nil {
@@ -71,10 +73,17 @@ type admitted struct {
 // budgets.
 var ungated admitted
 
-// admit reserves the request's tokens in its tenant's budget and waits for
-// its turn at the engines. tokens is what the request may cost: its
-// prompt and all it may generate. It sets the budget's headers on w.
-func (g *gate) admit(ctx context.Context, w http.ResponseWriter, f Facts, tokens int64) (h *admitted, err error) {
+// admit holds back a request predicted to miss its latency target (if
+// the gate admits against targets), reserves the request's tokens in its
+// tenant's budget and waits for its turn at the engines. prompt is its
+// prompt's tokens, tokens what the request may cost: its prompt and all
+// it may generate; begin is its arrival. It sets the budget's headers on
+// w.
+func (g *gate) admit(ctx context.Context, w http.ResponseWriter, f Facts, prompt int, tokens int64, begin time.Time) (h *admitted, err error) {
+	if err := g.slo.hold(ctx, g.predict, f, prompt, begin); err != nil {
+		g.metrics.sloRefused.WithLabelValues(g.model, g.metrics.tenants.Label(f.Tenant, 1), bandLabel(f.Band)).Inc()
+		return nil, err
+	}
 	if g.budgets == nil && g.batch <= 0 {
 		return &ungated, nil // nothing to wait for or to pay: no cost on the request's path
 	}

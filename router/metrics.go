@@ -55,6 +55,9 @@ type routerMetrics struct {
 	prefixEvents *prometheus.CounterVec
 	// latency are the engines' latency models' (latency.go).
 	latency latencyMetrics
+	// slo counts requests with targets by whether they met them,
+	// sloRefused those the gate refused for them (attainment.go).
+	slo, sloRefused *prometheus.CounterVec
 }
 
 // tenantLabels is how many tenants the metrics name; the rest are
@@ -118,9 +121,12 @@ func sharedMetrics() *routerMetrics {
 				Help: "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished)."}, []string{"kind"}),
 		}
 		metrics.latency = newLatencyMetrics(ns, sub)
+		metrics.slo, metrics.sloRefused = newSLOMetrics(ns, sub)
 		metrics.tenants = fair.NewLabels(tenantLabels, func(name string) {
 			metrics.admissionWait.DeletePartialMatch(prometheus.Labels{"tenant": name})
 			metrics.rateLimited.DeletePartialMatch(prometheus.Labels{"tenant": name})
+			metrics.slo.DeletePartialMatch(prometheus.Labels{"tenant": name})
+			metrics.sloRefused.DeletePartialMatch(prometheus.Labels{"tenant": name})
 		})
 	})
 	return metrics
@@ -133,7 +139,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped,
-		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents}, append(scaleCollectors(), m.latency.collectors()...)...) {
+		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.slo, m.sloRefused}, append(scaleCollectors(), m.latency.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

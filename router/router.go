@@ -104,6 +104,7 @@ type Router struct {
 	metrics  *routerMetrics
 	vars     func(ctx context.Context, name string, value any)
 	gate     gate // admit.go
+	attain   attainment
 	closed   chan struct{}
 }
 
@@ -186,6 +187,9 @@ func New(cfg Config, o Options) (*Router, error) {
 	r.roles = r.strategy.roles(cfg.Endpoints)
 	if r.gate, err = newGate(&r.Config, o, r.readyGenerating, r.logger, r.metrics); err != nil {
 		return nil, err
+	}
+	r.gate.predict = func(n int) (time.Duration, time.Duration, bool) {
+		return predictFleet(r.candidates(r.strategy.generatingRole()), n)
 	}
 	if r.gate.batch > 0 {
 		goroutine.Go(r.logger, "gate capacity", func() { r.gate.followEngines(r.closed) }, nil)

@@ -107,8 +107,9 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	}
 	req.Model = r.Path // what the engines are told; the answers say r.Model
 	f := factsOf(hreq.Context())
-	g, err := r.gate.admit(hreq.Context(), w, f, r.cost(len(prompt), req))
+	g, err := r.gate.admit(hreq.Context(), w, f, len(prompt), r.cost(len(prompt), req), begin)
 	if err != nil {
+		r.attain.record(r.metrics, r.Model, f, false)
 		r.refuse(w, hreq, a, answerOf(err))
 		return
 	}
@@ -217,6 +218,9 @@ func (r *Router) record(hreq *http.Request, a api, c *completion, rec *outcomeSi
 	if rec.err != nil {
 		fields = append(fields, zap.String("error", rec.err.Message))
 	}
+	ok := met(c.facts.Targets, rec.err == nil, st.firstToken, time.Since(begin), st.tokens)
+	r.attain.record(r.metrics, r.Model, c.facts, ok)
+	fields = append(fields, sloFields(c.facts.Targets, ok)...)
 	c.log.Debug("completion", fields...)
 }
 

@@ -17,9 +17,10 @@ var (
 // suits, instead of stalling the chat streams of a fast one); engines of
 // about the same speed (sloSameSpeed) are told apart by load, as
 // LeastLoaded does. When none is safe, the one with the most headroom,
-// the least bad. An engine whose model cannot say yet counts as meeting
-// the targets just (headroom 0), so that it is tried once the known ones
-// fall short. A request without targets, or with no engine known, is
+// the least bad. An engine whose model cannot say yet (new, or not
+// used for some seconds) is taken when it is idle, so that its model
+// learns; busy, it counts as meeting the targets just (headroom 0). A
+// request without targets, or with no engine known, is
 // chosen as LeastLoaded chooses.
 type SLOAware struct{}
 
@@ -45,6 +46,9 @@ func (SLOAware) Choose(req *Request, cands []Candidate) int {
 	for i := range cands {
 		c := &cands[i]
 		room, ok := headroom(t, c)
+		if !ok && c.Calls() == 0 {
+			return i // an idle engine the model cannot judge: a probe
+		}
 		known = known || ok
 		if ok && room >= sloSafe && (fit < 0 || slowerFit(c, &cands[fit])) {
 			fit = i

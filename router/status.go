@@ -65,6 +65,9 @@ type EngineStatus struct {
 	// (stopped, in the pool), "scaling up", "scaling down"; empty when
 	// it runs as usual.
 	Scale string `json:"scale,omitempty"`
+	// Predicted is what its latency model predicts now, for a router
+	// that keeps one and while it can say.
+	Predicted *PredictedStatus `json:"predicted,omitempty"`
 }
 
 // loadStatusOf returns u's last load report, or nil before the first.
@@ -104,6 +107,9 @@ type RouterStatus struct {
 	// Scale is the model's autoscaling (the scale option), if any.
 	Scale   *ScaleStatus   `json:"scale,omitempty"`
 	Engines []EngineStatus `json:"engines"`
+	// SLO is the attainment of the requests with latency targets; absent
+	// before the first.
+	SLO *SLOStatus `json:"slo,omitempty"`
 }
 
 // GateStatus is the router's fair queue as operators see it.
@@ -151,12 +157,16 @@ func (r *Router) Status() RouterStatus {
 			es.InFlight, es.Requests = u.inflight.Load(), u.requests.Load()
 			es.Breaker, es.Draining, es.Drain = u.breaker.state(pid).String(), lf.draining(), u.drainStatus()
 			es.Load, es.Scale = loadStatusOf(u), scaleStateOf(lf, i)
+			if r.readsLatency {
+				es.Predicted = predictedStatus(u)
+			}
 		}
 		st.Engines = append(st.Engines, es)
 	}
 	if r.dynamic != nil {
 		st.Engines = append(st.Engines, discoveredStatus(r.dynamic)...)
 	}
+	st.SLO = r.attain.status()
 	return st
 }
 
