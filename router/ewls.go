@@ -16,7 +16,7 @@ import (
 // less, as in Huber's regression. Observations take a mutex; predictions
 // read the last fit through an atomic pointer, without a lock.
 type ewls struct {
-	k int // features, the intercept's included: 2 or 3
+	k int // features, the intercept's included: at most 3
 
 	mu   sync.Mutex
 	last time.Time

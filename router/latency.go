@@ -21,7 +21,9 @@ import (
 //     there) and its batch (the calls in flight there when it came);
 //   - time per output token, over a stream after its first token, against
 //     the batch it decoded in (the calls in flight at its first token and
-//     at its end, averaged).
+//     at its end, averaged) and the prompt tokens still to prefill there
+//     at its first token (an engine interleaves prefill with its decode
+//     steps: a queue of long prompts slows every stream).
 //
 // Each is an ewls fit: a few floats per engine, a lock per observation,
 // none per prediction. A router keeps them only for a policy that reads
@@ -54,7 +56,7 @@ var latencyNames = [2]string{"ttft", "tpot"}
 // init sizes the fits and makes the engine's series, once.
 func (m *latencyModel) init(addr string) {
 	m.gaugesOnce.Do(func() {
-		m.ttft.k, m.tpot.k = 3, 2
+		m.ttft.k, m.tpot.k = 3, 3
 		g, lm := &m.gauges, sharedMetrics().latency
 		for i, name := range latencyNames {
 			g.observed[i] = lm.observed.WithLabelValues(addr, name)
@@ -82,6 +84,7 @@ type latencyNote struct {
 	ahead  int64     // the engine's ahead before them
 	batch  int       // the engine's other calls in flight when routed
 	batch1 int       // its calls in flight at the first token
+	ahead1 int64     // the prompt tokens ahead at the first token
 	remote bool      // another engine prefilled it (Matched)
 }
 
@@ -126,7 +129,7 @@ func (latencyTracker) Matched(r *Route, _ int) {
 func (latencyTracker) FirstToken(r *Route) {
 	r.latency.first = time.Now()
 	r.latency.batch1 = int(r.Engine.internal().inflight.Load())
-	modelOf(r).ahead.Add(-int64(r.latency.tokens))
+	r.latency.ahead1 = modelOf(r).ahead.Add(-int64(r.latency.tokens))
 }
 
 // Finished learns from the call: its time to first token (a prefill
@@ -151,7 +154,7 @@ func (latencyTracker) Finished(r *Route, u *Usage) {
 	}
 	if u != nil && u.CompletionTokens > 1 && r.Role != RoleName(engine.RolePrefill) {
 		batch := float64(n.batch1+int(r.Engine.internal().inflight.Load())) / 2
-		m.learn(latTPOT, now, [3]float64{1, batch}, now.Sub(first)/time.Duration(u.CompletionTokens-1))
+		m.learn(latTPOT, now, [3]float64{1, batch, float64(n.ahead1)}, now.Sub(first)/time.Duration(u.CompletionTokens-1))
 	}
 }
 
@@ -209,7 +212,7 @@ func (u *Upstream) predict(now time.Time, tokens int) (ttft, tpot, idle time.Dur
 		y, _ = m.ttft.predict(now, ttftFeatures(tokens, 0, 0))
 		idle = seconds(y)
 	}
-	if y, ok := m.tpot.predict(now, [3]float64{1, float64(batch + 1)}); ok {
+	if y, ok := m.tpot.predict(now, [3]float64{1, float64(batch + 1), float64(m.ahead.Load() + int64(tokens))}); ok {
 		tpot = seconds(y)
 	}
 	return ttft, tpot, idle
