@@ -120,16 +120,17 @@ func sharedMetrics() *routerMetrics {
 			prefixEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "prefix_events_applied_total",
 				Help: "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished)."}, []string{"kind"}),
 		}
-		metrics.latency = newLatencyMetrics(ns, sub)
-		metrics.slo, metrics.sloRefused = newSLOMetrics(ns, sub)
-		metrics.tenants = fair.NewLabels(tenantLabels, func(name string) {
-			metrics.admissionWait.DeletePartialMatch(prometheus.Labels{"tenant": name})
-			metrics.rateLimited.DeletePartialMatch(prometheus.Labels{"tenant": name})
-			metrics.slo.DeletePartialMatch(prometheus.Labels{"tenant": name})
-			metrics.sloRefused.DeletePartialMatch(prometheus.Labels{"tenant": name})
-		})
+		metrics.latency, metrics.slo, metrics.sloRefused = newLatencyMetrics(ns, sub), newSLORequests(ns, sub), newSLORefused(ns, sub)
+		metrics.tenants = fair.NewLabels(tenantLabels, metrics.forgetTenant)
 	})
 	return metrics
+}
+
+// forgetTenant drops the series of a tenant the labels no longer name.
+func (m *routerMetrics) forgetTenant(name string) {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.admissionWait, m.rateLimited, m.slo, m.sloRefused} {
+		v.DeletePartialMatch(prometheus.Labels{"tenant": name})
+	}
 }
 
 // register adds the metrics to a registry (Caddy's), once per registry.
