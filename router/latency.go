@@ -212,7 +212,7 @@ func (u *Upstream) predict(now time.Time, tokens int) (ttft, tpot, idle time.Dur
 		y, _ = m.ttft.predict(now, ttftFeatures(tokens, 0, 0))
 		idle = seconds(y)
 	}
-	if y, ok := m.tpot.predict(now, [3]float64{1, float64(batch + 1), float64(m.ahead.Load() + int64(tokens))}); ok {
+	if y, ok := m.tpot.predict(now, [3]float64{1, float64(batch + 1), float64(m.ahead.Load())}); ok {
 		tpot = seconds(y)
 	}
 	return ttft, tpot, idle

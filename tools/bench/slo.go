@@ -17,7 +17,7 @@ import (
 // latency targets, long prompts loose ones; the request rate rises in
 // steps, each step measured on one router after the other. Goodput is
 // the highest rate at which at least sloGoal of the requests met their
-// targets (every lower step too). Then the engines are made equal and the
+// targets. Then the engines are made equal and the
 // requests carry no targets: a closed loop compares the two policies'
 // throughput, where slo_aware must choose as least_loaded does.
 
