@@ -27,7 +27,7 @@ const (
 	sloEngines     = 3
 	fastPrefill    = 200 * time.Microsecond // per prompt token
 	fastDecode     = 12 * time.Millisecond  // per decode step
-	slowFactor     = 3
+	slowFactor     = 4
 	sloGoal        = 0.9 // the share of requests that must meet their targets
 	goalGoodput    = 1.5 // slo_aware's goodput over least_loaded's, at least
 	goalThroughput = 0.95
@@ -44,10 +44,11 @@ type sloClass struct {
 	ttft, tpot time.Duration
 }
 
-// sloMix is the workload: chat turns (short, tight targets) and document
-// prompts (long, loose targets).
+// sloMix is the workload: chat turns (short, with the example
+// of tight targets: the first token within 300 ms, 20 tokens a second)
+// and document prompts (long, loose targets).
 var sloMix = []sloClass{
-	{name: "chat", share: 0.6, promptLen: 24, maxTokens: 16, ttft: 200 * time.Millisecond, tpot: 45 * time.Millisecond},
+	{name: "chat", share: 0.6, promptLen: 24, maxTokens: 16, ttft: 300 * time.Millisecond, tpot: 50 * time.Millisecond},
 	{name: "long", share: 0.4, promptLen: 384, maxTokens: 16, ttft: 3 * time.Second, tpot: 300 * time.Millisecond},
 }
 
