@@ -17,7 +17,8 @@
 //     prompt's tokens, the chat rendered; embeddings.go for /v1/embeddings.
 //   - admit.go: the gate: the tenant's budget, the fair queue in front of
 //     the engines' batch; peerload.go takes off it what other replicas
-//     run on the same engines.
+//     run on the same engines; sloadmit.go holds back or refuses a
+//     request no engine is predicted to serve within its latency target.
 //   - completion.go: the request's choices, each run by resume.go.
 //   - resume.go: one choice's attempts (choiceJob.run): each started,
 //     read to the client and closed; one preempted or failed is resumed
@@ -35,7 +36,10 @@
 //     eventstream.go's named events.
 //
 // Around them: router.go (Router, Config, New, reloads), policy.go and
-// policies.go (the selection policy API and the built-in ones), hooks.go
+// policies.go (the selection policy API and the built-in ones),
+// sloaware.go (the slo_aware policy), latency.go and ewls.go (each
+// engine's latency model, learned online), attainment.go (the share of
+// requests that met their latency targets), hooks.go
 // (a route's lifecycle hooks), prefix.go (the prefix index), upstream.go,
 // proc.go, breaker.go and engineload.go (an engine as the router knows
 // it: its counts, health, and what it says of its load), livefleet.go (a
