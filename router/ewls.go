@@ -84,8 +84,10 @@ func (e *ewls) observe(now time.Time, x [3]float64, y float64) float64 {
 	}
 	pred, wt := -1.0, 1.0
 	// Before the fit can judge, a value far above the mean is an outlier
-	// too (the first calls of an engine may meet a cold cache, a GC).
-	if mean := e.xy[0] / max(e.w, 1e-9); e.w >= 1 && y > ewlsWild*mean {
+	// (the first calls of an engine may meet a cold cache, a GC). Only
+	// then: an engine that falls behind its queue answers ever later,
+	// which the fit must follow, not discount.
+	if mean := e.xy[0] / max(e.w, 1e-9); e.w >= 1 && e.w < ewlsRobustWeight && y > ewlsWild*mean {
 		wt = ewlsWild * mean / y
 	}
 	if f := e.fit.Load(); f != nil && e.w >= ewlsMinWeight {

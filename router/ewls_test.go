@@ -9,7 +9,8 @@ import (
 
 // TestEWLSFitsForgetsAndResists checks the latency fit: it recovers a
 // linear law from noisy observations, shrugs off rare huge outliers, and
-// follows a change of law within a few half-lives of observations.
+// follows a change of law within a few half-lives of observations, a
+// 20-fold one too (an engine that falls behind is not an outlier).
 func TestEWLSFitsForgetsAndResists(t *testing.T) {
 	e := &ewls{k: 3}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -46,6 +47,9 @@ func TestEWLSFitsForgetsAndResists(t *testing.T) {
 	slow := law(0.006, 0.0002, 0.003)
 	feed(slow, 400, false) // 8 s of observations, 4 half-lives
 	check(slow, "8 s after the engine slowed down")
+	stalled := law(0.12, 0.004, 0.06) // 20x: far beyond what a cold start's outlier is
+	feed(stalled, 400, false)
+	check(stalled, "8 s after the engine fell 20x behind")
 	if _, ok := e.predict(now.Add(20*ewlsHalfLife), [3]float64{1, 1, 1}); ok {
 		t.Fatal("a fit with no observation for 20 half-lives still predicts")
 	}
