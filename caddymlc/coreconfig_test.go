@@ -28,6 +28,14 @@ func TestCoreConfigCarriesEveryOption(t *testing.T) {
 			f.SetFloat(0.5)
 		case reflect.Slice:
 			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.Pointer: // a struct of options, on when its switches are
+			p := reflect.New(f.Type().Elem())
+			for j := range p.Elem().NumField() {
+				if sw := p.Elem().Field(j); sw.Kind() == reflect.Bool {
+					sw.SetBool(true)
+				}
+			}
+			f.Set(p)
 		default:
 			t.Fatalf("%s: a %s; teach the test to set it", name, f.Kind())
 		}
