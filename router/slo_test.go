@@ -77,7 +77,7 @@ func sloPost(t testing.TB, url string, prompt string, maxTokens, ttftMs, tpotMs 
 func slow(t testing.TB, engineURL string, prefill, decode time.Duration) {
 	t.Helper()
 	b, _ := json.Marshal(protocol.Slowness{PrefillPerToken: prefill, DecodePerStep: decode})
-	resp, err := http.Post(engineURL+protocol.PathSlowness, "application/json", bytes.NewReader(b))
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Post(engineURL+protocol.PathSlowness, "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
