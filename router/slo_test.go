@@ -39,12 +39,21 @@ func sloFront(t testing.TB, c *core) string {
 // ttftMs is 0) and returns the status, the answer and its text.
 func sloPost(t testing.TB, url string, prompt string, maxTokens, ttftMs, tpotMs int) (*http.Response, []byte, string) {
 	t.Helper()
+	resp, raw, text, err := sloTry(url, prompt, maxTokens, ttftMs, tpotMs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, raw, text
+}
+
+// sloTry is sloPost for any goroutine: the error is returned.
+func sloTry(url string, prompt string, maxTokens, ttftMs, tpotMs int) (*http.Response, []byte, string, error) {
 	body := greedy(prompt, maxTokens)
 	body["stream"] = true
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequest(http.MethodPost, url+protocol.PathCompletions, bytes.NewReader(b))
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if ttftMs > 0 {
@@ -53,10 +62,10 @@ func sloPost(t testing.TB, url string, prompt string, maxTokens, ttftMs, tpotMs 
 	}
 	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, "", err
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
 	var text strings.Builder
 	for line := range strings.Lines(string(raw)) {
 		data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
@@ -70,7 +79,7 @@ func sloPost(t testing.TB, url string, prompt string, maxTokens, ttftMs, tpotMs 
 			}
 		}
 	}
-	return resp, raw, text.String()
+	return resp, raw, text.String(), err
 }
 
 // slow sets an engine's protocol.Slowness.
@@ -180,7 +189,10 @@ func TestSLOAwareFollowsASlowedEngine(t *testing.T) {
 					return
 				default:
 				}
-				sloPost(t, url, fmt.Sprintf("background %d %d", i, n), 6, 60_000, 60_000)
+				if resp, raw, _, err := sloTry(url, fmt.Sprintf("background %d %d", i, n), 6, 60_000, 60_000); err != nil || resp.StatusCode != http.StatusOK {
+					t.Errorf("a background request: %v %s", err, raw)
+					return
+				}
 			}
 		})
 	}
