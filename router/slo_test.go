@@ -170,7 +170,9 @@ func TestSLOAdmissionRefusesUnmeetableTargets(t *testing.T) {
 // and slo_aware must move the requests whose tight targets it can no
 // longer meet to the other engine; the text stays the engines' own.
 func TestSLOAwareFollowsASlowedEngine(t *testing.T) {
-	c := startCore(t, 2, Config{Mode: ModeWhole}, SLOAware{})
+	tight := Targets{TTFT: 150 * time.Millisecond, TPOT: 40 * time.Millisecond}
+	picks := &pickCounter{SLOAware: SLOAware{}, of: tight, n: map[string]int{}}
+	c := startCore(t, 2, Config{Mode: ModeWhole}, picks)
 	for _, e := range c.engines {
 		slow(t, e, 100*time.Microsecond, 5*time.Millisecond)
 	}
@@ -213,20 +215,41 @@ func TestSLOAwareFollowsASlowedEngine(t *testing.T) {
 	}
 	t.Logf("predicted TTFT followed in %v: %.1f ms against %.1f ms", time.Since(begin).Round(time.Millisecond), ttftOf(1), ttftOf(0))
 
-	before := c.r.Status().Engines
-	const tight = 20
 	prompt := "a tight target moves the request to the faster engine"
 	want := c.complete(c.engines[0], greedy(prompt, 8))
-	for range tight {
-		resp, raw, text := sloPost(t, url, prompt, 8, 150, 40)
+	for range 20 {
+		resp, raw, text := sloPost(t, url, prompt, 8, int(tight.TTFT.Milliseconds()), int(tight.TPOT.Milliseconds()))
 		if resp.StatusCode != http.StatusOK || text != want {
 			t.Fatalf("a request with tight targets: %s %s, text %q, want %q", resp.Status, raw, text, want)
 		}
 	}
-	after := c.r.Status().Engines
-	toSlow := after[1].Requests - before[1].Requests
-	toFast := after[0].Requests - before[0].Requests
+	toSlow, toFast := picks.count(slowed), picks.count(c.r.Status().Engines[0].Addr)
 	if toSlow*4 > toFast {
-		t.Fatalf("after the slowdown the slowed engine got %d calls, the other %d: the tight requests did not move", toSlow, toFast)
+		t.Fatalf("after the slowdown the slowed engine took %d of the tight requests, the other %d: they did not move", toSlow, toFast)
 	}
+}
+
+// pickCounter is SLOAware counting where it sends the requests of
+// targets of.
+type pickCounter struct {
+	SLOAware
+	of Targets
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (p *pickCounter) Choose(req *Request, cands []Candidate) int {
+	i := p.SLOAware.Choose(req, cands)
+	if req.Targets == p.of && i >= 0 && i < len(cands) {
+		p.mu.Lock()
+		p.n[cands[i].Addr]++
+		p.mu.Unlock()
+	}
+	return i
+}
+
+func (p *pickCounter) count(addr string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n[addr]
 }
