@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -87,14 +88,25 @@ func TestTraceOfAPreemptedRequest(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	// The client has the whole stream before the handler returns: the
+	// spans are read once the root span ended.
+	handled := make(chan struct{}, 1)
 	traced := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, span := tp.Tracer("test").Start(r.Context(), "request")
-		defer span.End()
+		defer func() {
+			span.End()
+			handled <- struct{}{}
+		}()
 		NewModels([]*Router{s.r}, 0).ServeHTTP(w, r.WithContext(ctx))
 	}))
 	t.Cleanup(traced.Close)
 	if got, done := s.streamAt(traced.URL, body); got != want || !done {
 		t.Fatalf("resumed text %q (done %v), want %q", got, done, want)
+	}
+	select {
+	case <-handled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request's handler did not return")
 	}
 	if !proxy.preempted.Load() {
 		t.Fatal("the proxy preempted nothing: the test did not test a resume")
