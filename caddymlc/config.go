@@ -247,7 +247,7 @@ func (m ModelConfig) withDefaults() ModelConfig {
 	c.BodyTimeout = cmp.Or(c.BodyTimeout, caddy.Duration(router.DefaultBodyTimeout))
 	c.ClientTimeout = cmp.Or(c.ClientTimeout, caddy.Duration(router.DefaultClientTimeout))
 	c.MaxPrefillQueue = cmp.Or(c.MaxPrefillQueue, router.DefaultMaxPrefillQueue)
-	c.Scale = c.Scale.withDefaults(spawnedCount(c.Endpoints))
+	c.Scale = c.Scale.withDefaults(len(engine.Spawned(c.Endpoints)))
 	return c
 }
 

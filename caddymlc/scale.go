@@ -91,7 +91,7 @@ func (c ModelConfig) validateScale() error {
 	if c.Scale == nil {
 		return nil
 	}
-	pool := spawnedCount(c.Endpoints)
+	pool := len(engine.Spawned(c.Endpoints))
 	if pool == 0 {
 		return fmt.Errorf("mlc_router: scale: the model has no spawned endpoint to scale (the endpoints listed, not external, are the pool)")
 	}
@@ -106,17 +106,6 @@ func (c ModelConfig) validateScale() error {
 			"which a partly started pool cannot form, and a world per size would restart every engine at each change; use mode whole, or no scale", k)
 	}
 	return nil
-}
-
-// spawnedCount counts the endpoints the router spawns.
-func spawnedCount(eps []engine.Endpoint) int {
-	n := 0
-	for _, ep := range eps {
-		if !ep.External {
-			n++
-		}
-	}
-	return n
 }
 
 // parseScale reads `scale <min> [<max>] [{ ... }]`.

@@ -103,3 +103,15 @@ func (e Endpoint) validate() error {
 	}
 	return fmt.Errorf("%w: %s: unknown role %q (want prefill, decode or any)", ErrInvalidSpec, e.Addr(), e.Role)
 }
+
+// Spawned returns the indexes of the endpoints a fleet runs itself (not
+// External), in endpoint order.
+func Spawned(eps []Endpoint) []int {
+	var out []int
+	for i, ep := range eps {
+		if !ep.External {
+			out = append(out, i)
+		}
+	}
+	return out
+}

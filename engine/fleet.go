@@ -245,15 +245,7 @@ func (f *Fleet) launchAll(sctx context.Context) error {
 }
 
 // spawned returns the number of engines the fleet runs itself.
-func (f *Fleet) spawned() int {
-	n := 0
-	for _, e := range f.engines {
-		if !e.ep.External {
-			n++
-		}
-	}
-	return n
-}
+func (f *Fleet) spawned() int { return len(Spawned(f.spec.Endpoints)) }
 
 // Status returns the state and the process id of engine i, read together:
 // an engine is never seen ready without a process, nor with a process

@@ -217,9 +217,7 @@ func (s Spec) needsProgram() error {
 	return nil
 }
 
-func (s Spec) spawnsAny() bool {
-	return slices.ContainsFunc(s.Endpoints, func(ep Endpoint) bool { return !ep.External })
-}
+func (s Spec) spawnsAny() bool { return len(Spawned(s.Endpoints)) > 0 }
 
 // orDefault returns v, or def when v is the zero value.
 func orDefault[T comparable](v, def T) T {

@@ -96,19 +96,13 @@ func (a *autoscaler) order() []int {
 	if c := a.cfg.Load(); c != nil && c.Order != nil {
 		return c.Order
 	}
-	var out []int
-	for i, ep := range a.lf.spec.Endpoints {
-		if !ep.External {
-			out = append(out, i)
-		}
-	}
-	return out
+	return engine.Spawned(a.lf.spec.Endpoints)
 }
 
 // autoscale runs the fleet's autoscaler, if it has spawned engines, until
 // ctx ends; a reload may give it one later (SetScale).
 func (lf *LiveFleet) autoscale(ctx context.Context) {
-	if !slices.ContainsFunc(lf.spec.Endpoints, func(ep engine.Endpoint) bool { return !ep.External }) {
+	if len(engine.Spawned(lf.spec.Endpoints)) == 0 {
 		return
 	}
 	goroutine.Go(lf.Log(), "autoscaler", func() {
@@ -307,23 +301,13 @@ func (a *autoscaler) running(i int) bool {
 }
 
 // pool is the number of spawned engines.
-func (a *autoscaler) pool() int {
-	n := 0
-	for _, ep := range a.lf.spec.Endpoints {
-		if !ep.External {
-			n++
-		}
-	}
-	return n
-}
+func (a *autoscaler) pool() int { return len(engine.Spawned(a.lf.spec.Endpoints)) }
 
 // signals reads the fleet's size and load and the routers' queues.
 func (a *autoscaler) signals(now time.Time, rs []*Router) scaleSignals {
 	var s scaleSignals
-	for i, u := range a.lf.upstreams {
-		if a.lf.spec.Endpoints[i].External {
-			continue
-		}
+	for _, i := range engine.Spawned(a.lf.spec.Endpoints) {
+		u := a.lf.upstreams[i]
 		if a.running(i) {
 			s.size++
 		}
@@ -365,10 +349,7 @@ func (a *autoscaler) status() *ScaleStatus {
 		return nil
 	}
 	st := &ScaleStatus{Min: c.Min, Max: c.Max}
-	for i, ep := range a.lf.spec.Endpoints {
-		if ep.External {
-			continue
-		}
+	for _, i := range engine.Spawned(a.lf.spec.Endpoints) {
 		if a.running(i) {
 			st.Target++
 		}

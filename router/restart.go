@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 )
 
@@ -158,9 +159,9 @@ func (r *Router) spawnedEngines() []*Upstream {
 		return nil
 	}
 	var out []*Upstream
-	for i, u := range lf.upstreams {
-		if !lf.spec.Endpoints[i].External && !lf.Parked(i) {
-			out = append(out, u)
+	for _, i := range engine.Spawned(lf.spec.Endpoints) {
+		if !lf.Parked(i) {
+			out = append(out, lf.upstreams[i])
 		}
 	}
 	return out

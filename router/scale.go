@@ -81,8 +81,8 @@ func ScaleOrder(mode string, eps []engine.Endpoint) []int {
 			break
 		}
 	}
-	for i, ep := range eps {
-		if !ep.External && !slices.Contains(out, i) {
+	for _, i := range engine.Spawned(eps) {
+		if !slices.Contains(out, i) {
 			out = append(out, i)
 		}
 	}
