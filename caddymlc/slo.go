@@ -172,7 +172,7 @@ func (a *SLOAdmission) validate() error {
 		return fmt.Errorf("slo_admission status %d: want 503 or 429", a.Status)
 	}
 	if a.Margin < 0 || a.Margin > 100 {
-		return fmt.Errorf("slo_admission margin %v: want a fraction of at least 0", a.Margin)
+		return fmt.Errorf("slo_admission margin %v: want a fraction between 0 and 100", a.Margin)
 	}
 	return nil
 }

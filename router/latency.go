@@ -1,6 +1,7 @@
 package router
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -188,15 +189,8 @@ func (m *latencyModel) learn(metric int, now time.Time, x [3]float64, y time.Dur
 	g.predicted[metric].Set(pred)
 	g.obsSum[metric].Add(y.Seconds())
 	g.predSum[metric].Add(pred)
-	g.absErr[metric].Add(abs(y.Seconds() - pred))
+	g.absErr[metric].Add(math.Abs(y.Seconds() - pred))
 	g.count[metric].Inc()
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // predict is the engine's predicted time to first token for a prompt of

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/budget"
 )
 
 // SLOAdmission is what the gate does with a request whose time to first
@@ -82,7 +83,7 @@ func (a SLOAdmission) hold(ctx context.Context, predict sloPredictor, f Facts, n
 func (a SLOAdmission) refusal(f Facts, best, waited time.Duration) *protocol.Error {
 	status, typ := a.Status, protocol.ErrTypeUnavailable
 	if status == http.StatusTooManyRequests {
-		typ = "requests"
+		typ = budget.ExceededRequests // OpenAI's type of a 429
 	} else {
 		status = http.StatusServiceUnavailable
 	}

@@ -1,5 +1,7 @@
 package router
 
+import "github.com/caddy-mlc/caddy-mlc/engine"
+
 // Interface guards.
 var (
 	_ Policy        = (*SLOAware)(nil)
@@ -98,7 +100,7 @@ func headroom(t Targets, c *Candidate) (float64, bool) {
 		}
 		room = min(room, float64(t.TTFT-c.TTFT)/float64(t.TTFT))
 	}
-	if t.TPOT > 0 && c.Role != "prefill" {
+	if t.TPOT > 0 && c.Role != RoleName(engine.RolePrefill) {
 		if c.TPOT == 0 {
 			return 0, false
 		}
