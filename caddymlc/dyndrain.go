@@ -3,17 +3,12 @@ package caddymlc
 import (
 	"context"
 	"slices"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
-
-// dynamicDrainSlack bounds, past the drain grace, the wait for the
-// attempts moved off a gone engine to let go of it.
-const dynamicDrainSlack = time.Minute
 
 // leave drains the engine at addr, which its source no longer lists:
 // it takes no new request; those on it finish there for the drain grace,
@@ -28,9 +23,7 @@ func (d *dynamicSet) leave(ctx context.Context, addr string) {
 	d.r.logger.Info("dynamic engine gone; it drains", zap.String("engine", addr), zap.Duration("grace", d.grace))
 	u.Drain(d.grace)
 	goroutine.Go(d.r.logger, "dynamic engine drain", func() {
-		wctx, cancel := context.WithTimeout(ctx, d.grace+dynamicDrainSlack)
-		defer cancel()
-		if err := u.WaitDrained(wctx); err != nil && ctx.Err() == nil {
+		if err := u.WaitDrained(ctx, d.grace); err != nil && ctx.Err() == nil {
 			d.r.logger.Warn("a gone dynamic engine did not drain; letting it go", zap.String("engine", addr), zap.Error(err))
 		}
 		d.mu.Lock()

@@ -247,9 +247,7 @@ func (a *autoscaler) down(ctx context.Context, i int) error {
 	u := a.lf.upstreams[i]
 	grace := time.Duration(a.lf.grace.Load())
 	u.Drain(grace)
-	dctx, cancel := context.WithTimeout(ctx, grace+rollDrainSlack)
-	defer cancel()
-	if err := u.WaitDrained(dctx); err != nil {
+	if err := u.WaitDrained(ctx, grace); err != nil {
 		a.setState(i, "")
 		u.undrain()
 		return err

@@ -143,8 +143,16 @@ func (u *Upstream) moveAttempts() int {
 	return len(cancels)
 }
 
-// WaitDrained waits until nothing runs on the engine any more.
-func (u *Upstream) WaitDrained(ctx context.Context) error {
+// drainSlack bounds, past a drain's grace, the wait for the attempts
+// moved off an engine to let go of it: a call in flight there ends
+// within the engine timeout.
+const drainSlack = time.Minute
+
+// WaitDrained waits until nothing runs on the engine any more, after a
+// Drain of grace: at most the grace and drainSlack.
+func (u *Upstream) WaitDrained(ctx context.Context, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, grace+drainSlack)
+	defer cancel()
 	for {
 		idle := u.drain.idle.wait()
 		if u.inflight.Load() <= 0 {

@@ -278,7 +278,7 @@ func TestDrainGraceLetsStreamsFinish(t *testing.T) {
 	started.Wait()
 	on := drained.inflight.Load()
 	drained.Drain(time.Minute)
-	if err := drained.WaitDrained(t.Context()); err != nil {
+	if err := drained.WaitDrained(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

@@ -20,11 +20,6 @@ var (
 	ErrRolling = errors.New("a rolling restart of the model is already running")
 )
 
-// rollDrainSlack bounds, past the drain's grace, the wait for the
-// attempts moved off an engine to let go of it: a call in flight there
-// ends within the engine timeout.
-const rollDrainSlack = time.Minute
-
 // RollStatus is a rolling restart of a model's engines, as operators see
 // it (GET /mlc/models/{model}/restart).
 type RollStatus struct {
@@ -194,9 +189,7 @@ func (u *Upstream) restart(ctx context.Context, grace time.Duration) error {
 	}
 	u.Drain(grace)
 	defer u.Undrain()
-	dctx, cancel := context.WithTimeout(ctx, grace+rollDrainSlack)
-	defer cancel()
-	if err := u.WaitDrained(dctx); err != nil {
+	if err := u.WaitDrained(ctx, grace); err != nil {
 		return fmt.Errorf("engine %s did not drain: %w", u.addr, err)
 	}
 	spec := u.fleet.spec.Normalize()
