@@ -31,18 +31,5 @@ func (f *Fleet) Restart(ctx context.Context, i int) error {
 	e.logger().Info("restarting engine on request", zap.Int("pid", p.pid))
 	e.restartAsked.Store(true)
 	p.stop(f.settings().StopGrace)
-	for {
-		changed := f.Changed()
-		switch st, pid := e.status(); {
-		case st == StateReady && pid != 0 && pid != p.pid:
-			return nil
-		case st == StateStopped || st == StateFailed:
-			return fmt.Errorf("engine %s: %s while restarting", e.ep.Addr(), st)
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("engine %s not ready again: %w", e.ep.Addr(), context.Cause(ctx))
-		}
-	}
+	return f.readyAgain(ctx, e, p.pid)
 }

@@ -116,7 +116,7 @@ func (f *Fleet) StartEngine(ctx context.Context, i int) error {
 		return nil
 	case e.life.running():
 		e.life.mu.Unlock()
-		return f.waitReady(ctx, e)
+		return f.readyAgain(ctx, e, 0)
 	}
 	sctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
@@ -132,14 +132,15 @@ func (f *Fleet) StartEngine(ctx context.Context, i int) error {
 	return nil
 }
 
-// waitReady waits until engine e is ready, while its supervision runs.
-func (f *Fleet) waitReady(ctx context.Context, e *engine) error {
+// readyAgain waits until engine e is ready with a process other than
+// old (0: any), while its supervision runs.
+func (f *Fleet) readyAgain(ctx context.Context, e *engine, old int) error {
 	for {
 		changed := f.Changed()
-		switch st, _ := e.status(); st {
-		case StateReady:
+		switch st, pid := e.status(); {
+		case st == StateReady && pid != 0 && pid != old:
 			return nil
-		case StateStopped, StateFailed:
+		case st == StateStopped || st == StateFailed:
 			return fmt.Errorf("engine %s: %s", e.ep.Addr(), st)
 		}
 		select {
