@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -66,25 +67,34 @@ func (c *caddyProc) adminGet(ctx context.Context, path string, timeout time.Dura
 	return get(ctx, c.admin+path, timeout, 64<<20)
 }
 
-// get fetches url within timeout, up to limit bytes; a status other
-// than 200 is an error that quotes the body's start.
+// get fetches url within timeout, up to limit bytes (see call).
 func get(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error) {
+	return call(ctx, http.MethodGet, url, nil, timeout, limit)
+}
+
+// call makes a request to url within timeout, with body as JSON when it
+// is not nil, and reads up to limit bytes of the answer; a status other
+// than 200 is an error that quotes the body's start.
+func call(ctx context.Context, method, url string, body []byte, timeout time.Duration, limit int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := adminClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, body)
+		err = fmt.Errorf("%s %s: %s: %.200s", method, url, resp.Status, bytes.TrimSpace(answer))
 	}
-	return body, err
+	return answer, err
 }
 
 // goroutines counts the Caddy's goroutines, from the first line of its

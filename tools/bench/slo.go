@@ -163,7 +163,7 @@ func setSlowness(ctx context.Context, engines []string, slow string) error {
 			f = slowFactor
 		}
 		body := fmt.Sprintf(`{"prefill_delay_us": %d, "decode_delay_us": %d}`, (f * fastPrefill).Microseconds(), (f * fastDecode).Microseconds())
-		if _, err := postBody(ctx, "http://"+e+"/builtin/slowness", body); err != nil {
+		if _, err := call(ctx, http.MethodPost, "http://"+e+"/builtin/slowness", []byte(body), adminTimeout, 1<<20); err != nil {
 			return err
 		}
 	}

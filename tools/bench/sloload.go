@@ -125,27 +125,6 @@ func (r *sloRouter) streamSLO(ctx context.Context, body []byte, ttft, tpot time.
 	return first.Sub(t0), perToken, err
 }
 
-// postBody posts a JSON body to url within adminTimeout.
-func postBody(ctx context.Context, url, body string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := adminClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("POST %s: %s: %s", url, resp.Status, bytes.TrimSpace(b))
-	}
-	return b, err
-}
-
 // sloEqual is a policy's closed loop on the equal fleet, no targets.
 type sloEqual struct {
 	policy  string
