@@ -1,8 +1,10 @@
 package router
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,10 +34,13 @@ type attainKey struct {
 
 type attainCount struct{ n, met atomic.Int64 }
 
-// bandLabel is a band as the metrics name it: bands beyond ±maxBandLabel
-// are one series each side, so that a header cannot grow them unbounded.
+// maxBandLabel bounds the bands the metrics and the status name: bands
+// beyond ±maxBandLabel are one series each side, so that a header cannot
+// grow them unbounded.
+const maxBandLabel = 9
+
+// bandLabel is a band as the metrics name it.
 func bandLabel(band int) string {
-	const maxBandLabel = 9
 	switch {
 	case band > maxBandLabel:
 		return ">" + strconv.Itoa(maxBandLabel)
@@ -71,7 +76,7 @@ func (a *attainment) record(m *routerMetrics, model string, f Facts, ok bool) {
 	}
 	tenant := m.tenants.Label(f.Tenant, 1)
 	m.slo.WithLabelValues(model, tenant, bandLabel(f.Band), strconv.FormatBool(ok)).Inc()
-	key := attainKey{tenant, max(min(f.Band, 10), -10)}
+	key := attainKey{tenant, max(min(f.Band, maxBandLabel+1), -maxBandLabel-1)}
 	v, found := a.counts.Load(key)
 	if !found {
 		v, _ = a.counts.LoadOrStore(key, new(attainCount))
@@ -124,13 +129,7 @@ func (a *attainment) status() *SLOStatus {
 	}
 	st.Attainment = float64(st.Met) / float64(st.Requests)
 	slices.SortFunc(st.ByTenant, func(a, b AttainStatus) int {
-		if a.Tenant != b.Tenant {
-			if a.Tenant < b.Tenant {
-				return -1
-			}
-			return 1
-		}
-		return b.Band - a.Band
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), b.Band-a.Band)
 	})
 	return &st
 }
