@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -170,37 +169,27 @@ func spendBudget(ctx context.Context, cfg *config, tenant string, replicas []*ca
 func budgetRequest(ctx context.Context, client *http.Client, base, tenant string, body []byte) (int, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
-	if err != nil {
-		return 0, false, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(headerTenant, tenant)
-	resp, err := client.Do(req)
+	resp, _, err := postCompletion(ctx, client, base, body, http.Header{headerTenant: {tenant}})
 	if err != nil {
 		return 0, false, err
 	}
 	defer resp.Body.Close()
-	msg, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, false, err
-	}
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusTooManyRequests:
 		return 0, false, nil
 	default:
-		return 0, false, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg[:min(len(msg), 512)]))
+		return 0, false, answerError(resp)
 	}
-	var u struct {
-		Usage *struct {
-			TotalTokens int `json:"total_tokens"`
-		} `json:"usage"`
+	msg, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, false, err
 	}
-	if err := json.Unmarshal(msg, &u); err != nil || u.Usage == nil {
+	u := usageOf(msg)
+	if u == nil {
 		return 0, false, fmt.Errorf("an answer without its usage: %.200s", msg)
 	}
-	return u.Usage.TotalTokens, true, nil
+	return u.TotalTokens, true, nil
 }
 
 // writeBudgets prints the budgets run.

@@ -32,19 +32,46 @@ func reverseProxy(engines []string) string {
 	return fmt.Sprintf("reverse_proxy %s {\n\tlb_policy round_robin\n}\n", strings.Join(engines, " "))
 }
 
-// mlcRouter is an mlc_router in mode whole over external engines.
-// A non-zero engineTimeout replaces the router's default.
-func mlcRouter(engines []string, engineTimeout string) string {
+// mlcWhole is an mlc_router in mode whole over endpoints (each an
+// endpoint's arguments), with more options (lines of its block).
+func mlcWhole(endpoints []string, options ...string) string {
 	var b strings.Builder
 	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
-	for _, e := range engines {
-		fmt.Fprintf(&b, "\tendpoint %s external\n", e)
+	for _, e := range endpoints {
+		fmt.Fprintf(&b, "\tendpoint %s\n", e)
 	}
-	if engineTimeout != "" {
-		fmt.Fprintf(&b, "\tengine_timeout %s\n", engineTimeout)
+	for _, o := range options {
+		fmt.Fprintf(&b, "\t%s\n", o)
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// external is the endpoints of engines the router does not spawn.
+func external(engines []string) []string {
+	out := make([]string, len(engines))
+	for i, e := range engines {
+		out[i] = e + " external"
+	}
+	return out
+}
+
+// onPorts is the addresses of engines on ports of 127.0.0.1.
+func onPorts(ports []int) []string {
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	return out
+}
+
+// mlcRouter is an mlc_router in mode whole over external engines.
+// A non-zero engineTimeout replaces the router's default.
+func mlcRouter(engines []string, engineTimeout string) string {
+	if engineTimeout == "" {
+		return mlcWhole(external(engines))
+	}
+	return mlcWhole(external(engines), "engine_timeout "+engineTimeout)
 }
 
 // mlcDisagg is an mlc_router in mode disagg: the first engine prefills,
@@ -65,24 +92,24 @@ func indent(s string) string {
 	return b.String()
 }
 
+// tenantHeaders are the options that take the tenant and the band from
+// the request's headers.
+var tenantHeaders = []string{
+	"tenant {http.request.header." + headerTenant + "}",
+	"priority {http.request.header." + headerPriority + "}",
+}
+
 // mlcTenants is the fairness run's router: mode whole over two built-in
 // engines it spawns on enginePorts, each running fairBatch sequences at
 // once, the tenant and the band from the request's headers. gate false
 // turns the router's admission bound off (max_inflight off): the engines
 // get every request at once and queue them themselves.
 func mlcTenants(enginePorts []int, gate bool) string {
-	var b strings.Builder
-	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
-	for _, p := range enginePorts {
-		fmt.Fprintf(&b, "\tendpoint 127.0.0.1:%d\n", p)
-	}
-	fmt.Fprintf(&b, "\tengine_args --overrides max_num_sequence=%d\n", fairBatch)
-	fmt.Fprintf(&b, "\ttenant {http.request.header.%s}\n\tpriority {http.request.header.%s}\n", headerTenant, headerPriority)
+	options := append([]string{fmt.Sprintf("engine_args --overrides max_num_sequence=%d", fairBatch)}, tenantHeaders...)
 	if !gate {
-		b.WriteString("\tmax_inflight off\n")
+		options = append(options, "max_inflight off")
 	}
-	b.WriteString("}\n")
-	return b.String()
+	return mlcWhole(onPorts(enginePorts), options...)
 }
 
 // clusterOption is the mlc global option that makes replicas share their
@@ -97,26 +124,12 @@ func clusterOption(redisPort, replicas int) string {
 // the replica's requests, as the spawning replica reads from its
 // engine_args.
 func mlcTenantsExternal(enginePorts []int) string {
-	var b strings.Builder
-	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
-	for _, p := range enginePorts {
-		fmt.Fprintf(&b, "\tendpoint 127.0.0.1:%d external\n", p)
-	}
-	fmt.Fprintf(&b, "\tmax_inflight %d\n", fairBatch)
-	fmt.Fprintf(&b, "\ttenant {http.request.header.%s}\n\tpriority {http.request.header.%s}\n", headerTenant, headerPriority)
-	b.WriteString("}\n")
-	return b.String()
+	return mlcWhole(external(onPorts(enginePorts)), append([]string{fmt.Sprintf("max_inflight %d", fairBatch)}, tenantHeaders...)...)
 }
 
 // mlcBudget is the budgets run's router: mode whole over external
 // engines, the tenant from its header, each tenant its own budget of
 // limit tokens a minute.
 func mlcBudget(engines []string, limit int) string {
-	var b strings.Builder
-	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
-	for _, e := range engines {
-		fmt.Fprintf(&b, "\tendpoint %s external\n", e)
-	}
-	fmt.Fprintf(&b, "\ttenant {http.request.header.%s}\n\tbudget * tokens_per_minute %d\n}\n", headerTenant, limit)
-	return b.String()
+	return mlcWhole(external(engines), tenantHeaders[0], fmt.Sprintf("budget * tokens_per_minute %d", limit))
 }

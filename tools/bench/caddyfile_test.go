@@ -30,6 +30,7 @@ func TestCaddyfilesAdapt(t *testing.T) {
 		"gate-off": {mlcTenants([]int{9001, 9002}, false), false, []string{`"max_inflight":-1`, `"tenant":"{http.request.header.X-Tenant}"`}},
 		"replica":  {mlcTenantsExternal([]int{9001, 9002}), false, []string{`"max_inflight":8`, `"external":true`, `"tenant":"{http.request.header.X-Tenant}"`}},
 		"budget":   {mlcBudget(engines, 6000), false, []string{`"tokens_per_minute":6000`, `"external":true`}},
+		"policy":   {mlcPolicy(engines, "slo_aware"), false, []string{`"slo_aware"`, `"external":true`}},
 	} {
 		text := caddyfile(2999, 8999, t.TempDir(), c.h2c, c.handler)
 		out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(text), nil)

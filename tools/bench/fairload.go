@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -185,42 +182,15 @@ func (l *tenantLoad) figures(since, until time.Time) tenantFigures {
 func (r *gatedRouter) stream(ctx context.Context, base, tenant string, band int, body []byte) (time.Duration, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
-	if err != nil {
-		return 0, 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(headerTenant, tenant)
-	req.Header.Set(headerPriority, strconv.Itoa(band))
-	t0 := time.Now()
-	resp, err := r.http.Do(req)
+	header := http.Header{headerTenant: {tenant}, headerPriority: {strconv.Itoa(band)}}
+	resp, t0, err := postCompletion(ctx, r.http, base, body, header)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, 0, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		return 0, 0, answerError(resp)
 	}
-	var ttft time.Duration
-	tokens := -1
-	_, err = readEvents(resp.Body, func(at time.Time, first bool, _ time.Time, data []byte) {
-		if first {
-			ttft = at.Sub(t0)
-		}
-		if bytes.Contains(data, []byte(`"usage"`)) {
-			var u struct {
-				Usage *struct {
-					CompletionTokens int `json:"completion_tokens"`
-				} `json:"usage"`
-			}
-			if json.Unmarshal(data, &u) == nil && u.Usage != nil {
-				tokens = u.Usage.CompletionTokens
-			}
-		}
-	})
-	if err == nil && tokens < 0 {
-		err = errors.New("a stream without its usage")
-	}
-	return ttft, tokens, err
+	first, _, tokens, err := streamTimes(resp.Body)
+	return first.Sub(t0), tokens, err
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -204,18 +202,13 @@ func openIdle(ctx context.Context, p *party, n int) *idleStreams {
 func (s *idleStreams) stream(ctx context.Context, p *party, body []byte, opened func()) error {
 	once := sync.OnceFunc(opened)
 	defer once()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.urls[0]+"/v1/completions", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	resp, err := p.http.Do(req)
+	resp, _, err := postCompletion(ctx, p.http, p.urls[0], body, nil)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		return answerError(resp)
 	}
 	_, err = readEvents(resp.Body, func(_ time.Time, first bool, _ time.Time, _ []byte) {
 		if first {

@@ -95,20 +95,13 @@ func (p *party) segment(ctx context.Context, r row, reqs [][]byte) ([]sample, ti
 func (p *party) do(ctx context.Context, body []byte, stream bool) sample {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url()+"/v1/completions", bytes.NewReader(body))
-	if err != nil {
-		return sample{err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	t0 := time.Now()
-	resp, err := p.http.Do(req)
+	resp, t0, err := postCompletion(ctx, p.http, p.url(), body, nil)
 	if err != nil {
 		return sample{err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return sample{err: fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))}
+		return sample{err: answerError(resp)}
 	}
 	if !stream {
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

@@ -80,10 +80,8 @@ func ratios(rr rowResult) []string {
 // writeCompact prints the figures that matter most, one line per row: the
 // table for the project's docs/benchmarks.md.
 func writeCompact(w io.Writer, rows []rowResult) {
-	fmt.Fprintln(w, "\n#### In short")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| row | req/s: split · reverse_proxy · mlc_router · disagg · one engine | TTFT p50 ms: reverse_proxy · mlc_router · disagg · one engine | Caddy CPU ms/req: reverse_proxy · mlc_router · disagg |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- |")
+	tableHead(w, "In short", "| row | req/s: split · reverse_proxy · mlc_router · disagg · one engine | TTFT p50 ms: reverse_proxy · mlc_router · disagg · one engine | Caddy CPU ms/req: reverse_proxy · mlc_router · disagg |",
+		"| --- | --- | --- | --- |")
 	for _, rr := range rows {
 		f := func(key string) figures { return rr.figs[key] }
 		ttft := "–"
@@ -98,10 +96,8 @@ func writeCompact(w io.Writer, rows []rowResult) {
 
 // writeSummary prints one line per row with the goals' figures.
 func writeSummary(w io.Writer, rows []rowResult) {
-	fmt.Fprintln(w, "\n#### Against the goals (✗: missed)")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| row | router / split req/s | router / reverse_proxy req/s | router TTFT p50 − reverse_proxy | router gap p99 − split | router CPU / reverse_proxy | disagg TTFT p50 / one engine | disagg p50 − one engine | disagg: the router's own p50 | disagg CPU ms/req |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	tableHead(w, "Against the goals (✗: missed)", "| row | router / split req/s | router / reverse_proxy req/s | router TTFT p50 − reverse_proxy | router gap p99 − split | router CPU / reverse_proxy | disagg TTFT p50 / one engine | disagg p50 − one engine | disagg: the router's own p50 | disagg CPU ms/req |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, rr := range rows {
 		split, proxy, router, disagg, direct := rr.figs[keySplit], rr.figs[keyProxy], rr.figs[keyRouter], rr.figs[keyDisagg], rr.figs[keyDirect]
 		vsSplit, vsProxy := div(router.rps, split.rps), div(router.rps, proxy.rps)
@@ -155,4 +151,10 @@ func decimals(unit time.Duration) int {
 		return 2
 	}
 	return 0
+}
+
+// tableHead starts a table of the report under a heading: its head and
+// its alignment row.
+func tableHead(w io.Writer, title, head, align string) {
+	fmt.Fprintf(w, "\n#### %s\n\n%s\n%s\n", title, head, align)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // measureRows runs every row for every party, cfg.rounds times,
@@ -32,42 +33,9 @@ func measureRows(ctx context.Context, cfg *config, parties []*party, engines []s
 			var line []string
 			for k := range parties {
 				p := parties[(k+round)%len(parties)]
-				// The overhead histogram is read outside the window of
-				// the other counters: its exposition allocates in Caddy.
-				ownBefore, err := p.overhead(ctx)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", p.key, err)
-				}
-				before, err := p.measure(ctx)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", p.key, err)
-				}
-				decodedBefore, err := decodedTokens(ctx, engines)
+				samples, wall, err := p.measureSegment(ctx, r, reqs, engines, tallies[ri][p.key])
 				if err != nil {
 					return nil, err
-				}
-				samples, wall := p.segment(ctx, r, reqs)
-				after, err := p.measure(ctx)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", p.key, err)
-				}
-				decodedAfter, err := decodedTokens(ctx, engines)
-				if err != nil {
-					return nil, err
-				}
-				ownAfter, err := p.overhead(ctx)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", p.key, err)
-				}
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				t := tallies[ri][p.key]
-				t.add(samples, wall)
-				t.addDecoded(decodedBefore, decodedAfter)
-				if p.caddy != nil {
-					t.addCaddy(before, after)
-					t.own.grow(ownBefore, ownAfter)
 				}
 				line = append(line, fmt.Sprintf("%s %.0f/s", p.key, float64(len(samples))/wall.Seconds()))
 			}
@@ -87,6 +55,58 @@ func measureRows(ctx context.Context, cfg *config, parties []*party, engines []s
 		}
 	}
 	return out, nil
+}
+
+// window is what a party's segment is measured against: its Caddy's
+// counters, the router's overhead histogram and the engines' decoded
+// tokens.
+type window struct {
+	caddy   caddySample
+	own     histogram
+	decoded []float64
+}
+
+// measureSegment runs one segment of the row through p and adds it to t,
+// with what p's Caddy and the engines counted around it. The overhead
+// histogram is read outside the window of the other counters: its
+// exposition allocates in Caddy.
+func (p *party) measureSegment(ctx context.Context, r row, reqs [][]byte, engines []string, t *tally) ([]sample, time.Duration, error) {
+	var before, after window
+	var err error
+	if before.own, err = p.overhead(ctx); err == nil {
+		err = p.sampleWindow(ctx, engines, &before)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", p.key, err)
+	}
+	samples, wall := p.segment(ctx, r, reqs)
+	if err = p.sampleWindow(ctx, engines, &after); err == nil {
+		after.own, err = p.overhead(ctx)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", p.key, err)
+	}
+	if ctx.Err() != nil {
+		return nil, 0, ctx.Err()
+	}
+	t.add(samples, wall)
+	t.addDecoded(before.decoded, after.decoded)
+	if p.caddy != nil {
+		t.addCaddy(before.caddy, after.caddy)
+		t.own.grow(before.own, after.own)
+	}
+	return samples, wall, nil
+}
+
+// sampleWindow reads p's Caddy's counters and the engines' decoded tokens
+// into w.
+func (p *party) sampleWindow(ctx context.Context, engines []string, w *window) error {
+	var err error
+	if w.caddy, err = p.measure(ctx); err != nil {
+		return err
+	}
+	w.decoded, err = decodedTokens(ctx, engines)
+	return err
 }
 
 // warm sends one request per client of the row through every party before

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -121,13 +120,7 @@ func (b *bench) runSLO(ctx context.Context, cfg *config, args []string, stdout i
 // mlcPolicy is the goodput run's router: mode whole over the external
 // engines, with policy.
 func mlcPolicy(engines []string, policy string) string {
-	var b strings.Builder
-	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
-	for _, e := range engines {
-		fmt.Fprintf(&b, "\tendpoint %s external\n", e)
-	}
-	fmt.Fprintf(&b, "\tpolicy %s\n}\n", policy)
-	return b.String()
+	return mlcWhole(external(engines), "policy "+policy)
 }
 
 // step runs the mix at rate requests a second for the step's time, and

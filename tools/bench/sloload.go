@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -77,47 +73,20 @@ func pickClass(rng *rand.Rand) *sloClass {
 func (r *sloRouter) streamSLO(ctx context.Context, body []byte, ttft, tpot time.Duration) (time.Duration, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.caddy.base+"/v1/completions", bytes.NewReader(body))
-	if err != nil {
-		return 0, 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
+	header := http.Header{}
 	if ttft > 0 {
-		req.Header.Set("X-SLO-TTFT-Ms", strconv.FormatInt(ttft.Milliseconds(), 10))
-		req.Header.Set("X-SLO-TPOT-Ms", strconv.FormatInt(tpot.Milliseconds(), 10))
+		header.Set("X-SLO-TTFT-Ms", strconv.FormatInt(ttft.Milliseconds(), 10))
+		header.Set("X-SLO-TPOT-Ms", strconv.FormatInt(tpot.Milliseconds(), 10))
 	}
-	t0 := time.Now()
-	resp, err := r.http.Do(req)
+	resp, t0, err := postCompletion(ctx, r.http, r.caddy.base, body, header)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, 0, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		return 0, 0, answerError(resp)
 	}
-	var first, last time.Time
-	tokens := -1
-	_, err = readEvents(resp.Body, func(at time.Time, isFirst bool, _ time.Time, data []byte) {
-		if isFirst {
-			first = at
-		}
-		if bytes.Contains(data, []byte(`"usage"`)) {
-			var u struct {
-				Usage *struct {
-					CompletionTokens int `json:"completion_tokens"`
-				} `json:"usage"`
-			}
-			if json.Unmarshal(data, &u) == nil && u.Usage != nil {
-				tokens = u.Usage.CompletionTokens
-				return // the usage comes after the last text
-			}
-		}
-		last = at
-	})
-	if err == nil && tokens < 0 {
-		err = errors.New("a stream without its usage")
-	}
+	first, last, tokens, err := streamTimes(resp.Body)
 	var perToken time.Duration
 	if tokens > 1 {
 		perToken = last.Sub(first) / time.Duration(tokens-1)

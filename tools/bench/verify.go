@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,18 +47,13 @@ func verify(ctx context.Context, parties []*party, seed uint64, promptLen int) e
 func (p *party) text(ctx context.Context, body []byte, stream bool) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url()+"/v1/completions", bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	resp, err := p.http.Do(req)
+	resp, _, err := postCompletion(ctx, p.http, p.url(), body, nil)
 	if err != nil {
 		return "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return "", fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		return "", answerError(resp)
 	}
 	if !stream {
 		var out protocol.CompletionResponse

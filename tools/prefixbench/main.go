@@ -413,40 +413,49 @@ func startRedis(ctx context.Context, port int) error {
 	}
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1, DisableIdentity: true})
 	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		err := c.Ping(pctx).Err()
-		cancel()
-		if err == nil {
-			return nil
+	return pollUntil(ctx, 20*time.Second, func(ctx context.Context) error {
+		if err := c.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis-server on port %d did not come up: %w", port, err)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on port %d did not come up: %v", port, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // waitClusterUp waits until the Caddy behind an admin address shows
 // caddy_mlc_cluster_up 1: it shares through Redis.
 func waitClusterUp(ctx context.Context, admin string) error {
-	deadline := time.Now().Add(time.Minute)
-	c := &http.Client{Timeout: 2 * time.Second}
-	for {
-		if resp, err := c.Get("http://" + admin + "/metrics"); err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(body), "\ncaddy_mlc_cluster_up 1\n") {
-				return nil
-			}
+	return pollUntil(ctx, time.Minute, func(ctx context.Context) error {
+		body, err := get(ctx, "http://"+admin+"/metrics")
+		if err == nil && !strings.Contains(string(body), "\ncaddy_mlc_cluster_up 1\n") {
+			err = errors.New("caddy_mlc_cluster_up is not 1")
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the replica on %s never joined the cluster", admin)
+		if err != nil {
+			return fmt.Errorf("the replica on %s never joined the cluster: %w", admin, err)
+		}
+		return nil
+	})
+}
+
+// waitUp waits until base answers GET /v1/models.
+func waitUp(ctx context.Context, base string) error {
+	return pollUntil(ctx, time.Minute, func(ctx context.Context) error {
+		if _, err := get(ctx, base+"/v1/models"); err != nil {
+			return fmt.Errorf("%s did not come up: %w", base, err)
+		}
+		return nil
+	})
+}
+
+// pollUntil calls try every 50 ms, each call bounded by 2 s, until it
+// succeeds, and gives up with its last error after within.
+func pollUntil(ctx context.Context, within time.Duration, try func(context.Context) error) error {
+	deadline := time.Now().Add(within)
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := try(tctx)
+		cancel()
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -456,27 +465,22 @@ func waitClusterUp(ctx context.Context, admin string) error {
 	}
 }
 
-// waitUp waits until base answers GET /v1/models.
-func waitUp(ctx context.Context, base string) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		c := &http.Client{Timeout: 2 * time.Second}
-		resp, err := c.Get(base + "/v1/models")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not come up: %v", base, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+// get fetches url and returns its body when it answers 200.
+func get(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return body, err
 }
 
 func prefixed(addrs []string) []string {
