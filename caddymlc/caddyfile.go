@@ -109,11 +109,7 @@ func (r *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			continue
 		case "health_uri":
-			if seen[name] {
-				return d.Errf("%s given twice", name)
-			}
-			seen[name] = true
-			if err := oneArg(d, &r.HealthURI); err != nil {
+			if err := onceArg(d, seen, &r.HealthURI); err != nil {
 				return err
 			}
 			if !strings.HasPrefix(r.HealthURI, "/") {
@@ -237,9 +233,9 @@ var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
 	"embedding_model":   parseEmbeddingModel,
 	"mode":              parseMode,
 	"pd_balance_factor": parseBalance,
-	"max_prefill_queue": parseMaxPrefillQueue,
+	"max_prefill_queue": intOption(func(r *ModelConfig) *int { return &r.MaxPrefillQueue }, true),
 	"slo_admission":     parseSLOAdmission,
-	"max_inflight":      parseMaxInflight,
+	"max_inflight":      intOption(func(r *ModelConfig) *int { return &r.MaxInflight }, true),
 	"prefix_cache":      parsePrefixCache,
 	"engine":            parseEngine,
 	"engine_args":       parseEngineArgs,
@@ -250,22 +246,11 @@ var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
 	"startup_timeout":   durationOption(func(r *ModelConfig) *caddy.Duration { return &r.StartupTimeout }),
 	"engine_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.EngineTimeout }),
 	"queue_timeout":     durationOption(func(r *ModelConfig) *caddy.Duration { return &r.QueueTimeout }),
-	"queue_size":        intOption(func(r *ModelConfig) *int { return &r.QueueSize }),
-	"max_attempts":      intOption(func(r *ModelConfig) *int { return &r.MaxAttempts }),
+	"queue_size":        intOption(func(r *ModelConfig) *int { return &r.QueueSize }, false),
+	"max_attempts":      intOption(func(r *ModelConfig) *int { return &r.MaxAttempts }, false),
 	"max_body_size":     parseMaxBodySize,
 	"body_timeout":      durationOption(func(r *ModelConfig) *caddy.Duration { return &r.BodyTimeout }),
 	"client_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.ClientTimeout }),
-}
-
-func oneArg(d *caddyfile.Dispenser, dst *string) error {
-	if !d.NextArg() {
-		return d.ArgErr()
-	}
-	*dst = d.Val()
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return nil
 }
 
 func parseMode(r *ModelConfig, d *caddyfile.Dispenser) error {
@@ -293,23 +278,6 @@ func parseBalance(r *ModelConfig, d *caddyfile.Dispenser) error {
 		return d.Err(err.Error())
 	}
 	r.PDBalanceFactor = f
-	return nil
-}
-
-func parseMaxPrefillQueue(r *ModelConfig, d *caddyfile.Dispenser) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	if s == "off" {
-		r.MaxPrefillQueue = -1
-		return nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		return d.Errf("max_prefill_queue %q: want an integer of at least 1, or off", s)
-	}
-	r.MaxPrefillQueue = n
 	return nil
 }
 
@@ -471,37 +439,15 @@ func parsePolicy(r *ModelConfig, d *caddyfile.Dispenser) error {
 // durationOption parses "<name> <duration>" (positive) into field.
 func durationOption(field func(*ModelConfig) *caddy.Duration) func(*ModelConfig, *caddyfile.Dispenser) error {
 	return func(r *ModelConfig, d *caddyfile.Dispenser) error {
-		name := d.Val()
-		var s string
-		if err := oneArg(d, &s); err != nil {
-			return err
-		}
-		dur, err := caddy.ParseDuration(s)
-		if err != nil {
-			return d.Errf("%s %q: %v", name, s, err)
-		}
-		if dur <= 0 {
-			return d.Errf("%s %q: must be positive", name, s)
-		}
-		*field(r) = caddy.Duration(dur)
-		return nil
+		return durationArg(d, d.Val(), field(r))
 	}
 }
 
-// intOption parses "<name> <n>" (at least 1) into field.
-func intOption(field func(*ModelConfig) *int) func(*ModelConfig, *caddyfile.Dispenser) error {
+// intOption parses "<name> <n>" (at least 1; with off, "off" too for -1)
+// into field.
+func intOption(field func(*ModelConfig) *int, off bool) func(*ModelConfig, *caddyfile.Dispenser) error {
 	return func(r *ModelConfig, d *caddyfile.Dispenser) error {
-		name := d.Val()
-		var s string
-		if err := oneArg(d, &s); err != nil {
-			return err
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return d.Errf("%s %q: want an integer of at least 1", name, s)
-		}
-		*field(r) = n
-		return nil
+		return countArg(d, d.Val(), field(r), off)
 	}
 }
 
@@ -515,23 +461,5 @@ func parseMaxBodySize(r *ModelConfig, d *caddyfile.Dispenser) error {
 		return d.Errf("max_body_size %q: want a size such as 4MiB", s)
 	}
 	r.MaxBodySize = int64(n)
-	return nil
-}
-
-// parseMaxInflight reads `max_inflight <n>|off`.
-func parseMaxInflight(r *ModelConfig, d *caddyfile.Dispenser) error {
-	var v string
-	if err := oneArg(d, &v); err != nil {
-		return err
-	}
-	if v == "off" {
-		r.MaxInflight = -1
-		return nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return d.Errf("max_inflight %q: want an integer of at least 1, or off", v)
-	}
-	r.MaxInflight = n
 	return nil
 }

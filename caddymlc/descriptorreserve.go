@@ -99,16 +99,8 @@ func (d *DescriptorReserve) UnmarshalCaddyfile(disp *caddyfile.Dispenser) error 
 	for disp.NextBlock(0) {
 		switch disp.Val() {
 		case "timeout":
-			if !disp.NextArg() {
-				return disp.ArgErr()
-			}
-			v, err := caddy.ParseDuration(disp.Val())
-			if err != nil || v <= 0 {
-				return disp.Errf("timeout: want a positive duration, got %q", disp.Val())
-			}
-			d.Timeout = caddy.Duration(v)
-			if disp.NextArg() {
-				return disp.ArgErr()
+			if err := durationArg(disp, "timeout", &d.Timeout); err != nil {
+				return err
 			}
 		default:
 			return disp.Errf("unknown option %q", disp.Val())

@@ -1,9 +1,6 @@
 package caddymlc
 
 import (
-	"strconv"
-
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -79,25 +76,9 @@ func (c *Cluster) parseOption(d *caddyfile.Dispenser, name string) error {
 	case "key_prefix":
 		return oneArg(d, &c.KeyPrefix)
 	case "replicas":
-		var s string
-		if err := oneArg(d, &s); err != nil {
-			return err
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return d.Errf("cluster: replicas %q: want an integer of at least 1", s)
-		}
-		c.Replicas = n
+		return countArg(d, "cluster: replicas", &c.Replicas, false)
 	case "timeout":
-		var s string
-		if err := oneArg(d, &s); err != nil {
-			return err
-		}
-		dur, err := caddy.ParseDuration(s)
-		if err != nil || dur <= 0 {
-			return d.Errf("cluster: timeout %q: want a positive duration", s)
-		}
-		c.Timeout = caddy.Duration(dur)
+		return durationArg(d, "cluster: timeout", &c.Timeout)
 	case "tls":
 		t, err := parseClusterTLS(d)
 		if err != nil {

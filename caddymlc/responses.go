@@ -176,23 +176,19 @@ func (r *Handler) provisionResponses(cl *clusterLink) error {
 // options already given.
 func (c *Responses) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 	name := d.Val()
-	if seen[name] {
-		return d.Errf("%s given twice", name)
-	}
-	seen[name] = true
 	var s string
-	if err := oneArg(d, &s); err != nil {
+	if err := onceArg(d, seen, &s); err != nil {
 		return err
 	}
 	switch name {
 	case "responses_store":
 		c.ResponsesStore = s
 	case "responses_ttl":
-		dur, err := caddy.ParseDuration(s)
-		if err != nil || dur <= 0 {
+		dur, err := positiveDuration(s)
+		if err != nil {
 			return d.Errf("responses_ttl %q: want a positive duration such as 720h", s)
 		}
-		c.ResponsesTTL = caddy.Duration(dur)
+		c.ResponsesTTL = dur
 	case "responses_max_size":
 		n, err := humanize.ParseBytes(s)
 		if err != nil || n < 1 || n > math.MaxInt32 {

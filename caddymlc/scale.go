@@ -153,11 +153,11 @@ func parseScaleOption(s *Scale, d *caddyfile.Dispenser) error {
 	if dst == nil {
 		return d.Errf("scale: unknown option %q (want up_after, down_after, cooldown or kv_high)", name)
 	}
-	dur, err := caddy.ParseDuration(v)
-	if err != nil || dur <= 0 {
+	dur, err := positiveDuration(v)
+	if err != nil {
 		return d.Errf("scale %s %q: want a positive duration", name, v)
 	}
-	*dst = caddy.Duration(dur)
+	*dst = dur
 	return nil
 }
 

@@ -97,15 +97,11 @@ func (s *SLOs) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 	name := d.Val()
 	switch name {
 	case "slo_ttft", "slo_tpot":
-		if seen[name] {
-			return d.Errf("%s given twice", name)
-		}
-		seen[name] = true
 		dst := &s.SLOTTFT
 		if name == "slo_tpot" {
 			dst = &s.SLOTPOT
 		}
-		return oneArg(d, dst)
+		return onceArg(d, seen, dst)
 	}
 	args := d.RemainingArgs()
 	if len(args) < 3 || len(args)%2 == 0 {
@@ -113,34 +109,28 @@ func (s *SLOs) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 	}
 	var t SLOTargets
 	for i := 1; i < len(args); i += 2 {
-		dur, err := caddy.ParseDuration(args[i+1])
-		if err != nil || dur <= 0 {
+		dur, err := positiveDuration(args[i+1])
+		if err != nil {
 			return d.Errf("%s %s: %s %q: want a positive duration", name, args[0], args[i], args[i+1])
 		}
 		switch args[i] {
 		case "ttft":
-			t.TTFT = caddy.Duration(dur)
+			t.TTFT = dur
 		case "tpot":
-			t.TPOT = caddy.Duration(dur)
+			t.TPOT = dur
 		default:
 			return d.Errf("%s %s: unknown target %q (ttft, tpot)", name, args[0], args[i])
 		}
 	}
 	if name == "tenant_slo" {
-		if s.TenantSLOs == nil {
-			s.TenantSLOs = map[string]SLOTargets{}
-		}
-		s.TenantSLOs[args[0]] = t
+		setKey(&s.TenantSLOs, args[0], t)
 		return nil
 	}
 	band, err := strconv.Atoi(args[0])
 	if err != nil {
 		return d.Errf("priority_slo %q: want an integer band", args[0])
 	}
-	if s.PrioritySLOs == nil {
-		s.PrioritySLOs = map[int]SLOTargets{}
-	}
-	s.PrioritySLOs[band] = t
+	setKey(&s.PrioritySLOs, band, t)
 	return nil
 }
 

@@ -159,15 +159,11 @@ func (t *Tenancy) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 	name := d.Val()
 	switch name {
 	case "tenant", "priority":
-		if seen[name] {
-			return d.Errf("%s given twice", name)
-		}
-		seen[name] = true
 		dst := &t.Tenant
 		if name == "priority" {
 			dst = &t.Priority
 		}
-		return oneArg(d, dst)
+		return onceArg(d, seen, dst)
 	case "tenant_weight":
 		args := d.RemainingArgs()
 		if len(args) != 2 {
@@ -177,10 +173,7 @@ func (t *Tenancy) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 		if err != nil || !(w > 0) || math.IsInf(w, 0) {
 			return d.Errf("tenant_weight %s %q: want a positive number", args[0], args[1])
 		}
-		if t.TenantWeights == nil {
-			t.TenantWeights = map[string]float64{}
-		}
-		t.TenantWeights[args[0]] = w
+		setKey(&t.TenantWeights, args[0], w)
 	case "tenant_priority":
 		args := d.RemainingArgs()
 		if len(args) != 2 {
@@ -190,10 +183,7 @@ func (t *Tenancy) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 		if err != nil {
 			return d.Errf("tenant_priority %s %q: want an integer band", args[0], args[1])
 		}
-		if t.TenantPriorities == nil {
-			t.TenantPriorities = map[string]int{}
-		}
-		t.TenantPriorities[args[0]] = band
+		setKey(&t.TenantPriorities, args[0], band)
 	case "budget":
 		return t.parseBudget(d)
 	case "slo_ttft", "slo_tpot", "tenant_slo", "priority_slo":

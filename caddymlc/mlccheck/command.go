@@ -68,7 +68,7 @@ did, 2 when the checks could not run (the config, starting the engines).`,
 		CobraFunc: func(cmd *cobra.Command) {
 			AddFlags(cmd.Flags())
 			cmd.RunE = caddycmd.WrapCommandFuncForCobra(func(fl caddycmd.Flags) (int, error) {
-				opts, err := OptionsFrom(fl.FlagSet)
+				opts, err := OptionsFrom(fl)
 				if err != nil {
 					return ExitError, err
 				}
@@ -103,27 +103,15 @@ func AddFlags(fs *pflag.FlagSet) {
 }
 
 // OptionsFrom reads the flags AddFlags added.
-func OptionsFrom(fs *pflag.FlagSet) (Options, error) {
-	var o Options
-	var errs []error
-	get := func(err error) { errs = append(errs, err) }
-	var err error
-	o.Config, err = fs.GetString("config")
-	get(err)
-	o.Adapter, err = fs.GetString("adapter")
-	get(err)
-	o.Start, err = fs.GetBool("start")
-	get(err)
-	o.Wait, err = fs.GetDuration("wait")
-	get(err)
-	o.Timeout, err = fs.GetDuration("timeout")
-	get(err)
-	o.JSON, err = fs.GetBool("json")
-	get(err)
-	o.Verbose, err = fs.GetBool("verbose")
-	get(err)
-	if err := errors.Join(errs...); err != nil {
-		return o, err
+func OptionsFrom(fl caddycmd.Flags) (Options, error) {
+	o := Options{
+		Config:  fl.String("config"),
+		Adapter: fl.String("adapter"),
+		Start:   fl.Bool("start"),
+		Wait:    fl.Duration("wait"),
+		Timeout: fl.Duration("timeout"),
+		JSON:    fl.Bool("json"),
+		Verbose: fl.Bool("verbose"),
 	}
 	if o.Timeout <= 0 || o.Wait < 0 {
 		return o, fmt.Errorf("--timeout must be positive and --wait not negative")
