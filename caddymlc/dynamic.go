@@ -126,19 +126,7 @@ func (d *dynamicSet) start(grace time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel, d.done, d.grace = cancel, make(chan struct{}), grace
 	d.refresh(ctx)
-	goroutine.Go(d.r.logger, "dynamic engine discovery", func() {
-		defer close(d.done)
-		t := time.NewTicker(dynamicRefresh)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				d.refresh(ctx)
-			}
-		}
-	}, func(any) { close(d.done) })
+	goroutine.Every(ctx, d.r.logger, "dynamic engine discovery", dynamicRefresh, func() { d.refresh(ctx) }, func() { close(d.done) })
 }
 
 // stop ends the discovery and lets go of the engines; an engine no

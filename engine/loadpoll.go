@@ -45,23 +45,13 @@ type LoadRecorder interface {
 func (f *Fleet) PollLoad(ctx context.Context, rec LoadRecorder) {
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
 	for i := range f.engines {
-		goroutine.Go(f.logger(), "engine load poll", func() {
-			t := time.NewTicker(LoadPollInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					client.CloseIdleConnections()
-					return
-				case <-t.C:
-				}
-				if f.Ready(i) && rec.LoadDue(i, time.Now()) {
-					if extra, err := QueryLoad(ctx, client, f.Endpoint(i).URL()); err == nil {
-						rec.LoadAnswered(i, extra)
-					}
+		goroutine.Every(ctx, f.logger(), "engine load poll", LoadPollInterval, func() {
+			if f.Ready(i) && rec.LoadDue(i, time.Now()) {
+				if extra, err := QueryLoad(ctx, client, f.Endpoint(i).URL()); err == nil {
+					rec.LoadAnswered(i, extra)
 				}
 			}
-		}, nil)
+		}, client.CloseIdleConnections)
 	}
 }
 

@@ -107,6 +107,25 @@ func (d *decoder) readBody(hreq *http.Request) (body []byte, release func(), e *
 	}
 }
 
+// decodeRequest reads hreq's body into v and checks the model it names
+// (model says which, once v is decoded) before the rest of it: a request
+// for another model is judged by nothing of this one. release gives back
+// the large slot the request may hold (see readBody).
+func (d *decoder) decodeRequest(hreq *http.Request, v any, model func() string) (release func(), _ *protocol.Error) {
+	b, release, e := d.readBody(hreq)
+	if e != nil {
+		return nil, e
+	}
+	if e = protocol.DecodeJSON(b, v); e == nil {
+		e = d.checkModel(model())
+	}
+	if e != nil {
+		release()
+		return nil, e
+	}
+	return release, nil
+}
+
 // encode tokenizes a prompt's text. When the context is known and the
 // text longer than its probe, the probe is tokenized first: a prompt that
 // overflows the context there is refused at once (the cut may split a
@@ -127,18 +146,12 @@ func (d *decoder) encode(text string) ([]int, *protocol.Error) {
 // ids, tokenizing a string prompt. The model is checked before the other
 // fields: a request for another model is judged by nothing of this one.
 func (d *decoder) prepareCompletion(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
-	b, release, apiErr := d.readBody(hreq)
-	if apiErr != nil {
-		return nil, nil, apiErr
+	var req protocol.CompletionRequest
+	release, e := d.decodeRequest(hreq, &req, func() string { return req.Model })
+	if e != nil {
+		return nil, nil, e
 	}
 	defer release()
-	var req protocol.CompletionRequest
-	if e := protocol.DecodeJSON(b, &req); e != nil {
-		return nil, nil, e
-	}
-	if e := d.checkModel(req.Model); e != nil {
-		return nil, nil, e
-	}
 	if e := req.Validate(); e != nil {
 		return nil, nil, e
 	}
@@ -201,18 +214,12 @@ func (d *decoder) chatCompletion(creq *protocol.ChatCompletionRequest) (*protoco
 // checked before the other fields, as prepareCompletion does.
 // release gives back the large slot the request may hold (see readBody).
 func (d *decoder) decodeChat(hreq *http.Request) (_ *protocol.ChatCompletionRequest, release func(), _ *protocol.Error) {
-	b, release, e := d.readBody(hreq)
+	var creq protocol.ChatCompletionRequest
+	release, e := d.decodeRequest(hreq, &creq, func() string { return creq.Model })
 	if e != nil {
 		return nil, nil, e
 	}
-	var creq protocol.ChatCompletionRequest
-	e = protocol.DecodeJSON(b, &creq)
-	if e == nil {
-		e = d.checkModel(creq.Model)
-	}
-	if e == nil {
-		e = creq.Validate()
-	}
+	e = creq.Validate()
 	if e == nil {
 		e = d.checkTopLogprobs(creq.TopLogprobs)
 	}

@@ -17,18 +17,12 @@ var messagesAPI = api{idPrefix: "msg_", endpoint: "messages", prepare: (*decoder
 // that answers it, as prepareChat does for the chat request it becomes;
 // the model is checked first.
 func (d *decoder) prepareMessages(hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
-	b, release, e := d.readBody(hreq)
+	var mreq protocol.MessagesRequest
+	release, e := d.decodeRequest(hreq, &mreq, func() string { return mreq.Model })
 	if e != nil {
 		return nil, nil, e
 	}
 	defer release()
-	var mreq protocol.MessagesRequest
-	if e := protocol.DecodeJSON(b, &mreq); e != nil {
-		return nil, nil, e
-	}
-	if e := d.checkModel(mreq.Model); e != nil {
-		return nil, nil, e
-	}
 	creq, e := mreq.Chat()
 	if e != nil {
 		return nil, nil, e

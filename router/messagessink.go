@@ -3,7 +3,6 @@ package router
 import (
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -30,14 +29,13 @@ type messagesStream struct {
 	id, model string
 	input     int // the prompt's tokens
 
-	mu     sync.Mutex
 	out    eventStream
 	block  bool // the text block is open
 	reason string
 }
 
 // begin sends message_start, the text block's start when text is coming,
-// and ping; the caller holds mu.
+// and ping.
 func (s *messagesStream) begin(text bool) error {
 	msg := protocol.NewMessagesResponse(s.id, s.model, nil, nil, protocol.MessagesUsage{InputTokens: s.input})
 	if err := s.out.event(protocol.EventMessageStart, protocol.MessageStartEvent{Type: protocol.EventMessageStart, Message: msg}); err != nil {
@@ -57,8 +55,6 @@ func (s *messagesStream) delta(_ int, text string, _ *protocol.CompletionLogprob
 	if text == "" {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.out.started() {
 		if err := s.begin(true); err != nil {
 			return err
@@ -69,20 +65,14 @@ func (s *messagesStream) delta(_ int, text string, _ *protocol.CompletionLogprob
 }
 
 func (s *messagesStream) flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.out.flush()
 }
 
 func (s *messagesStream) finish(_ int, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.reason = reason
 }
 
 func (s *messagesStream) done(usage protocol.Usage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	defer s.out.flush()
 	if !s.out.started() && s.begin(false) != nil {
 		return
@@ -99,8 +89,6 @@ func (s *messagesStream) done(usage protocol.Usage) {
 }
 
 func (s *messagesStream) fail(err *protocol.Error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.out.started() {
 		err.WriteAnthropic(s.out.w)
 		return
@@ -115,14 +103,11 @@ type messagesWhole struct {
 	w         http.ResponseWriter
 	id, model string
 
-	mu     sync.Mutex
 	text   strings.Builder
 	reason string
 }
 
 func (m *messagesWhole) delta(_ int, text string, _ *protocol.CompletionLogprobs) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.text.WriteString(text)
 	return nil
 }
@@ -130,14 +115,10 @@ func (m *messagesWhole) delta(_ int, text string, _ *protocol.CompletionLogprobs
 func (m *messagesWhole) flush() {}
 
 func (m *messagesWhole) finish(_ int, reason string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.reason = reason
 }
 
 func (m *messagesWhole) done(usage protocol.Usage) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var content []protocol.MessagesBlock
 	if m.text.Len() > 0 {
 		content = []protocol.MessagesBlock{{Type: "text", Text: m.text.String()}}

@@ -54,17 +54,11 @@ type responseCall struct {
 // model is checked first.
 func (c *responseCall) prepare(d *decoder, hreq *http.Request) (*protocol.CompletionRequest, []int, *protocol.Error) {
 	c.created = time.Now().Unix()
-	b, release, e := d.readBody(hreq)
+	release, e := d.decodeRequest(hreq, &c.req, func() string { return c.req.Model })
 	if e != nil {
 		return nil, nil, e
 	}
 	defer release()
-	if e := protocol.DecodeJSON(b, &c.req); e != nil {
-		return nil, nil, e
-	}
-	if e := d.checkModel(c.req.Model); e != nil {
-		return nil, nil, e
-	}
 	if e := c.req.Validate(); e != nil {
 		return nil, nil, e
 	}

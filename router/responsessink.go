@@ -3,7 +3,6 @@ package router
 import (
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -27,7 +26,6 @@ type responseAnswer struct {
 	id, model string
 	itemID    string
 
-	mu     sync.Mutex
 	text   strings.Builder
 	reason string
 }
@@ -41,15 +39,13 @@ func (a *responseAnswer) status() string {
 	return protocol.ResponseCompleted
 }
 
-// final is the response done, with usage; the caller holds mu.
+// final is the response done, with usage.
 func (a *responseAnswer) final(usage protocol.Usage) protocol.Response {
 	item := protocol.NewOutputMessage(a.itemID, a.status(), a.text.String())
 	return a.call.response(a.id, a.model, a.status(), []protocol.ResponseMessage{item}, protocol.NewResponseUsage(usage))
 }
 
 func (a *responseAnswer) finish(_ int, reason string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.reason = reason
 }
 
@@ -62,15 +58,11 @@ type responsesWhole struct {
 }
 
 func (r *responsesWhole) delta(_ int, text string, _ *protocol.CompletionLogprobs) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.text.WriteString(text)
 	return nil
 }
 
 func (r *responsesWhole) done(usage protocol.Usage) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	final := r.final(usage)
 	if e := r.call.save(final); e != nil {
 		responsesError(e).Write(r.w)
@@ -97,7 +89,7 @@ type responsesStream struct {
 	seq int
 }
 
-// event sends one event, numbering it; the caller holds mu. seq is the
+// event sends one event, numbering it. seq is the
 // sequence_number field of v, set here.
 func (s *responsesStream) event(name string, v any, seq *int) error {
 	*seq = s.seq
@@ -106,7 +98,7 @@ func (s *responsesStream) event(name string, v any, seq *int) error {
 }
 
 // begin sends the events that open the response, its message and its
-// part; the caller holds mu.
+// part.
 func (s *responsesStream) begin() error {
 	inProgress := s.call.response(s.id, s.model, protocol.ResponseInProgress, nil, nil)
 	for _, name := range []string{protocol.EventResponseCreated, protocol.EventResponseInProgress} {
@@ -128,8 +120,6 @@ func (s *responsesStream) delta(_ int, text string, _ *protocol.CompletionLogpro
 	if text == "" {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.out.started() {
 		if err := s.begin(); err != nil {
 			return err
@@ -141,14 +131,10 @@ func (s *responsesStream) delta(_ int, text string, _ *protocol.CompletionLogpro
 }
 
 func (s *responsesStream) flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.out.flush()
 }
 
 func (s *responsesStream) done(usage protocol.Usage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	defer s.out.flush()
 	if !s.out.started() && s.begin() != nil {
 		return
@@ -177,8 +163,6 @@ func (s *responsesStream) done(usage protocol.Usage) {
 }
 
 func (s *responsesStream) fail(err *protocol.Error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.out.started() {
 		responsesError(err).Write(s.out.w)
 		return
@@ -186,8 +170,7 @@ func (s *responsesStream) fail(err *protocol.Error) {
 	s.failed(err)
 }
 
-// failed ends a stream that began with response.failed; the caller holds
-// mu.
+// failed ends a stream that began with response.failed.
 func (s *responsesStream) failed(err *protocol.Error) {
 	// Events went out: the status is gone, so the response fails in its
 	// last event, with what it had generated.

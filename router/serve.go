@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -224,18 +225,51 @@ func (r *Router) record(hreq *http.Request, a api, c *completion, rec *outcomeSi
 	c.log.Debug("completion", fields...)
 }
 
-// outcomeSink remembers how a response ended, for logs and metrics.
+// outcomeSink is the one way to a request's sink: it serialises the
+// calls of the choices' goroutines and remembers how the response ended,
+// for logs and metrics.
 type outcomeSink struct {
-	sink
-	err *protocol.Error
+	mu   sync.Mutex
+	sink sink
+	err  *protocol.Error
+}
+
+func (o *outcomeSink) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.sink.delta(index, text, logprobs)
+}
+
+func (o *outcomeSink) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sink.flush()
+}
+
+func (o *outcomeSink) finish(index int, reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sink.finish(index, reason)
+}
+
+func (o *outcomeSink) done(usage protocol.Usage) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sink.done(usage)
 }
 
 func (o *outcomeSink) fail(err *protocol.Error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.err = err
 	o.sink.fail(err)
 }
 
-func (o *outcomeSink) outcome() string { return outcomeOf(o.err) }
+func (o *outcomeSink) outcome() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return outcomeOf(o.err)
+}
 
 // outcomeOf names how a request that ended with err (nil: answered)
 // ended, as caddy_mlc_requests_total counts it.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -16,8 +15,9 @@ import (
 
 // sink receives what the client is to see of a completion: text pieces and
 // the end of each choice. Implementations format it as a completion or a
-// chat completion, streamed or whole. Methods are called from one goroutine
-// per choice; implementations serialise what they need to.
+// chat completion, streamed or whole. The choices' goroutines call it
+// through one outcomeSink, which serialises them: implementations hold no
+// lock of their own.
 type sink interface {
 	// delta delivers text of choice index, with the logprobs of the
 	// tokens it completes (nil when the request did not ask for them). An
@@ -59,7 +59,6 @@ type completionStream struct {
 	created      int64
 	includeUsage bool
 
-	mu      sync.Mutex
 	sse     *protocol.SSEWriter
 	broken  bool // the client stopped reading
 	written bool
@@ -88,7 +87,7 @@ func textEncoder(sample func(index int, text string) any) *protocol.TextChunkEnc
 	return enc
 }
 
-// writeText sends a chunk of text alone; the caller holds mu.
+// writeText sends a chunk of text alone.
 func (s *completionStream) writeText(index int, text string, slow func() any) error {
 	if s.text == nil {
 		return s.write(slow())
@@ -104,7 +103,7 @@ func (s *completionStream) chunk(choices []protocol.CompletionChoice, usage *pro
 	return protocol.CompletionResponse{ID: s.id, Object: protocol.ObjectTextCompletion, Created: s.created, Model: s.model, Choices: choices, Usage: usage}
 }
 
-// write sends one event; the caller holds mu.
+// write sends one event.
 func (s *completionStream) write(v any) error {
 	var err error
 	if s.buf, err = protocol.AppendJSON(s.buf[:0], v); err != nil {
@@ -113,7 +112,7 @@ func (s *completionStream) write(v any) error {
 	return s.writeData(s.buf)
 }
 
-// writeData sends one event's data; the caller holds mu.
+// writeData sends one event's data.
 func (s *completionStream) writeData(data []byte) error {
 	if err := s.writeHeld(data); err != nil {
 		return err
@@ -122,8 +121,7 @@ func (s *completionStream) writeData(data []byte) error {
 	return nil
 }
 
-// writeHeld writes one event's data without flushing it; the caller
-// holds mu.
+// writeHeld writes one event's data without flushing it.
 func (s *completionStream) writeHeld(data []byte) error {
 	if s.broken {
 		return errClientGone
@@ -142,16 +140,12 @@ func (s *completionStream) writeHeld(data []byte) error {
 
 // flush sends the held deltas.
 func (s *completionStream) flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.sse != nil && !s.broken {
 		s.sse.Flush()
 	}
 }
 
 func (s *completionStream) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	chunk := func() any {
 		return s.chunk([]protocol.CompletionChoice{{Index: index, Text: text, Logprobs: logprobs}}, nil)
 	}
@@ -162,14 +156,10 @@ func (s *completionStream) delta(index int, text string, logprobs *protocol.Comp
 }
 
 func (s *completionStream) finish(index int, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	_ = s.write(s.chunk([]protocol.CompletionChoice{{Index: index, FinishReason: &reason}}, nil))
 }
 
 func (s *completionStream) done(usage protocol.Usage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.includeUsage {
 		_ = s.write(s.chunk(nil, &usage))
 	}
@@ -179,8 +169,6 @@ func (s *completionStream) done(usage protocol.Usage) {
 }
 
 func (s *completionStream) fail(err *protocol.Error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.written {
 		err.Write(s.w)
 		return
@@ -193,7 +181,6 @@ func (s *completionStream) fail(err *protocol.Error) {
 type completionWhole struct {
 	w         http.ResponseWriter
 	id, model string
-	mu        sync.Mutex
 	choices   []protocol.CompletionChoice
 }
 
@@ -211,8 +198,6 @@ func newCompletionWhole(w http.ResponseWriter, id, model string, n int, logprobs
 }
 
 func (c *completionWhole) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	ch := &c.choices[index]
 	ch.Text += text
 	if ch.Logprobs != nil {
@@ -224,8 +209,6 @@ func (c *completionWhole) delta(index int, text string, logprobs *protocol.Compl
 func (c *completionWhole) flush() {}
 
 func (c *completionWhole) finish(index int, reason string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.choices[index].FinishReason = &reason
 }
 
@@ -270,8 +253,6 @@ func (s *chatStream) chatChunk(choices []protocol.ChatChunkChoice, usage *protoc
 }
 
 func (s *chatStream) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	chunk := func() any {
 		d := protocol.ChatDelta{Role: protocol.RoleAssistant, Content: &text}
 		return s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, Logprobs: chatLogprobs(logprobs)}}, nil)
@@ -283,15 +264,11 @@ func (s *chatStream) delta(index int, text string, logprobs *protocol.Completion
 }
 
 func (s *chatStream) finish(index int, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	d := protocol.ChatDelta{Role: protocol.RoleAssistant}
 	_ = s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, FinishReason: &reason}}, nil))
 }
 
 func (s *chatStream) done(usage protocol.Usage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.includeUsage {
 		_ = s.write(s.chatChunk(nil, &usage))
 	}

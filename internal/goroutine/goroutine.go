@@ -5,7 +5,9 @@
 package goroutine
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -56,4 +58,27 @@ func Call(log func() *zap.Logger, what string, fn func()) (panicked bool) {
 	}()
 	fn()
 	return false
+}
+
+// Every runs fn in a new goroutine (as Go) each interval, the first time
+// after one, until ctx is done (never once it is) or fn panics; then it
+// calls done, if not nil.
+func Every(ctx context.Context, log *zap.Logger, what string, interval time.Duration, fn func(), done func()) {
+	Go(log, what, func() {
+		if done != nil {
+			defer done()
+		}
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if ctx.Err() == nil {
+					fn()
+				}
+			}
+		}
+	}, nil)
 }

@@ -1,7 +1,9 @@
 package goroutine
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -41,5 +43,35 @@ func TestCallReportsPanic(t *testing.T) {
 	}
 	if e := logs.FilterMessage("panic recovered in step").All(); len(e) != 1 || e[0].ContextMap()["panic"] != "42" {
 		t.Errorf("logged %+v", logs.All())
+	}
+}
+
+func TestEveryTicksUntilDoneAndSurvivesAPanic(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ticks := make(chan int, 16)
+	done := make(chan struct{})
+	n := 0
+	Every(ctx, zap.NewNop(), "test", time.Millisecond, func() {
+		n++
+		ticks <- n
+		if n == 3 {
+			cancel()
+		}
+	}, func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Every did not end after its context")
+	}
+	if got := len(ticks); got != 3 {
+		t.Errorf("%d ticks, want 3", got)
+	}
+
+	panicked := make(chan struct{})
+	Every(context.Background(), zap.NewNop(), "test", time.Millisecond, func() { panic("boom") }, func() { close(panicked) })
+	select {
+	case <-panicked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a panic did not end Every with done")
 	}
 }
