@@ -7,19 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/lib.sh
-work=$(mktemp -d)
-cleanup() {
-  local pid
-  for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
-  wait || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  [ -s "$work/caddy.log" ] && { echo "--- the Caddy's log (last lines)" >&2; tail -20 "$work/caddy.log" >&2; }
-  exit 1
-}
+use_work_dir
 
 main_job=$(readme_top 1)
 build=${main_job%% && *}

@@ -9,20 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/lib.sh
-work=$(mktemp -d)
-# On the way out, stop what this script started and still runs (its jobs).
-cleanup() {
-  local pid
-  for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
-  wait || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for log in "$work"/*.log; do echo "--- $log (last lines)" >&2; tail -20 "$log" >&2; done
-  exit 1
-}
+use_work_dir
 
 # The main job's command is "<build> && <run>": build here, run below.
 main_job=$(readme_top 1)

@@ -113,3 +113,28 @@ fuzz_target() {
   echo "fuzz: $target hit Go's coordinator race (golang/go#75804) with no failing input; again for ${execs:-100000} executions"
   go test -run '^$' -fuzz "^${target}\$" -fuzztime "${execs:-100000}x" "$pkg"
 }
+
+# use_work_dir makes $work, a folder for the script's files and logs, and
+# on the way out stops the script's jobs still running and removes it.
+use_work_dir() {
+  work=$(mktemp -d)
+  trap stop_jobs_and_clean EXIT
+}
+
+stop_jobs_and_clean() {
+  local pid
+  for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
+  wait || true
+  rm -rf "$work"
+}
+
+# fail MSG stops the script with MSG and the last lines of each log in
+# $work.
+fail() {
+  local log
+  echo "FAIL: $*" >&2
+  for log in "$work"/*.log; do
+    [ -s "$log" ] && { echo "--- $log (last lines)"; tail -20 "$log"; } >&2
+  done
+  exit 1
+}
