@@ -52,7 +52,7 @@ func TestChatCompletions(t *testing.T) {
 				text += *ch.Delta.Content
 			}
 			if ch.Delta.Role != "" {
-				role = ch.Delta.Role
+				role = string(ch.Delta.Role)
 			}
 			if ch.FinishReason != nil {
 				finish = *ch.FinishReason

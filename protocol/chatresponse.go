@@ -27,38 +27,30 @@ func (f Fingerprint) MarshalJSON() ([]byte, error) {
 	return json.Marshal(string(f))
 }
 
-// ChatMessage is the message of a whole chat completion's choice. An unset
-// Role is written as "assistant".
-type ChatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+// AnswerRole is the role of an answer's message; unset, it is written as
+// "assistant".
+type AnswerRole string
+
+// MarshalJSON writes the role, RoleAssistant when unset.
+func (r AnswerRole) MarshalJSON() ([]byte, error) {
+	if r == "" {
+		r = RoleAssistant
+	}
+	return json.Marshal(string(r))
 }
 
-// MarshalJSON writes the message with its role.
-func (m ChatMessage) MarshalJSON() ([]byte, error) {
-	type wire ChatMessage
-	if m.Role == "" {
-		m.Role = RoleAssistant
-	}
-	return json.Marshal(wire(m))
+// ChatMessage is the message of a whole chat completion's choice.
+type ChatMessage struct {
+	Role    AnswerRole `json:"role"`
+	Content string     `json:"content"`
 }
 
 // ChatDelta is the piece of a message a chat chunk carries. Every delta
 // carries the role, not only the first: MLC-LLM's stream model makes each
-// delta a ChatCompletionMessage, whose role is required. An unset Role is
-// written as "assistant".
+// delta a ChatCompletionMessage, whose role is required.
 type ChatDelta struct {
-	Role    string  `json:"role"`
-	Content *string `json:"content,omitempty"`
-}
-
-// MarshalJSON writes the delta with its role.
-func (d ChatDelta) MarshalJSON() ([]byte, error) {
-	type wire ChatDelta
-	if d.Role == "" {
-		d.Role = RoleAssistant
-	}
-	return json.Marshal(wire(d))
+	Role    AnswerRole `json:"role"`
+	Content *string    `json:"content,omitempty"`
 }
 
 // ChatChoice is one answer of a whole chat completion.

@@ -222,6 +222,9 @@ func (r *ResponsesRequest) Chat(history, input []ResponseMessage) (*ChatCompleti
 
 // chatMessage is a chat message of text.
 func chatMessage(role, text string) json.RawMessage {
-	b, _ := json.Marshal(ChatMessage{Role: role, Content: text})
+	b, _ := json.Marshal(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{role, text})
 	return b
 }
