@@ -30,7 +30,8 @@
 //     waiting for one (acquire).
 //   - attempt.go: an attempt's stream and its Close; engineclient.go: the
 //     calls, under a watchdog, and their verdicts.
-//   - sink.go: the answer out, streamed or whole, completion or chat;
+//   - sink.go: the answer out, streamed or whole, completion or chat,
+//     behind serve.go's outcomeSink, which serialises the choices;
 //     choicelogprobs.go the logprobs that go with the text;
 //     messagessink.go a message and responsessink.go a response, over
 //     eventstream.go's named events.
