@@ -14,28 +14,17 @@ type decoder interface {
 	decodeChain(tokens []string) []string
 }
 
-// newDecoder builds the decoder described by raw; nil means none.
-func newDecoder(raw json.RawMessage) (decoder, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	c, err := decodeComponent(raw)
-	if err != nil {
-		return nil, fmt.Errorf("decoder: %w", err)
-	}
+// decoderKind reads tokenizer.json's "decoder".
+var decoderKind = componentKind[decoder]{
+	name:    "decoder",
+	members: func(c *componentJSON) []json.RawMessage { return c.Decoders },
+	seq:     func(m []decoder) decoder { return decoderSeq(m) },
+	build:   buildDecoder,
+}
+
+// buildDecoder builds a decoder of any type but Sequence.
+func buildDecoder(c *componentJSON) (decoder, error) {
 	switch c.Type {
-	case "Sequence":
-		var seq decoderSeq
-		for i, r := range c.Decoders {
-			d, err := newDecoder(r)
-			if err != nil {
-				return nil, fmt.Errorf("decoder sequence item %d: %w", i, err)
-			}
-			if d != nil {
-				seq = append(seq, d)
-			}
-		}
-		return seq, nil
 	case "ByteLevel":
 		return byteLevelDec{}, nil
 	case "Replace":

@@ -16,28 +16,17 @@ type normalizer interface {
 	normalize(s string) string
 }
 
-// newNormalizer builds the normalizer described by raw; nil means none.
-func newNormalizer(raw json.RawMessage) (normalizer, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	c, err := decodeComponent(raw)
-	if err != nil {
-		return nil, fmt.Errorf("normalizer: %w", err)
-	}
+// normalizerKind reads tokenizer.json's "normalizer".
+var normalizerKind = componentKind[normalizer]{
+	name:    "normalizer",
+	members: func(c *componentJSON) []json.RawMessage { return c.Normalizers },
+	seq:     func(m []normalizer) normalizer { return normalizerSeq(m) },
+	build:   buildNormalizer,
+}
+
+// buildNormalizer builds a normalizer of any type but Sequence.
+func buildNormalizer(c *componentJSON) (normalizer, error) {
 	switch c.Type {
-	case "Sequence":
-		var seq normalizerSeq
-		for i, r := range c.Normalizers {
-			n, err := newNormalizer(r)
-			if err != nil {
-				return nil, fmt.Errorf("normalizer sequence item %d: %w", i, err)
-			}
-			if n != nil {
-				seq = append(seq, n)
-			}
-		}
-		return seq, nil
 	case "NFC":
 		return formNormalizer{norm.NFC}, nil
 	case "NFD":

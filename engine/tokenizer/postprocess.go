@@ -12,29 +12,17 @@ type postProcessor interface {
 	process(ids []int) []int
 }
 
-// newPostProcessor builds the post-processor described by raw; nil
-// means none.
-func newPostProcessor(raw json.RawMessage) (postProcessor, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	c, err := decodeComponent(raw)
-	if err != nil {
-		return nil, fmt.Errorf("post_processor: %w", err)
-	}
+// postProcessorKind reads tokenizer.json's "post_processor".
+var postProcessorKind = componentKind[postProcessor]{
+	name:    "post_processor",
+	members: func(c *componentJSON) []json.RawMessage { return c.Processors },
+	seq:     func(m []postProcessor) postProcessor { return postProcessorSeq(m) },
+	build:   buildPostProcessor,
+}
+
+// buildPostProcessor builds a post-processor of any type but Sequence.
+func buildPostProcessor(c *componentJSON) (postProcessor, error) {
 	switch c.Type {
-	case "Sequence":
-		var seq postProcessorSeq
-		for i, r := range c.Processors {
-			p, err := newPostProcessor(r)
-			if err != nil {
-				return nil, fmt.Errorf("post_processor sequence item %d: %w", i, err)
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
-		}
-		return seq, nil
 	case "ByteLevel":
 		// Only adjusts offsets, which this package does not compute.
 		return nil, nil

@@ -60,29 +60,17 @@ func (sc *scratch) release() {
 // true.
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 
-// newPreTokenizer builds the pre-tokenizer described by raw; nil means
-// none.
-func newPreTokenizer(raw json.RawMessage) (preTokenizer, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	c, err := decodeComponent(raw)
-	if err != nil {
-		return nil, fmt.Errorf("pre_tokenizer: %w", err)
-	}
+// preTokenizerKind reads tokenizer.json's "pre_tokenizer".
+var preTokenizerKind = componentKind[preTokenizer]{
+	name:    "pre_tokenizer",
+	members: func(c *componentJSON) []json.RawMessage { return c.Pretokenizers },
+	seq:     func(m []preTokenizer) preTokenizer { return preTokenizerSeq(m) },
+	build:   buildPreTokenizer,
+}
+
+// buildPreTokenizer builds a pre-tokenizer of any type but Sequence.
+func buildPreTokenizer(c *componentJSON) (preTokenizer, error) {
 	switch c.Type {
-	case "Sequence":
-		var seq preTokenizerSeq
-		for i, r := range c.Pretokenizers {
-			p, err := newPreTokenizer(r)
-			if err != nil {
-				return nil, fmt.Errorf("pre_tokenizer sequence item %d: %w", i, err)
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
-		}
-		return seq, nil
 	case "Split":
 		p, err := compilePattern(c.Pattern)
 		if err != nil {
@@ -120,6 +108,7 @@ func newPreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 	case "Punctuation":
 		b := isolated
 		if c.Behavior != "" {
+			var err error
 			if b, err = parseBehavior(c.Behavior); err != nil {
 				return nil, fmt.Errorf("pre_tokenizer Punctuation: %w", err)
 			}

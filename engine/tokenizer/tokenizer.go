@@ -143,10 +143,10 @@ func fromJSON(data []byte) (*HF, error) {
 	if t.model, err = newBPE(&m); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if t.normalizer, err = newNormalizer(f.Normalizer); err != nil {
+	if t.normalizer, err = normalizerKind.fromJSON(f.Normalizer); err != nil {
 		return nil, err
 	}
-	if t.pre, err = newPreTokenizer(f.PreTokenizer); err != nil {
+	if t.pre, err = preTokenizerKind.fromJSON(f.PreTokenizer); err != nil {
 		return nil, err
 	}
 	last := t.pre
@@ -156,10 +156,10 @@ func fromJSON(data []byte) (*HF, error) {
 	if bl, ok := last.(*byteLevelPre); ok {
 		bl.deferMap = true
 	}
-	if t.post, err = newPostProcessor(f.PostProcessor); err != nil {
+	if t.post, err = postProcessorKind.fromJSON(f.PostProcessor); err != nil {
 		return nil, err
 	}
-	if t.decoder, err = newDecoder(f.Decoder); err != nil {
+	if t.decoder, err = decoderKind.fromJSON(f.Decoder); err != nil {
 		return nil, err
 	}
 
