@@ -79,83 +79,101 @@ func (s *jsonScanner) int() (int, error) {
 	return strconv.Atoi(string(s.b[start:s.i]))
 }
 
+// strThen reads a JSON string and then the byte sep that must follow
+// it.
+func (s *jsonScanner) strThen(sep byte) (string, error) {
+	v, err := s.str()
+	if err != nil {
+		return "", err
+	}
+	if !s.consume(sep) {
+		return "", errShape
+	}
+	return v, nil
+}
+
+// members reads an object or array delimited by open and close, calling
+// member to read each of its comma-separated members.
+func (s *jsonScanner) members(open, close byte, member func() error) error {
+	if !s.consume(open) {
+		return errShape
+	}
+	if s.consume(close) {
+		return nil
+	}
+	for {
+		if err := member(); err != nil {
+			return err
+		}
+		if s.consume(close) {
+			return nil
+		}
+		if !s.consume(',') {
+			return errShape
+		}
+	}
+}
+
 // scanVocab parses {"token": id, ...}.
 func scanVocab(b []byte) (map[string]int, error) {
 	s := &jsonScanner{b: b}
-	if !s.consume('{') {
-		return nil, errShape
-	}
 	m := make(map[string]int, len(b)/16)
-	if s.consume('}') {
-		return m, nil
-	}
-	for {
-		k, err := s.str()
+	err := s.members('{', '}', func() error {
+		k, err := s.strThen(':')
 		if err != nil {
-			return nil, err
-		}
-		if !s.consume(':') {
-			return nil, errShape
+			return err
 		}
 		v, err := s.int()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		m[k] = v
-		if s.consume('}') {
-			return m, nil
-		}
-		if !s.consume(',') {
-			return nil, errShape
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return m, nil
 }
 
 // scanMerges parses ["a b", ...] or [["a", "b"], ...].
 func scanMerges(b []byte) ([][2]string, error) {
 	s := &jsonScanner{b: b}
-	if !s.consume('[') {
-		return nil, errShape
-	}
 	out := make([][2]string, 0, len(b)/12)
-	if s.consume(']') {
-		return out, nil
-	}
-	for {
-		var pair [2]string
-		if s.consume('[') {
-			a, err := s.str()
-			if err != nil {
-				return nil, err
-			}
-			if !s.consume(',') {
-				return nil, errShape
-			}
-			c, err := s.str()
-			if err != nil {
-				return nil, err
-			}
-			if !s.consume(']') {
-				return nil, errShape
-			}
-			pair = [2]string{a, c}
-		} else {
-			m, err := s.str()
-			if err != nil {
-				return nil, err
-			}
-			a, c, ok := cutSpace(m)
-			if !ok {
-				return nil, errShape
-			}
-			pair = [2]string{a, c}
+	err := s.members('[', ']', func() error {
+		pair, err := s.merge()
+		if err != nil {
+			return err
 		}
 		out = append(out, pair)
-		if s.consume(']') {
-			return out, nil
-		}
-		if !s.consume(',') {
-			return nil, errShape
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
+}
+
+// merge reads one merge, "a b" or ["a", "b"].
+func (s *jsonScanner) merge() ([2]string, error) {
+	if s.consume('[') {
+		a, err := s.strThen(',')
+		if err != nil {
+			return [2]string{}, err
+		}
+		c, err := s.strThen(']')
+		if err != nil {
+			return [2]string{}, err
+		}
+		return [2]string{a, c}, nil
+	}
+	m, err := s.str()
+	if err != nil {
+		return [2]string{}, err
+	}
+	a, c, ok := cutSpace(m)
+	if !ok {
+		return [2]string{}, errShape
+	}
+	return [2]string{a, c}, nil
 }
