@@ -64,12 +64,8 @@ func newBPE(m *bpeJSON) (*bpe, error) {
 		fuseUnk:      m.FuseUnk,
 		byteFallback: m.ByteFallback,
 		ignoreMerges: m.IgnoreMerges,
-	}
-	if m.ContinuingSubwordPrefix != nil {
-		b.prefix = *m.ContinuingSubwordPrefix
-	}
-	if m.EndOfWordSuffix != nil {
-		b.suffix = *m.EndOfWordSuffix
+		prefix:       valueOr(m.ContinuingSubwordPrefix, ""),
+		suffix:       valueOr(m.EndOfWordSuffix, ""),
 	}
 	if m.UnkToken != nil {
 		id, ok := b.vocab[*m.UnkToken]

@@ -121,6 +121,14 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
+// valueOr returns *p, or def when the optional field p is absent.
+func valueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
 // decodeComponent parses one component object.
 func decodeComponent(raw json.RawMessage) (*componentJSON, error) {
 	var c componentJSON

@@ -53,11 +53,7 @@ func buildDecoder(c *componentJSON) (decoder, error) {
 		r, _ := utf8.DecodeRuneInString(m.replacement)
 		return metaspaceDec{r, m.scheme != "never"}, nil
 	case "BPEDecoder":
-		suffix := "</w>"
-		if c.Suffix != nil {
-			suffix = *c.Suffix
-		}
-		return bpeDec{suffix}, nil
+		return bpeDec{valueOr(c.Suffix, "</w>")}, nil
 	default:
 		return nil, fmt.Errorf("decoder %q: %w", c.Type, errUnsupported)
 	}

@@ -16,7 +16,7 @@ type metaspace struct {
 }
 
 func newMetaspace(c *componentJSON) (*metaspace, error) {
-	m := &metaspace{replacement: c.Replacement, split: boolOr(c.Split, true)}
+	m := &metaspace{replacement: c.Replacement, split: valueOr(c.Split, true)}
 	if m.replacement == "" {
 		m.replacement = "▁"
 	}
@@ -26,7 +26,7 @@ func newMetaspace(c *componentJSON) (*metaspace, error) {
 	case "":
 		// Serializations before tokenizers 0.14 have add_prefix_space.
 		m.scheme = "never"
-		if boolOr(c.AddPrefixSpace, true) {
+		if valueOr(c.AddPrefixSpace, true) {
 			m.scheme = "always"
 		}
 	default:

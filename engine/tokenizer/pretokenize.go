@@ -82,8 +82,8 @@ func buildPreTokenizer(c *componentJSON) (preTokenizer, error) {
 		}
 		return &splitter{find: p.findAll, behavior: b, invert: c.Invert}, nil
 	case "ByteLevel":
-		bl := &byteLevelPre{addPrefixSpace: boolOr(c.AddPrefixSpace, true)}
-		if boolOr(c.UseRegex, true) {
+		bl := &byteLevelPre{addPrefixSpace: valueOr(c.AddPrefixSpace, true)}
+		if valueOr(c.UseRegex, true) {
 			p, err := compilePattern(&patternJSON{Regex: new(gpt2Pattern)})
 			if err != nil {
 				return nil, err
@@ -117,13 +117,6 @@ func buildPreTokenizer(c *componentJSON) (preTokenizer, error) {
 	default:
 		return nil, fmt.Errorf("pre_tokenizer %q: %w", c.Type, errUnsupported)
 	}
-}
-
-func boolOr(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
 }
 
 // isPunctuation is Rust's char::is_ascii_punctuation || is_punctuation.
