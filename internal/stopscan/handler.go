@@ -42,13 +42,9 @@ type Handler struct {
 // refuses them). With no stop strings every piece is released at once.
 func NewHandler(stops []string) *Handler {
 	h := &Handler{}
-	for _, st := range stops {
-		if st == "" {
-			continue
-		}
-		h.stops = append(h.stops, st)
+	h.stops, h.maxLen = nonEmpty(stops)
+	for _, st := range h.stops {
 		h.tables = append(h.tables, partialMatchTable(st))
-		h.maxLen = max(h.maxLen, len(st))
 	}
 	h.match = make([]int, len(h.stops))
 	return h

@@ -32,14 +32,20 @@ type Scanner struct {
 // New returns a Scanner for stops; empty stop strings are ignored.
 func New(stops []string) *Scanner {
 	s := &Scanner{}
-	for _, st := range stops {
-		if st == "" {
-			continue
-		}
-		s.stops = append(s.stops, st)
-		s.maxLen = max(s.maxLen, len(st))
-	}
+	s.stops, s.maxLen = nonEmpty(stops)
 	return s
+}
+
+// nonEmpty returns stops without the empty strings, which match
+// everywhere and so are ignored, and the length of the longest.
+func nonEmpty(stops []string) (kept []string, maxLen int) {
+	for _, st := range stops {
+		if st != "" {
+			kept = append(kept, st)
+			maxLen = max(maxLen, len(st))
+		}
+	}
+	return kept, maxLen
 }
 
 // Push takes the next piece of text and returns what may be handed out
