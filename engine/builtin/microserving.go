@@ -62,20 +62,28 @@ func (s *server) startGenerateEndpoint(w http.ResponseWriter, r *http.Request) {
 // decodeMicro reads a microserving request into v, whose completion part
 // is req, and validates it.
 func (s *server) decodeMicro(w http.ResponseWriter, r *http.Request, v any, req *protocol.CompletionRequest) bool {
-	perr := s.requireDebug()
+	perr := s.decodeDebugRequest(r, v)
 	if perr == nil {
-		var b []byte
-		if b, perr = protocol.ReadBody(r.Body, 0); perr == nil {
-			if perr = protocol.DecodeJSON(b, v); perr == nil {
-				perr = req.ValidateForEngine()
-			}
-		}
+		perr = req.ValidateForEngine()
 	}
 	if perr != nil {
 		perr.Write(w)
 		return false
 	}
 	return true
+}
+
+// decodeDebugRequest reads the JSON body of a request to an endpoint that
+// only an engine started with --enable-debug serves into v.
+func (s *server) decodeDebugRequest(r *http.Request, v any) *protocol.Error {
+	if perr := s.requireDebug(); perr != nil {
+		return perr
+	}
+	b, perr := protocol.ReadBody(r.Body, 0)
+	if perr != nil {
+		return perr
+	}
+	return protocol.DecodeJSON(b, v)
 }
 
 func (s *server) requireDebug() *protocol.Error {

@@ -17,14 +17,8 @@ const codeReleased = "prep_recv_released"
 // back a reservation it abandoned, so that its pages serve queued work now
 // rather than after prep_recv_timeout_ms.
 func (s *server) releaseEndpoint(w http.ResponseWriter, r *http.Request) {
-	perr := s.requireDebug()
 	var req protocol.ReleaseRequest
-	if perr == nil {
-		var b []byte
-		if b, perr = protocol.ReadBody(r.Body, 0); perr == nil {
-			perr = protocol.DecodeJSON(b, &req)
-		}
-	}
+	perr := s.decodeDebugRequest(r, &req)
 	if perr == nil && req.User == "" {
 		perr = protocol.InvalidRequest("user", "release needs the user field of the prep_recv to undo")
 	}

@@ -9,14 +9,8 @@ import (
 // slownessEndpoint replaces the engine's Slowness (an extension, see
 // protocol.PathSlowness) and answers the one it replaced.
 func (s *server) slownessEndpoint(w http.ResponseWriter, r *http.Request) {
-	perr := s.requireDebug()
 	var req protocol.Slowness
-	if perr == nil {
-		var b []byte
-		if b, perr = protocol.ReadBody(r.Body, 0); perr == nil {
-			perr = protocol.DecodeJSON(b, &req)
-		}
-	}
+	perr := s.decodeDebugRequest(r, &req)
 	if perr == nil {
 		if err := req.Validate(); err != nil {
 			perr = protocol.InvalidRequest("", "%s", err)
