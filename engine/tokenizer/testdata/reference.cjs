@@ -20,6 +20,7 @@
 
 const fs = require("fs");
 const path = require("path");
+const { benchEncode } = require("./bench.cjs");
 
 const [moduleDir, tokenizerPath, configPath, corpusPath, outPath, roundsArg] =
   process.argv.slice(2);
@@ -47,25 +48,8 @@ const decoded = ids.map((x) =>
     : tokenizer.decode(x, { skip_special_tokens: false, clean_up_tokenization_spaces: false })
 );
 
-let bench = null;
-const rounds = Number(roundsArg || 0);
-if (rounds > 0) {
-  let bytes = 0;
-  for (const s of corpus) bytes += Buffer.byteLength(s, "utf8");
-  let tokens = 0;
-  const start = process.hrtime.bigint();
-  for (let r = 0; r < rounds; r++) {
-    for (const s of corpus) tokens += tokenizer.encode(s, { add_special_tokens: false }).length;
-  }
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  bench = {
-    rounds,
-    seconds,
-    tokens,
-    bytes: bytes * rounds,
-    tokens_per_second: tokens / seconds,
-    mb_per_second: (bytes * rounds) / seconds / 1e6,
-  };
-}
+const bench = benchEncode(corpus, Number(roundsArg || 0), (s) =>
+  tokenizer.encode(s, { add_special_tokens: false })
+);
 
 fs.writeFileSync(outPath, JSON.stringify({ ids, ids_special: idsSpecial, decoded, bench }));

@@ -12,6 +12,7 @@
 
 const fs = require("fs");
 const path = require("path");
+const { benchEncode } = require("./bench.cjs");
 
 const [moduleDir, tokenizerPath, corpusPath, outPath, roundsArg, idsPath] = process.argv.slice(2);
 if (!outPath) {
@@ -34,26 +35,7 @@ const { Tokenizer } = mod.exports;
   const ids = corpus.map((s) => Array.from(tokenizer.encode(s)));
   const decoded = ids.map((x) => tokenizer.decode(Int32Array.from(x)));
 
-  let bench = null;
-  const rounds = Number(roundsArg || 0);
-  if (rounds > 0) {
-    let bytes = 0;
-    for (const s of corpus) bytes += Buffer.byteLength(s, "utf8");
-    let tokens = 0;
-    const start = process.hrtime.bigint();
-    for (let r = 0; r < rounds; r++) {
-      for (const s of corpus) tokens += tokenizer.encode(s).length;
-    }
-    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-    bench = {
-      rounds,
-      seconds,
-      tokens,
-      bytes: bytes * rounds,
-      tokens_per_second: tokens / seconds,
-      mb_per_second: (bytes * rounds) / seconds / 1e6,
-    };
-  }
+  const bench = benchEncode(corpus, Number(roundsArg || 0), (s) => tokenizer.encode(s));
   let decodedIDs = null;
   if (idsPath) {
     decodedIDs = JSON.parse(fs.readFileSync(idsPath, "utf8")).map((x) => tokenizer.decode(Int32Array.from(x)));
