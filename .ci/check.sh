@@ -9,10 +9,7 @@ cd "$(dirname "$0")/.."
 source .ci/lib.sh
 use_work_dir
 
-main_job=$(readme_top 1)
-build=${main_job%% && *}
-echo "\$ $build"
-eval "$build"
+build_main_job
 
 # answers PORT succeeds if something accepts connections on 127.0.0.1:PORT.
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

@@ -11,13 +11,8 @@ cd "$(dirname "$0")/.."
 source .ci/lib.sh
 use_work_dir
 
-# The main job's command is "<build> && <run>": build here, run below.
-main_job=$(readme_top 1)
-build=${main_job%% && *}
-run=${main_job#* && }
-[ "$build" != "$main_job" ] || fail "the README's main job is not '<build> && <run>': $main_job"
-echo "\$ $build"
-eval "$build"
+# The main job is built here and run below.
+build_main_job
 
 # completes CMD runs a curl command and succeeds if it printed a completion.
 completes() {
@@ -112,7 +107,7 @@ done
 echo
 echo "# the README's \"Using it\" block"
 using=$(doc_block README.md using)
-[ "$(head -1 <<<"$using")" = "$run &" ] || fail "\"Using it\" does not start the main job ($run &)"
+[ "$(head -1 <<<"$using")" = "$main_run &" ] || fail "\"Using it\" does not start the main job ($main_run &)"
 stop=$(grep -x 'kill \$!' <<<"$using") || fail "\"Using it\" does not end with kill \$!"
 [ "$(tail -1 <<<"$using")" = "$stop" ] || fail "\"Using it\" does not end with kill \$!"
 echo "$using"

@@ -138,3 +138,15 @@ fail() {
   done
   exit 1
 }
+
+# build_main_job runs the build of the README's main job, whose command is
+# "<build> && <run>", as written, and leaves its run in $main_run.
+build_main_job() {
+  local main_job build
+  main_job=$(readme_top 1)
+  build=${main_job%% && *}
+  main_run=${main_job#* && }
+  [ "$build" != "$main_job" ] || fail "the README's main job is not '<build> && <run>': $main_job"
+  echo "\$ $build"
+  eval "$build"
+}
