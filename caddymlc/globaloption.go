@@ -97,29 +97,21 @@ func parseClusterTLS(d *caddyfile.Dispenser) (*ClusterTLS, error) {
 		return nil, d.ArgErr()
 	}
 	t := &ClusterTLS{}
+	files := map[string]*string{"server_name": &t.ServerName, "ca": &t.CA, "client_cert": &t.ClientCert, "client_key": &t.ClientKey}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var dst *string
-		switch d.Val() {
-		case "server_name":
-			dst = &t.ServerName
-		case "ca":
-			dst = &t.CA
-		case "client_cert":
-			dst = &t.ClientCert
-		case "client_key":
-			dst = &t.ClientKey
-		case "insecure_skip_verify":
-			if d.NextArg() {
-				return nil, d.ArgErr()
+		if dst := files[d.Val()]; dst != nil {
+			if err := oneArg(d, dst); err != nil {
+				return nil, err
 			}
-			t.InsecureSkipVerify = true
 			continue
-		default:
+		}
+		if d.Val() != "insecure_skip_verify" {
 			return nil, d.Errf("cluster tls: unknown option %q (server_name, ca, client_cert, client_key, insecure_skip_verify)", d.Val())
 		}
-		if err := oneArg(d, dst); err != nil {
-			return nil, err
+		if d.NextArg() {
+			return nil, d.ArgErr()
 		}
+		t.InsecureSkipVerify = true
 	}
 	return t, nil
 }

@@ -88,25 +88,30 @@ func Load(dir string) (*HF, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
-	switch {
-	case err == nil:
-		if err := t.applyConfig(cfg); err != nil {
-			return nil, fmt.Errorf("tokenizer: tokenizer_config.json: %w", err)
-		}
-	case !errors.Is(err, fs.ErrNotExist):
+	// In this order: generation_config.json adds to the EOS ids that
+	// tokenizer_config.json sets.
+	if err := applyIfPresent(filepath.Join(dir, "tokenizer_config.json"), t.applyConfig); err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	gen, err := os.ReadFile(filepath.Join(dir, "generation_config.json"))
-	switch {
-	case err == nil:
-		if err := t.applyGenerationConfig(gen); err != nil {
-			return nil, fmt.Errorf("tokenizer: generation_config.json: %w", err)
-		}
-	case !errors.Is(err, fs.ErrNotExist):
+	if err := applyIfPresent(filepath.Join(dir, "generation_config.json"), t.applyGenerationConfig); err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	return t, nil
+}
+
+// applyIfPresent applies the file at path, if there is one.
+func applyIfPresent(path string, apply func([]byte) error) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := apply(b); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return nil
 }
 
 // FromJSON builds a tokenizer from the contents of a tokenizer.json.
