@@ -125,14 +125,7 @@ func (g *loadGen) finish() int {
 // reloadSite loads a Caddyfile with one mlc_router on httpPort.
 func reloadSite(t *testing.T, httpPort int, routerBody string) {
 	t.Helper()
-	cf := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n%s\t}\n}\n", httpPort, routerBody)
-	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
-	if err != nil {
-		t.Fatalf("adapt: %v\n%s", err, cf)
-	}
-	if err := caddy.Load(cfg, true); err != nil {
-		t.Fatalf("reload: %v", err)
-	}
+	reloadCaddyfile(t, fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n}\nhttp://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n%s\t}\n}\n", httpPort, routerBody))
 }
 
 func endpointLines(ports ...int) string {
