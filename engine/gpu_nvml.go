@@ -15,32 +15,21 @@ import (
 // go-nvml loads libnvidia-ml with dlopen, so this builds and runs without
 // the driver.
 func Inventory(logger *zap.Logger) ([]GPU, error) {
-	n, err := openNVML()
-	if err != nil {
-		return nil, err
-	}
-	defer nvml.Shutdown()
-	gpus := make([]GPU, 0, n)
-	for i := range n {
-		gpu, err := deviceInfo(i)
-		if err != nil {
-			return nil, err
+	return eachDevice(func(i int, dev nvml.Device) (GPU, error) {
+		gpu, err := deviceInfo(i, dev)
+		if err == nil {
+			logger.Info("GPU", zap.Int("index", i), zap.String("name", gpu.Name),
+				zap.String("memory_total", humanize.IBytes(gpu.MemoryTotal)),
+				zap.String("memory_free", humanize.IBytes(gpu.MemoryFree)), zap.String("uuid", gpu.UUID))
 		}
-		logger.Info("GPU", zap.Int("index", i), zap.String("name", gpu.Name),
-			zap.String("memory_total", humanize.IBytes(gpu.MemoryTotal)),
-			zap.String("memory_free", humanize.IBytes(gpu.MemoryFree)), zap.String("uuid", gpu.UUID))
-		gpus = append(gpus, gpu)
-	}
-	return gpus, nil
+		return gpu, err
+	})
 }
 
-// deviceInfo reads GPU i. NVML must be initialised.
-func deviceInfo(i int) (GPU, error) {
-	dev, ret := nvml.DeviceGetHandleByIndex(i)
-	if ret != nvml.SUCCESS {
-		return GPU{}, fmt.Errorf("nvml device %d: %w", i, ret)
-	}
+// deviceInfo reads GPU i.
+func deviceInfo(i int, dev nvml.Device) (GPU, error) {
 	gpu := GPU{Index: i}
+	var ret nvml.Return
 	if gpu.Name, ret = dev.GetName(); ret != nvml.SUCCESS {
 		return GPU{}, fmt.Errorf("nvml device %d name: %w", i, ret)
 	}
@@ -56,17 +45,7 @@ func deviceInfo(i int) (GPU, error) {
 // SampleGPUs reads every GPU's memory use and utilisation through NVML. It
 // returns an error wrapping ErrNoNVML when the NVML library is missing.
 func SampleGPUs() ([]GPUSample, error) {
-	n, err := openNVML()
-	if err != nil {
-		return nil, err
-	}
-	defer nvml.Shutdown()
-	out := make([]GPUSample, 0, n)
-	for i := range n {
-		dev, ret := nvml.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("nvml device %d: %w", i, ret)
-		}
+	return eachDevice(func(i int, dev nvml.Device) (GPUSample, error) {
 		s := GPUSample{Index: i}
 		if mem, ret := dev.GetMemoryInfo(); ret == nvml.SUCCESS {
 			s.MemoryUsed, s.MemoryTotal = mem.Used, mem.Total
@@ -74,7 +53,30 @@ func SampleGPUs() ([]GPUSample, error) {
 		if util, ret := dev.GetUtilizationRates(); ret == nvml.SUCCESS {
 			s.Utilization = float64(util.Gpu) / 100
 		}
-		out = append(out, s)
+		return s, nil
+	})
+}
+
+// eachDevice opens NVML, reads every GPU with read, in index order, and
+// closes NVML. Without the library it returns an error wrapping
+// ErrNoNVML.
+func eachDevice[T any](read func(i int, dev nvml.Device) (T, error)) ([]T, error) {
+	n, err := openNVML()
+	if err != nil {
+		return nil, err
+	}
+	defer nvml.Shutdown()
+	out := make([]T, 0, n)
+	for i := range n {
+		dev, ret := nvml.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml device %d: %w", i, ret)
+		}
+		v, err := read(i, dev)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
