@@ -135,15 +135,15 @@ func (a *attainment) status() *SLOStatus {
 }
 
 // newSLORequests is the attainment's series.
-func newSLORequests(ns, sub string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "slo_requests_total",
-		Help: "Requests with latency targets, by model, tenant (the top tenants by traffic; the rest as other), priority band and whether they met them (met: true, false; one the gate refused for its targets counts as false)."},
-		[]string{"model", "tenant", "band", "met"})
+func newSLORequests() *prometheus.CounterVec {
+	return newCounterVec("slo_requests_total",
+		"Requests with latency targets, by model, tenant (the top tenants by traffic; the rest as other), priority band and whether they met them (met: true, false; one the gate refused for its targets counts as false).",
+		"model", "tenant", "band", "met")
 }
 
 // newSLORefused is the series of the requests refused for their targets.
-func newSLORefused(ns, sub string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "slo_refused_total",
-		Help: "Requests the gate refused because no engine was predicted to meet their time to first token target (slo_admission shed), by model, tenant and band."},
-		[]string{"model", "tenant", "band"})
+func newSLORefused() *prometheus.CounterVec {
+	return newCounterVec("slo_refused_total",
+		"Requests the gate refused because no engine was predicted to meet their time to first token target (slo_admission shed), by model, tenant and band.",
+		"model", "tenant", "band")
 }

@@ -413,10 +413,9 @@ var (
 func scaleMetricsOf() *scaleMetrics {
 	scaleMetricsOnce.Do(func() {
 		scaleMetricsVal = &scaleMetrics{
-			decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "mlc", Name: "scale_decisions_total",
-				Help: "The autoscaler's changes of a model's engines, by direction (up, down) and reason."}, []string{"model", "direction", "reason"}),
-			target: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "caddy", Subsystem: "mlc", Name: "scale_target",
-				Help: "The number of spawned engines the autoscaler brings a model to."}, []string{"model"}),
+			decisions: newCounterVec("scale_decisions_total",
+				"The autoscaler's changes of a model's engines, by direction (up, down) and reason.", "model", "direction", "reason"),
+			target: newGaugeVec("scale_target", "The number of spawned engines the autoscaler brings a model to.", "model"),
 		}
 	})
 	return scaleMetricsVal

@@ -222,14 +222,10 @@ type latencyMetrics struct {
 	absErr, count       *prometheus.CounterVec
 }
 
-func newLatencyMetrics(ns, sub string) latencyMetrics {
+func newLatencyMetrics() latencyMetrics {
 	labels := []string{"engine", "metric"}
-	gauge := func(name, help string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
-	}
-	counter := func(name, help string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
-	}
+	gauge := func(name, help string) *prometheus.GaugeVec { return newGaugeVec(name, help, labels...) }
+	counter := func(name, help string) *prometheus.CounterVec { return newCounterVec(name, help, labels...) }
 	return latencyMetrics{
 		observed:  gauge("latency_observed_seconds", "The last time to first token (ttft) or time per output token (tpot) the router observed on each engine."),
 		predicted: gauge("latency_predicted_seconds", "What the engine's latency model predicted for the last observation, before learning from it."),

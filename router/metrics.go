@@ -71,56 +71,31 @@ var (
 
 func sharedMetrics() *routerMetrics {
 	metricsOnce.Do(func() {
-		const ns, sub = "caddy", "mlc"
 		metrics = &routerMetrics{
-			requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "requests_total",
-				Help: "Requests by model, routing mode, endpoint (completions, chat, embeddings, messages, responses) and outcome (ok, client_error, unavailable, failed, canceled)."}, []string{"model", "mode", "endpoint", "outcome"}),
-			retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "retries_total",
-				Help: "Attempts retried, by cause (preempt, failure, timeout, migrate: a drained engine's grace ended)."}, []string{"cause"}),
-			preemptions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "preemptions_total",
-				Help: `Attempts an engine ended with finish_reason "preempt".`}),
-			tokens: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "completion_tokens_total",
-				Help: "Tokens generated for clients."}),
-			ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "time_to_first_token_seconds",
-				Help: "Time from a request's arrival to its first text, by routing mode.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, []string{"model", "mode"}),
-			ownTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "router_overhead_seconds",
-				Help:    "The part of the time to first token spent in the router's own work (parsing, tokenizing, choosing engines, encoding, writing), not waiting on an engine, the queue or a retry's backoff, by routing mode.",
-				Buckets: prometheus.ExponentialBuckets(0.00002, 1.5, 28)}, []string{"model", "mode"}),
-			itl: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "inter_token_latency_seconds",
-				Help: "Time between two pieces of a choice's text as the router sends them, by model and routing mode.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"model", "mode"}),
-			steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "microserving_step_seconds",
-				Help: "Duration of the microserving calls: prep_recv, remote_send, start_generate (to its first byte).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"step"}),
-			kvBytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "kv_transfer_bytes_total",
-				Help: "KV cache bytes moved from prefill to decode engines, as the engines report them."}),
-			inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_inflight_requests",
-				Help: "Requests in flight per engine, as the router balances them."}, []string{"engine"}),
-			drainState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_drain_state",
-				Help: "Each engine's drain by an operator: 0 in rotation, 1 draining (out of rotation, attempts still on it), 2 drained (nothing on it)."}, []string{"engine"}),
-			kvPages: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_kv_pages",
-				Help: "KV cache pages of each engine by state (used: held by sequences; cached: kept by the prefix cache, evictable; free), as the engine last reported them."}, []string{"engine", "state"}),
-			engineRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "engine_requests_total",
-				Help: "Calls made to each engine (a disaggregated request makes one to its decode engine and one to its prefill engine)."}, []string{"engine"}),
-			queued: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "queued_requests",
-				Help: "Requests waiting for an engine (none ready: engines starting or restarting, a reload)."}),
-			queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "queue_wait_seconds",
-				Help: "Time requests waited for an engine.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
-			releases: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "reservations_released_total",
-				Help: "prep_recv reservations given back before use, by how (release, start_generate, failed)."}, []string{"how"}),
-			localPrefills: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "local_prefills_total",
-				Help: "Disaggregated requests the decode engine prefilled itself, by reason (prefill_busy, no_prefill_engine, remote_send_failed, unknown_pe, empty_window)."}, []string{"reason"}),
-			dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "clients_dropped_total",
-				Help: "Clients the router let go, by reason (slow_body: the body did not arrive within body_timeout; stalled: the client accepted no byte for client_timeout; no_descriptors: no file descriptor left to reach an engine; not_accepted: none left to accept the client, answered 503 by mlc_descriptor_reserve)."}, []string{"reason"}),
-			admissionWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "admission_wait_seconds",
-				Help:    "Time requests waited in the router's fair queue for the engines' capacity, by model and tenant (the top tenants by traffic; the rest as other).",
-				Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"model", "tenant"}),
-			waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "admission_waiting_requests",
-				Help: "Requests waiting in the router's fair queue for the engines' capacity, by model."}, []string{"model"}),
-			rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rate_limited_total",
-				Help: "Requests refused with a 429 for a spent budget, by tenant (the top tenants by traffic; the rest as other) and budget (tokens, requests)."}, []string{"tenant", "limit"}),
-			prefixEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "prefix_events_applied_total",
-				Help: "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished)."}, []string{"kind"}),
+			requests:       newCounterVec("requests_total", "Requests by model, routing mode, endpoint (completions, chat, embeddings, messages, responses) and outcome (ok, client_error, unavailable, failed, canceled).", "model", "mode", "endpoint", "outcome"),
+			retries:        newCounterVec("retries_total", "Attempts retried, by cause (preempt, failure, timeout, migrate: a drained engine's grace ended).", "cause"),
+			preemptions:    newCounter("preemptions_total", `Attempts an engine ended with finish_reason "preempt".`),
+			tokens:         newCounter("completion_tokens_total", "Tokens generated for clients."),
+			ttft:           newHistogramVec("time_to_first_token_seconds", "Time from a request's arrival to its first text, by routing mode.", prometheus.ExponentialBuckets(0.001, 2, 18), "model", "mode"),
+			ownTime:        newHistogramVec("router_overhead_seconds", "The part of the time to first token spent in the router's own work (parsing, tokenizing, choosing engines, encoding, writing), not waiting on an engine, the queue or a retry's backoff, by routing mode.", prometheus.ExponentialBuckets(0.00002, 1.5, 28), "model", "mode"),
+			itl:            newHistogramVec("inter_token_latency_seconds", "Time between two pieces of a choice's text as the router sends them, by model and routing mode.", prometheus.ExponentialBuckets(0.0001, 2, 18), "model", "mode"),
+			steps:          newHistogramVec("microserving_step_seconds", "Duration of the microserving calls: prep_recv, remote_send, start_generate (to its first byte).", prometheus.ExponentialBuckets(0.0001, 2, 18), "step"),
+			kvBytes:        newCounter("kv_transfer_bytes_total", "KV cache bytes moved from prefill to decode engines, as the engines report them."),
+			inflight:       newGaugeVec("engine_inflight_requests", "Requests in flight per engine, as the router balances them.", "engine"),
+			drainState:     newGaugeVec("engine_drain_state", "Each engine's drain by an operator: 0 in rotation, 1 draining (out of rotation, attempts still on it), 2 drained (nothing on it).", "engine"),
+			kvPages:        newGaugeVec("engine_kv_pages", "KV cache pages of each engine by state (used: held by sequences; cached: kept by the prefix cache, evictable; free), as the engine last reported them.", "engine", "state"),
+			engineRequests: newCounterVec("engine_requests_total", "Calls made to each engine (a disaggregated request makes one to its decode engine and one to its prefill engine).", "engine"),
+			queued:         newGauge("queued_requests", "Requests waiting for an engine (none ready: engines starting or restarting, a reload)."),
+			queueWait:      newHistogram("queue_wait_seconds", "Time requests waited for an engine.", prometheus.ExponentialBuckets(0.001, 4, 10)),
+			releases:       newCounterVec("reservations_released_total", "prep_recv reservations given back before use, by how (release, start_generate, failed).", "how"),
+			localPrefills:  newCounterVec("local_prefills_total", "Disaggregated requests the decode engine prefilled itself, by reason (prefill_busy, no_prefill_engine, remote_send_failed, unknown_pe, empty_window).", "reason"),
+			dropped:        newCounterVec("clients_dropped_total", "Clients the router let go, by reason (slow_body: the body did not arrive within body_timeout; stalled: the client accepted no byte for client_timeout; no_descriptors: no file descriptor left to reach an engine; not_accepted: none left to accept the client, answered 503 by mlc_descriptor_reserve).", "reason"),
+			admissionWait:  newHistogramVec("admission_wait_seconds", "Time requests waited in the router's fair queue for the engines' capacity, by model and tenant (the top tenants by traffic; the rest as other).", prometheus.ExponentialBuckets(0.0005, 4, 10), "model", "tenant"),
+			waiting:        newGaugeVec("admission_waiting_requests", "Requests waiting in the router's fair queue for the engines' capacity, by model.", "model"),
+			rateLimited:    newCounterVec("rate_limited_total", "Requests refused with a 429 for a spent budget, by tenant (the top tenants by traffic; the rest as other) and budget (tokens, requests).", "tenant", "limit"),
+			prefixEvents:   newCounterVec("prefix_events_applied_total", "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished).", "kind"),
 		}
-		metrics.latency, metrics.slo, metrics.sloRefused = newLatencyMetrics(ns, sub), newSLORequests(ns, sub), newSLORefused(ns, sub)
+		metrics.latency, metrics.slo, metrics.sloRefused = newLatencyMetrics(), newSLORequests(), newSLORefused()
 		metrics.tenants = fair.NewLabels(tenantLabels, metrics.forgetTenant)
 	})
 	return metrics
@@ -159,3 +134,31 @@ func (m *routerMetrics) preempted() { m.preemptions.Inc() }
 // RegisterMetrics adds the router's metrics to reg (Caddy's registry),
 // once per registry; every router of a process shares them.
 func RegisterMetrics(reg prometheus.Registerer) error { return sharedMetrics().register(reg) }
+
+// The router's metrics are caddy_mlc_<name>, as Caddy's own are
+// caddy_<subsystem>_<name>.
+const metricsNamespace, metricsSubsystem = "caddy", "mlc"
+
+func newCounter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help})
+}
+
+func newCounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help}, labels)
+}
+
+func newGauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help})
+}
+
+func newGaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help}, labels)
+}
+
+func newHistogram(name, help string, buckets []float64) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help, Buckets: buckets})
+}
+
+func newHistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help, Buckets: buckets}, labels)
+}
