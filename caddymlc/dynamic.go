@@ -126,7 +126,8 @@ func (d *dynamicSet) start(grace time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel, d.done, d.grace = cancel, make(chan struct{}), grace
 	d.refresh(ctx)
-	goroutine.Every(ctx, d.r.logger, "dynamic engine discovery", dynamicRefresh, func() { d.refresh(ctx) }, func() { close(d.done) })
+	goroutine.Every(ctx, d.r.logger, "dynamic engine discovery", func() time.Duration { return dynamicRefresh },
+		func() { d.refresh(ctx) }, func() { close(d.done) })
 }
 
 // stop ends the discovery and lets go of the engines; an engine no

@@ -45,7 +45,7 @@ type LoadRecorder interface {
 func (f *Fleet) PollLoad(ctx context.Context, rec LoadRecorder) {
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableCompression: true}}
 	for i := range f.engines {
-		goroutine.Every(ctx, f.logger(), "engine load poll", LoadPollInterval, func() {
+		goroutine.Every(ctx, f.logger(), "engine load poll", func() time.Duration { return LoadPollInterval }, func() {
 			if f.Ready(i) && rec.LoadDue(i, time.Now()) {
 				if extra, err := QueryLoad(ctx, client, f.Endpoint(i).URL()); err == nil {
 					rec.LoadAnswered(i, extra)

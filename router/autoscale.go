@@ -105,20 +105,9 @@ func (lf *LiveFleet) autoscale(ctx context.Context) {
 	if len(engine.Spawned(lf.spec.Endpoints)) == 0 {
 		return
 	}
-	goroutine.Go(lf.Log(), "autoscaler", func() {
-		t := time.NewTimer(lf.scaler.Load().interval())
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			a := lf.scaler.Load()
-			if a != nil {
-				a.tick(ctx)
-			}
-			t.Reset(a.interval())
+	goroutine.Every(ctx, lf.Log(), "autoscaler", func() time.Duration { return lf.scaler.Load().interval() }, func() {
+		if a := lf.scaler.Load(); a != nil {
+			a.tick(ctx)
 		}
 	}, nil)
 }

@@ -60,25 +60,27 @@ func Call(log func() *zap.Logger, what string, fn func()) (panicked bool) {
 	return false
 }
 
-// Every runs fn in a new goroutine (as Go) each interval, the first time
-// after one, until ctx is done (never once it is) or fn panics; then it
-// calls done, if not nil.
-func Every(ctx context.Context, log *zap.Logger, what string, interval time.Duration, fn func(), done func()) {
+// Every runs fn in a new goroutine (as Go) until ctx is done (never once
+// it is) or fn panics, then calls done, if not nil. Before each call it
+// waits interval(), which it asks anew each time: a reload may change it.
+func Every(ctx context.Context, log *zap.Logger, what string, interval func() time.Duration, fn func(), done func()) {
 	Go(log, what, func() {
 		if done != nil {
 			defer done()
 		}
-		t := time.NewTicker(interval)
+		t := time.NewTimer(interval())
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if ctx.Err() == nil {
-					fn()
-				}
 			}
+			if ctx.Err() != nil {
+				return
+			}
+			fn()
+			t.Reset(interval())
 		}
 	}, nil)
 }

@@ -51,7 +51,7 @@ func TestEveryTicksUntilDoneAndSurvivesAPanic(t *testing.T) {
 	ticks := make(chan int, 16)
 	done := make(chan struct{})
 	n := 0
-	Every(ctx, zap.NewNop(), "test", time.Millisecond, func() {
+	Every(ctx, zap.NewNop(), "test", func() time.Duration { return time.Millisecond }, func() {
 		n++
 		ticks <- n
 		if n == 3 {
@@ -68,7 +68,7 @@ func TestEveryTicksUntilDoneAndSurvivesAPanic(t *testing.T) {
 	}
 
 	panicked := make(chan struct{})
-	Every(context.Background(), zap.NewNop(), "test", time.Millisecond, func() { panic("boom") }, func() { close(panicked) })
+	Every(context.Background(), zap.NewNop(), "test", func() time.Duration { return time.Millisecond }, func() { panic("boom") }, func() { close(panicked) })
 	select {
 	case <-panicked:
 	case <-time.After(10 * time.Second):
