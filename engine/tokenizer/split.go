@@ -157,20 +157,16 @@ func (sp *splitter) split(sc *scratch, out []piece, p piece) []piece {
 		for _, g := range segs {
 			spans = append(spans, span{g.start, g.end, g.match})
 		}
-	case contiguous:
+	case contiguous, mergedWithPrevious:
+		// Contiguous joins a segment to the one before it of its kind;
+		// merged with previous joins a delimiter to what comes before.
 		prevMatch := false
 		for _, g := range segs {
-			if g.match == prevMatch && len(spans) > 0 {
-				spans[len(spans)-1].end = g.end
-			} else {
-				spans = append(spans, span{g.start, g.end, false})
+			join := g.match == prevMatch
+			if sp.behavior == mergedWithPrevious {
+				join = g.match && !prevMatch
 			}
-			prevMatch = g.match
-		}
-	case mergedWithPrevious:
-		prevMatch := false
-		for _, g := range segs {
-			if g.match && !prevMatch && len(spans) > 0 {
+			if join && len(spans) > 0 {
 				spans[len(spans)-1].end = g.end
 			} else {
 				spans = append(spans, span{g.start, g.end, false})
