@@ -316,3 +316,14 @@ func jsonKind(raw json.RawMessage) jsonValueKind {
 	}
 	return kindNumber
 }
+
+// chatMessage is a chat request's message of role, its content text or
+// parts: how the Messages and Responses APIs write the turns of the chat
+// request they become.
+func chatMessage(role string, content any) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	}{role, content})
+	return b
+}

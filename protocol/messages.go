@@ -60,13 +60,7 @@ func (r *MessagesRequest) Chat() (*ChatCompletionRequest, *Error) {
 		return nil, e
 	}
 	var msgs []json.RawMessage
-	add := func(role string, content any) {
-		b, _ := json.Marshal(struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		}{role, content})
-		msgs = append(msgs, b)
-	}
+	add := func(role string, content any) { msgs = append(msgs, chatMessage(role, content)) }
 	if system, e := anthropicText("system", r.System); e != nil {
 		return nil, e
 	} else if system.joined() != "" {

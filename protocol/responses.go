@@ -219,12 +219,3 @@ func (r *ResponsesRequest) Chat(history, input []ResponseMessage) (*ChatCompleti
 	}
 	return creq, nil
 }
-
-// chatMessage is a chat message of text.
-func chatMessage(role, text string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{role, text})
-	return b
-}
