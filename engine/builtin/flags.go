@@ -157,21 +157,27 @@ func (ov *Overrides) parse(s string) error {
 }
 
 func (ov *Overrides) set(k, v string) error {
-	counts := map[string]*int{"max_total_seq_length": &ov.MaxTotalSeqLength, "context_window_size": &ov.ContextWindowSize,
-		"max_num_sequence": &ov.MaxNumSequence, "prefill_chunk_size": &ov.PrefillChunkSize}
-	dst := counts[k]
-	switch {
-	case dst != nil:
-		n, err := positive(k, v)
-		*dst = n
-		return err
-	case k == "prep_recv_timeout_ms":
+	var dst *int
+	switch k {
+	case "max_total_seq_length":
+		dst = &ov.MaxTotalSeqLength
+	case "context_window_size":
+		dst = &ov.ContextWindowSize
+	case "max_num_sequence":
+		dst = &ov.MaxNumSequence
+	case "prefill_chunk_size":
+		dst = &ov.PrefillChunkSize
+	case "prep_recv_timeout_ms":
 		n, err := positive(k, v)
 		ov.PrepRecvTimeout = time.Duration(n) * time.Millisecond
 		return err
+	default:
+		ov.Ignored = append(ov.Ignored, k)
+		return nil
 	}
-	ov.Ignored = append(ov.Ignored, k)
-	return nil
+	n, err := positive(k, v)
+	*dst = n
+	return err
 }
 
 func positive(k, v string) (int, error) {
