@@ -196,13 +196,7 @@ func reloadCaddyfile(t *testing.T, cf string) {
 	if err != nil {
 		t.Fatalf("adapt: %v\n%s", err, cf)
 	}
-	if err := caddy.Load(cfg, true); err != nil {
-		t.Fatalf("reload: %v", err)
-	}
-	// The old servers close their idle keep-alive connections, and Go's
-	// client does not retry a POST sent on one as it closes (EOF): drop
-	// them, as a client that reconnects after a reload would.
-	http.DefaultClient.CloseIdleConnections()
+	loadConfig(t, cfg)
 }
 
 // startReplica runs cf in another Caddy process (this test binary, as

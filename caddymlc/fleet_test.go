@@ -70,14 +70,10 @@ func caddyfileFor(httpPort int, enginePorts []int, mode string) []byte {
 func TestReloadSharesEngines(t *testing.T) {
 	before := enginetest.Children(t)
 	ports := freePorts(t, 5)
-	if err := caddy.Load(caddyfileFor(ports[0], ports[1:3], "round_robin"), true); err != nil {
-		t.Fatal(err)
-	}
+	loadConfig(t, caddyfileFor(ports[0], ports[1:3], "round_robin"))
 	first := pids(oneFleet(t))
 	// Same engines, another change (mode): the engines stay.
-	if err := caddy.Load(caddyfileFor(ports[0], ports[1:3], "disagg"), true); err != nil {
-		t.Fatal(err)
-	}
+	loadConfig(t, caddyfileFor(ports[0], ports[1:3], "disagg"))
 	if got := pids(oneFleet(t)); fmt.Sprint(got) != fmt.Sprint(first) {
 		t.Fatalf("reload with the same engines: pids %v, were %v", got, first)
 	}
@@ -87,9 +83,7 @@ func TestReloadSharesEngines(t *testing.T) {
 	}
 	// Other engines: a new fleet, the old one drained and stopped.
 	old := runningFleets()
-	if err := caddy.Load(caddyfileFor(ports[0], ports[3:5], "disagg"), true); err != nil {
-		t.Fatal(err)
-	}
+	loadConfig(t, caddyfileFor(ports[0], ports[3:5], "disagg"))
 	waitDrained(t, old)
 	second := pids(oneFleet(t))
 	for _, p := range first {

@@ -75,9 +75,7 @@ func loadCaddyfile(t testing.TB, cf string) {
 	for _, w := range warnings {
 		t.Logf("adapt warning: %s", w.Message)
 	}
-	if err := caddy.Load(cfg, true); err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	loadConfig(t, cfg)
 	t.Cleanup(func() { stopCaddy(t) })
 }
 
@@ -307,4 +305,17 @@ func (s *site) streamExact(base string, body map[string]any, want string, onText
 		return fmt.Errorf("err %v done %v error %v\n got  %q\n want %q", err, st.done, st.errBody, st.text, want)
 	}
 	return nil
+}
+
+// loadConfig loads cfg into the process's Caddy, first or as a reload. A
+// reload's old servers close their idle keep-alive connections, and Go's
+// client does not retry a POST sent on one as it closes (EOF): the
+// tests' clients drop them, as a client that reconnects after a reload
+// would.
+func loadConfig(t testing.TB, cfg []byte) {
+	t.Helper()
+	if err := caddy.Load(cfg, true); err != nil {
+		t.Fatalf("load: %v\n%s", err, cfg)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

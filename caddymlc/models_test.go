@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
@@ -62,9 +61,7 @@ func modelsSite(t *testing.T, ports []int, dir, engineArgs string) {
 	if err != nil {
 		t.Fatalf("adapt: %v\n%s", err, cf)
 	}
-	if err := caddy.Load(cfg, true); err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	loadConfig(t, cfg)
 }
 
 // modelPIDs returns the engine PIDs of each live model, by name, as

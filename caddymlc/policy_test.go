@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/caddy-mlc/caddy-mlc/router"
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
 
@@ -43,9 +42,7 @@ func TestPolicyJSON(t *testing.T) {
 			if tc.replace != "" {
 				cfg = bytes.Replace(cfg, module, []byte(`"policy":`+tc.replace), 1)
 			}
-			if err := caddy.Load(cfg, true); err != nil {
-				t.Fatalf("load: %v\n%s", err, cfg)
-			}
+			loadConfig(t, cfg)
 			t.Cleanup(func() { stopCaddy(t) })
 			st := router.Statuses()
 			if len(st) != 1 || st[0].Policy != tc.want || st[0].PrefixIndex != tc.prefixes {

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
@@ -252,9 +251,7 @@ func TestReloadKeepsEngineLogs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := caddy.Load(cfg, true); err != nil {
-			t.Fatal(err)
-		}
+		loadConfig(t, cfg)
 		return file
 	}
 	load(1, "")
