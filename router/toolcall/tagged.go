@@ -1,6 +1,9 @@
 package toolcall
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // tagged is the streaming machine for formats whose calls start with a
 // marker in the middle of content: hermes (<tool_call>…</tool_call>) and
@@ -11,8 +14,11 @@ type tagged struct {
 	open, close string
 	parse       func(body string) ([]Call, bool)
 	limit       int
-	buf         string // held text; starts with open when inCall
+	buf         []byte // held text; starts with open when inCall
 	inCall      bool
+	// searched is how far into buf the close marker is known to be absent,
+	// so each piece is searched once, not the whole call on every Push.
+	searched int
 }
 
 func newTagged(open, close string, parse func(string) ([]Call, bool), limit int) *tagged {
@@ -20,7 +26,7 @@ func newTagged(open, close string, parse func(string) ([]Call, bool), limit int)
 }
 
 func (p *tagged) Push(text string) []Event {
-	p.buf += text
+	p.buf = append(p.buf, text...)
 	var evs []Event
 	for {
 		var more bool
@@ -38,14 +44,14 @@ func (p *tagged) Push(text string) []Event {
 // stepText releases text up to the open marker, or all of it but a suffix
 // that may still become the marker. It reports whether a call began.
 func (p *tagged) stepText(evs []Event) ([]Event, bool) {
-	if i := strings.Index(p.buf, p.open); i >= 0 {
-		evs = textEvent(evs, p.buf[:i])
-		p.buf, p.inCall = p.buf[i:], true
+	if i := bytes.Index(p.buf, []byte(p.open)); i >= 0 {
+		evs = textEvent(evs, string(p.buf[:i]))
+		p.buf, p.inCall, p.searched = p.buf[i:], true, len(p.open)
 		return evs, true
 	}
 	keep := partialSuffix(p.buf, p.open)
-	evs = textEvent(evs, p.buf[:len(p.buf)-keep])
-	p.buf = p.buf[len(p.buf)-keep:]
+	evs = textEvent(evs, string(p.buf[:len(p.buf)-keep]))
+	p.buf = append(p.buf[:0], p.buf[len(p.buf)-keep:]...)
 	return evs, false
 }
 
@@ -55,17 +61,19 @@ func (p *tagged) stepText(evs []Event) ([]Event, bool) {
 func (p *tagged) stepCall(evs []Event) ([]Event, bool) {
 	end := -1
 	if p.close != "" {
-		if j := strings.Index(p.buf[len(p.open):], p.close); j >= 0 {
-			end = len(p.open) + j + len(p.close)
+		if j := bytes.Index(p.buf[p.searched:], []byte(p.close)); j >= 0 {
+			end = p.searched + j + len(p.close)
+		} else {
+			p.searched = max(p.searched, len(p.buf)-len(p.close)+1)
 		}
 	}
 	switch {
 	case end >= 0 && end <= p.limit:
-		evs = p.finish(evs, p.buf[:end])
+		evs = p.finish(evs, string(p.buf[:end]))
 		p.buf, p.inCall = p.buf[end:], false
 		return evs, true
 	case len(p.buf) > p.limit:
-		evs = textEvent(evs, p.buf[:p.limit])
+		evs = textEvent(evs, string(p.buf[:p.limit]))
 		p.buf, p.inCall = p.buf[p.limit:], false
 		return evs, true
 	}
@@ -87,20 +95,20 @@ func (p *tagged) End() []Event {
 	var evs []Event
 	if p.inCall {
 		// An unclosed call: what follows the marker may still be a whole one.
-		evs = p.finish(evs, p.buf)
+		evs = p.finish(evs, string(p.buf))
 	} else {
-		evs = textEvent(evs, p.buf)
+		evs = textEvent(evs, string(p.buf))
 	}
-	p.buf, p.inCall = "", false
+	p.buf, p.inCall = nil, false
 	return evs
 }
 
 // partialSuffix returns the length of the longest suffix of s that is a
 // proper prefix of tag: the bytes that may yet become tag.
-func partialSuffix(s, tag string) int {
+func partialSuffix(s []byte, tag string) int {
 	n := min(len(s), len(tag)-1)
 	for ; n > 0; n-- {
-		if strings.HasSuffix(s, tag[:n]) {
+		if bytes.HasSuffix(s, []byte(tag[:n])) {
 			return n
 		}
 	}

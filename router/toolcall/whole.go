@@ -11,9 +11,15 @@ type whole struct {
 	couldStart func(trimmed string) bool
 	parse      func(output string) ([]Call, bool)
 	limit      int
-	buf        string
+	buf        []byte
 	through    bool // the output is known to be content; pass text on
+	lead       int  // leading space bytes seen
+	startSure  bool // the start has been seen whole and may be a call
 }
+
+// startLen is how much of the output's start couldStart needs to see: the
+// longest marker, <|python_tag|>, fits in it.
+const startLen = 16
 
 func newWhole(couldStart func(string) bool, parse func(string) ([]Call, bool), limit int) *whole {
 	return &whole{couldStart: couldStart, parse: parse, limit: limit}
@@ -23,27 +29,48 @@ func (p *whole) Push(text string) []Event {
 	if p.through {
 		return textEvent(nil, text)
 	}
-	p.buf += text
-	t := strings.TrimLeft(p.buf, spaceChars)
-	if len(p.buf) > p.limit || (t != "" && !p.couldStart(t)) {
+	p.buf = append(p.buf, text...)
+	if len(p.buf) > p.limit || !p.startOK() {
 		return p.release()
 	}
 	return nil
 }
 
+// startOK reports whether the output's start may still be a call. Only the
+// first startLen bytes after the leading space decide, so once they have
+// been seen and passed there is nothing left to check, and a Push costs
+// its own length, not the output's.
+func (p *whole) startOK() bool {
+	if p.startSure {
+		return true
+	}
+	for p.lead < len(p.buf) && strings.IndexByte(spaceChars, p.buf[p.lead]) >= 0 {
+		p.lead++
+	}
+	t := p.buf[p.lead:]
+	if len(t) == 0 {
+		return true
+	}
+	if !p.couldStart(string(t[:min(len(t), startLen)])) {
+		return false
+	}
+	p.startSure = len(t) >= startLen
+	return true
+}
+
 // release gives up holding: all held text goes out and the rest streams.
 func (p *whole) release() []Event {
-	evs := textEvent(nil, p.buf)
-	p.buf, p.through = "", true
+	evs := textEvent(nil, string(p.buf))
+	p.buf, p.through = nil, true
 	return evs
 }
 
 func (p *whole) End() []Event {
-	if p.through || p.buf == "" {
+	if p.through || len(p.buf) == 0 {
 		return nil
 	}
-	out := p.buf
-	p.buf = ""
+	out := string(p.buf)
+	p.buf = nil
 	if calls, ok := p.parse(out); ok {
 		return callEvents(nil, calls)
 	}
