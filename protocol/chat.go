@@ -38,6 +38,15 @@ type ChatCompletionRequest struct {
 	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
 	DebugConfig        *DebugConfig   `json:"debug_config,omitempty"`
 
+	// Thinking is whether the client asked for the model's reasoning
+	// (Anthropic's thinking): the router sets the template's thinking
+	// switch from it when the template has one. nil: the template's
+	// default.
+	Thinking *bool `json:"-"`
+	// SkippedTools are tools of the request (of the Messages or
+	// Responses API) left out of the prompt: the fleet cannot run them.
+	SkippedTools []string `json:"-"`
+
 	// Extra holds the fields this type does not model.
 	Extra Extra `json:"-"`
 }
@@ -112,7 +121,7 @@ func (r *ChatCompletionRequest) Completion(prompt []int) *CompletionRequest {
 		Model: r.Model, Prompt: TokenPrompt(prompt), FrequencyPenalty: r.FrequencyPenalty,
 		PresencePenalty: r.PresencePenalty, LogitBias: r.LogitBias, MaxTokens: r.MaxTokens, N: r.N,
 		Seed: r.Seed, Stop: r.Stop, Stream: r.Stream, StreamOptions: r.StreamOptions,
-		Temperature: r.Temperature, TopP: r.TopP, User: r.User,
+		Temperature: r.Temperature, TopP: r.TopP, User: r.User, SkippedTools: r.SkippedTools,
 	}
 	if r.Logprobs {
 		k := 0

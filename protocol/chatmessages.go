@@ -83,7 +83,13 @@ func validateMessage(i int, raw json.RawMessage) *Error {
 	case present(m.ToolCalls) && role != RoleAssistant:
 		return InvalidRequest(at+".tool_calls", "only assistant messages may have tool_calls; %s is a %s message", at, role).WithCode(CodeInvalidValue)
 	case present(m.ToolCalls):
-		return InvalidRequest(at+".tool_calls", "tool_calls in assistant messages are not supported yet").WithCode(CodeUnsupportedValue)
+		if e := validateAssistantToolCalls(at+".tool_calls", m.ToolCalls); e != nil {
+			return e
+		}
+		// An assistant turn that only calls has no content, or null.
+		if content == kindAbsent || content == kindNull {
+			return nil
+		}
 	}
 	switch content {
 	case kindString:
@@ -135,9 +141,11 @@ func validateContentParts(at string, raw json.RawMessage) *Error {
 	return nil
 }
 
-// validateTools checks tools as MLC-LLM's ChatTool model does, and that
-// tool_choice is one of the choices MLC-LLM understands, naming a given
-// tool.
+// validateTools checks tools as MLC-LLM's ChatTool model does, with
+// OpenAI's own latitude where clients use it (a function's strict flag,
+// parameters optional), and that tool_choice is one of OpenAI's choices
+// ("required" included: the router reads calls out of the answer itself),
+// naming a given tool.
 func validateTools(tools []json.RawMessage, choice json.RawMessage) *Error {
 	var names []string
 	for i, raw := range tools {
@@ -147,7 +155,7 @@ func validateTools(tools []json.RawMessage, choice json.RawMessage) *Error {
 		}
 		names = append(names, name)
 	}
-	const allowed = `"none", "auto" or {"type": "function", "function": {"name": ...}}`
+	const allowed = `"none", "auto", "required" or {"type": "function", "function": {"name": ...}}`
 	switch jsonKind(choice) {
 	case kindAbsent, kindNull:
 		return nil
@@ -155,10 +163,8 @@ func validateTools(tools []json.RawMessage, choice json.RawMessage) *Error {
 		var s string
 		_ = json.Unmarshal(choice, &s)
 		switch s {
-		case "none", "auto":
+		case ToolChoiceNone, ToolChoiceAuto, ToolChoiceRequired:
 			return nil
-		case "required":
-			return InvalidRequest("tool_choice", `tool_choice "required" is not supported; use %s`, allowed).WithCode(CodeUnsupportedValue)
 		}
 		return InvalidRequest("tool_choice", "tool_choice must be %s, got %q", allowed, s).WithCode(CodeInvalidValue)
 	case kindObject:
@@ -222,6 +228,7 @@ func validateTool(at string, raw json.RawMessage) (string, *Error) {
 		Name        json.RawMessage `json:"name"`
 		Description json.RawMessage `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
+		Strict      json.RawMessage `json:"strict"` // OpenAI's structured-outputs flag: the router's parsers check every call's JSON
 	}
 	if err := unmarshalExact(t.Function, &f); err != nil {
 		return "", InvalidRequest(fn, "%s: %v", fn, err).WithCode(CodeInvalidValue)
@@ -237,10 +244,8 @@ func validateTool(at string, raw json.RawMessage) (string, *Error) {
 		return "", e
 	}
 	switch jsonKind(f.Parameters) {
-	case kindObject:
+	case kindObject, kindAbsent, kindNull: // OpenAI's parameters are optional: a function without any
 		return name, nil
-	case kindAbsent, kindNull:
-		return "", InvalidRequest(fn+".parameters", "%s.parameters is required: a JSON schema object", fn).WithCode(CodeMissingParameter)
 	}
 	return "", InvalidRequest(fn+".parameters", "%s.parameters must be a JSON schema object, got %s", fn, jsonKind(f.Parameters)).WithCode(CodeInvalidType)
 }

@@ -41,16 +41,18 @@ func (r AnswerRole) MarshalJSON() ([]byte, error) {
 
 // ChatMessage is the message of a whole chat completion's choice.
 type ChatMessage struct {
-	Role    AnswerRole `json:"role"`
-	Content string     `json:"content"`
+	Role      AnswerRole `json:"role"`
+	Content   string     `json:"content"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChatDelta is the piece of a message a chat chunk carries. Every delta
 // carries the role, not only the first: MLC-LLM's stream model makes each
 // delta a ChatCompletionMessage, whose role is required.
 type ChatDelta struct {
-	Role    AnswerRole `json:"role"`
-	Content *string    `json:"content,omitempty"`
+	Role      AnswerRole      `json:"role"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // ChatChoice is one answer of a whole chat completion.

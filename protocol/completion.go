@@ -51,6 +51,13 @@ type CompletionRequest struct {
 	// Extra holds the fields this type does not model; they are written
 	// back when the request is encoded.
 	Extra Extra `json:"-"`
+
+	// What the router knows of a chat request it serves as this
+	// completion, never sent to an engine: how its answer is read for
+	// tool calls (nil: it is text), and the request's tools it left out
+	// of the prompt.
+	ToolCalling  *ToolCalling `json:"-"`
+	SkippedTools []string     `json:"-"`
 }
 
 // completionRequestFields is CompletionRequest without its JSON methods.
@@ -122,6 +129,9 @@ const (
 	FinishStop    = "stop"
 	FinishLength  = "length"
 	FinishPreempt = "preempt" // MLC's own: the engine evicted the request; retry it
+	// FinishToolCalls ends a chat answer whose text the router read as
+	// tool calls; engines never send it.
+	FinishToolCalls = "tool_calls"
 )
 
 // CompletionChoice is one generated sequence (or a piece of it, in a

@@ -22,11 +22,43 @@ type MessagesResponse struct {
 	Usage        MessagesUsage   `json:"usage"`
 }
 
-// MessagesBlock is a text content block of an answer.
+// MessagesBlock is a content block of an answer: text, or a tool_use
+// (a call: its id, the tool's name and its input, a JSON object).
 type MessagesBlock struct {
-	Type string `json:"type"` // "text"
-	Text string `json:"text"`
+	Type  string          `json:"type"` // "text" or "tool_use"
+	Text  string          `json:"-"`
+	ID    string          `json:"-"`
+	Name  string          `json:"-"`
+	Input json.RawMessage `json:"-"`
 }
+
+// MarshalJSON writes the block with the members of its type.
+func (b MessagesBlock) MarshalJSON() ([]byte, error) {
+	if b.Type == BlockToolUse {
+		input := b.Input
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		return json.Marshal(struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}{b.Type, b.ID, b.Name, input})
+	}
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{b.Type, b.Text})
+}
+
+// Types of content blocks.
+const (
+	BlockText       = "text"
+	BlockToolUse    = "tool_use"
+	BlockToolResult = "tool_result"
+	BlockThinking   = "thinking"
+)
 
 // MessagesUsage counts a message's tokens.
 type MessagesUsage struct {
@@ -38,15 +70,20 @@ type MessagesUsage struct {
 const (
 	StopEndTurn   = "end_turn"
 	StopMaxTokens = "max_tokens"
+	StopToolUse   = "tool_use"
 )
 
 // MessagesStopReason is the stop reason of a choice that finished with
-// reason: max_tokens when cut by length, else end_turn. MLC's engines
-// do not say which stop string ended a text, so a text ended by one of
-// stop_sequences is an end_turn too, without its stop_sequence.
+// reason: max_tokens when cut by length, tool_use when it ended in tool
+// calls, else end_turn. MLC's engines do not say which stop string ended
+// a text, so a text ended by one of stop_sequences is an end_turn too,
+// without its stop_sequence.
 func MessagesStopReason(finish string) string {
-	if finish == FinishLength {
+	switch finish {
+	case FinishLength:
 		return StopMaxTokens
+	case FinishToolCalls:
+		return StopToolUse
 	}
 	return StopEndTurn
 }
@@ -73,14 +110,20 @@ type (
 		ContentBlock MessagesBlock `json:"content_block"`
 	}
 	ContentBlockDeltaEvent struct {
-		Type  string    `json:"type"` // content_block_delta
-		Index int       `json:"index"`
-		Delta TextDelta `json:"delta"`
+		Type  string `json:"type"` // content_block_delta
+		Index int    `json:"index"`
+		Delta any    `json:"delta"` // TextDelta or InputJSONDelta
 	}
 	// TextDelta is the delta of a text block.
 	TextDelta struct {
 		Type string `json:"type"` // text_delta
 		Text string `json:"text"`
+	}
+	// InputJSONDelta is a piece of a tool_use block's input, as JSON
+	// text: the pieces joined are the input.
+	InputJSONDelta struct {
+		Type        string `json:"type"` // input_json_delta
+		PartialJSON string `json:"partial_json"`
 	}
 	ContentBlockStopEvent struct {
 		Type  string `json:"type"` // content_block_stop

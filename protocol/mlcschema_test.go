@@ -97,10 +97,8 @@ func TestValidateRejectsWhatMLCRejects(t *testing.T) {
 		chatCase(chatBody(`,"stream":true,"debug_config":{"special_request":"query_engine_metrics"}`)),
 		chatCase(chatBody(`,"frequency_penalty":-2.5`)),
 		chatCase(chatBody(`,"logit_bias":{"1":-101}`)),
-		chatCase(chatBody(`,"tools":[{"type":"function","function":{"name":"f"}}]`)),
 		chatCase(chatBody(`,"tools":[{"type":"retrieval","function":{"name":"f","parameters":{}}}]`)),
 		chatCase(chatBody(`,"tools":[{"type":"function","function":{"parameters":{}}}]`)),
-		chatCase(chatBody(`,"tool_choice":"required"`)),
 		chatCase(chatBody(`,"tool_choice":1`)),
 		chatCase(chatBody(`,"tools":[` + tool + `],"tool_choice":{"type":"function","function":{"name":"g"}}`)),
 		chatCase(chatBody(`,"tools":[` + tool + `],"tool_choice":{"type":"function","function":{"name":"f","x":1}}`)),
@@ -112,6 +110,25 @@ func TestValidateRejectsWhatMLCRejects(t *testing.T) {
 		}
 		if e := validateBody(c.chat, c.body); e == nil || e.Status != 400 || e.Code == nil && e.Param == nil {
 			t.Errorf("Validate: %+v for %s", e, c.body)
+		}
+	}
+}
+
+// What the router accepts beyond MLC's models, on purpose: OpenAI's tool
+// calling as agent clients use it (a function without parameters,
+// tool_choice "required", assistant turns that called tools), which the
+// router serves by reading calls out of the answer itself.
+func TestValidateAcceptsBeyondMLC(t *testing.T) {
+	for _, c := range []requestCase{
+		chatCase(chatBody(`,"tools":[{"type":"function","function":{"name":"f"}}]`)),
+		chatCase(chatBody(`,"tools":[{"type":"function","function":{"name":"f","parameters":{},"strict":true}}],"tool_choice":"required"`)),
+		chatCase(`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":"z","tool_call_id":"c"}]}`),
+	} {
+		if err := c.mlc(); err == nil {
+			t.Errorf("MLC's models accept %s: not a case for this test", c.body)
+		}
+		if e := validateBody(c.chat, c.body); e != nil {
+			t.Errorf("Validate: %v for %s", e, c.body)
 		}
 	}
 }

@@ -49,7 +49,7 @@ type Response struct {
 	Store              bool                       `json:"store"`
 	Temperature        *float64                   `json:"temperature"`
 	Text               ResponseText               `json:"text"`
-	ToolChoice         string                     `json:"tool_choice"`
+	ToolChoice         json.RawMessage            `json:"tool_choice"`
 	Tools              []json.RawMessage          `json:"tools"`
 	TopP               *float64                   `json:"top_p"`
 	Truncation         string                     `json:"truncation"`
@@ -100,14 +100,69 @@ func NewResponseUsage(u Usage) *ResponseUsage {
 	return &ResponseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 }
 
-// ResponseMessage is a message item: of a response's output (the
-// assistant's), or of its input.
+// ResponseMessage is an item of a response's output or input: a message
+// (the assistant's, or of the input), a function_call (the model's call
+// of a function tool) or a function_call_output (the client's answer to
+// one, in an input).
 type ResponseMessage struct {
 	ID      string            `json:"id"`
-	Type    string            `json:"type"` // message
-	Role    string            `json:"role"`
-	Status  string            `json:"status"`
-	Content []ResponseContent `json:"content"`
+	Type    string            `json:"type"` // message, function_call or function_call_output
+	Role    string            `json:"role,omitempty"`
+	Status  string            `json:"status,omitempty"`
+	Content []ResponseContent `json:"content,omitempty"`
+	// Of a function_call (CallID, Name, Arguments: a JSON object's text)
+	// or a function_call_output (CallID, Output).
+	CallID    string `json:"call_id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+	Output    string `json:"output,omitempty"`
+}
+
+// Types of response items.
+const (
+	ItemMessage            = "message"
+	ItemFunctionCall       = "function_call"
+	ItemFunctionCallOutput = "function_call_output"
+)
+
+// MarshalJSON writes the item with the members of its type.
+func (m ResponseMessage) MarshalJSON() ([]byte, error) {
+	switch m.Type {
+	case ItemFunctionCall:
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+			Status    string `json:"status"`
+		}{m.Type, m.ID, m.CallID, m.Name, m.Arguments, m.Status})
+	case ItemFunctionCallOutput:
+		return json.Marshal(struct {
+			Type   string `json:"type"`
+			ID     string `json:"id"`
+			CallID string `json:"call_id"`
+			Output string `json:"output"`
+			Status string `json:"status"`
+		}{m.Type, m.ID, m.CallID, m.Output, m.Status})
+	}
+	content := m.Content
+	if content == nil {
+		content = []ResponseContent{}
+	}
+	return json.Marshal(struct {
+		ID      string            `json:"id"`
+		Type    string            `json:"type"`
+		Role    string            `json:"role"`
+		Status  string            `json:"status"`
+		Content []ResponseContent `json:"content"`
+	}{m.ID, m.Type, m.Role, m.Status, content})
+}
+
+// NewFunctionCall is an output item calling function name with
+// arguments (a JSON object's text).
+func NewFunctionCall(id, callID, name, arguments, status string) ResponseMessage {
+	return ResponseMessage{ID: id, Type: ItemFunctionCall, CallID: callID, Name: name, Arguments: arguments, Status: status}
 }
 
 // Text is the message's text: its parts joined without a separator.
@@ -154,6 +209,8 @@ const (
 	EventOutputTextDone     = "response.output_text.done"
 	EventContentPartDone    = "response.content_part.done"
 	EventOutputItemDone     = "response.output_item.done"
+	EventArgumentsDelta     = "response.function_call_arguments.delta"
+	EventArgumentsDone      = "response.function_call_arguments.done"
 	EventResponseCompleted  = "response.completed"
 	EventResponseIncomplete = "response.incomplete"
 	EventResponseFailed     = "response.failed"
@@ -198,6 +255,17 @@ type (
 		Logprobs       []struct{} `json:"logprobs"`
 	}
 )
+
+// ResponseArgumentsEvent is a piece of a function_call's arguments
+// (delta) or all of them (done).
+type ResponseArgumentsEvent struct {
+	Type           string  `json:"type"`
+	SequenceNumber int     `json:"sequence_number"`
+	ItemID         string  `json:"item_id"`
+	OutputIndex    int     `json:"output_index"`
+	Delta          *string `json:"delta,omitempty"`
+	Arguments      *string `json:"arguments,omitempty"`
+}
 
 // ResponseItemList is a page of items (GET /v1/responses/{id}/input_items).
 type ResponseItemList struct {

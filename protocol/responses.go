@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,10 +10,13 @@ import (
 // OpenAI's Responses API (POST /v1/responses), served as a chat
 // completion: the conversation (a previous response's, then this
 // request's input) becomes the chat request of the same turns (Chat), so
-// that its text is the chat completion's. What a chat completion cannot
-// carry is refused with a 400 that names the parameter: tools and items
-// other than messages, images and files, reasoning, structured output,
-// background runs.
+// that its text is the chat completion's; function tools become chat's,
+// and the calls read out of the answer function_call items. What a chat
+// completion cannot carry is refused with a 400 that names the
+// parameter: images and files, structured output, background runs,
+// conversation objects. Tools the fleet cannot run (web_search,
+// file_search, MCP, …) are left out of the prompt and named (SkippedTools);
+// reasoning settings, for models that do not reason, are ignored.
 
 // ResponsesRequest is the body of POST /v1/responses.
 type ResponsesRequest struct {
@@ -28,13 +32,12 @@ type ResponsesRequest struct {
 	Metadata           map[string]string `json:"metadata,omitempty"`
 	User               *string           `json:"user,omitempty"`
 	Tools              []json.RawMessage `json:"tools,omitempty"`
+	ToolChoice         json.RawMessage   `json:"tool_choice,omitempty"`
+	ParallelToolCalls  *bool             `json:"parallel_tool_calls,omitempty"`
 	Text               *ResponseText     `json:"text,omitempty"`
-	Reasoning          *struct {
-		Effort  *string `json:"effort"`
-		Summary *string `json:"summary"`
-	} `json:"reasoning,omitempty"`
-	Truncation *string `json:"truncation,omitempty"`
-	Background bool    `json:"background,omitempty"`
+	Truncation         *string           `json:"truncation,omitempty"`
+	Background         bool              `json:"background,omitempty"`
+	Conversation       json.RawMessage   `json:"conversation,omitempty"`
 }
 
 // Bounds of a request's metadata, OpenAI's.
@@ -54,12 +57,10 @@ func (r *ResponsesRequest) Validate() *Error {
 		return e
 	}
 	switch {
-	case len(r.Tools) > 0:
-		return InvalidRequest("tools", "tools are not supported by this server's Responses API").WithCode(CodeUnsupportedValue)
+	case present(r.Conversation):
+		return InvalidRequest("conversation", "conversation objects are not supported by this server: continue a conversation with previous_response_id").WithCode(CodeUnsupportedValue)
 	case r.Text != nil && r.Text.Format.Type != "" && r.Text.Format.Type != "text":
 		return InvalidRequest("text.format.type", `text.format.type must be "text" (structured output is not supported by this server), got %q`, r.Text.Format.Type).WithCode(CodeUnsupportedValue)
-	case r.Reasoning != nil && (r.Reasoning.Effort != nil || r.Reasoning.Summary != nil):
-		return InvalidRequest("reasoning", "reasoning is not supported by this server: the model's answer is its text").WithCode(CodeUnsupportedValue)
 	case r.Truncation != nil && *r.Truncation != "disabled":
 		return InvalidRequest("truncation", `truncation must be "disabled" (a conversation that does not fit the context is a 400), got %q`, *r.Truncation).WithCode(CodeUnsupportedValue)
 	case r.Background:
@@ -98,13 +99,15 @@ func (r *ResponsesRequest) Items() ([]ResponseMessage, *Error) {
 	if len(raws) == 0 {
 		return nil, InvalidRequest("input", "input must not be an empty list").WithCode(CodeEmptyArray)
 	}
-	items := make([]ResponseMessage, len(raws))
+	items := make([]ResponseMessage, 0, len(raws))
 	for i, raw := range raws {
-		m, e := inputItem(fmt.Sprintf("input[%d]", i), raw)
+		m, keep, e := inputItem(fmt.Sprintf("input[%d]", i), raw)
 		if e != nil {
 			return nil, e
 		}
-		items[i] = m
+		if keep {
+			items = append(items, m)
+		}
 	}
 	return items, nil
 }
@@ -118,19 +121,92 @@ func inputMessage(role, text string) ResponseMessage {
 	return ResponseMessage{ID: NewID("msg_"), Type: "message", Role: role, Status: "completed", Content: []ResponseContent{{Type: typ, Text: text}}}
 }
 
-// inputItem reads one item of an input list.
-func inputItem(at string, raw json.RawMessage) (ResponseMessage, *Error) {
+// inputItem reads one item of an input list: a message, a function_call
+// (the model's, sent back) or a function_call_output; a reasoning item is
+// passed over (keep false: the models served here do not read one back).
+func inputItem(at string, raw json.RawMessage) (_ ResponseMessage, keep bool, _ *Error) {
 	var it struct {
-		Type    string          `json:"type"`
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Type      string          `json:"type"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		CallID    json.RawMessage `json:"call_id"`
+		Name      json.RawMessage `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Output    json.RawMessage `json:"output"`
 	}
 	if jsonKind(raw) != kindObject || json.Unmarshal(raw, &it) != nil {
-		return ResponseMessage{}, InvalidRequest(at, "%s must be a message: an object with a role and a content", at).WithCode(CodeInvalidType)
+		return ResponseMessage{}, false, InvalidRequest(at, "%s must be an item: a message, a function_call or a function_call_output", at).WithCode(CodeInvalidType)
 	}
-	if it.Type != "" && it.Type != "message" {
-		return ResponseMessage{}, InvalidRequest(at+".type", `%s is a %q item: only message items are supported by this server (no tools or reasoning)`, at, it.Type).WithCode(CodeUnsupportedValue)
+	switch it.Type {
+	case "", ItemMessage:
+	case "reasoning":
+		return ResponseMessage{}, false, nil
+	case ItemFunctionCall:
+		m, e := functionCallItem(at, it.CallID, it.Name, it.Arguments)
+		return m, e == nil, e
+	case ItemFunctionCallOutput:
+		m, e := functionOutputItem(at, it.CallID, it.Output)
+		return m, e == nil, e
+	default:
+		return ResponseMessage{}, false, InvalidRequest(at+".type", `%s is a %q item: message, function_call, function_call_output and reasoning items are supported by this server`, at, it.Type).WithCode(CodeUnsupportedValue)
 	}
+	m, e := messageItem(at, it.Role, it.Content)
+	return m, e == nil, e
+}
+
+// functionCallItem reads a function_call item of an input.
+func functionCallItem(at string, callID, name, arguments json.RawMessage) (ResponseMessage, *Error) {
+	id, e := stringMember(at+".call_id", callID, true)
+	if e != nil {
+		return ResponseMessage{}, e
+	}
+	fn, e := stringMember(at+".name", name, true)
+	if e != nil {
+		return ResponseMessage{}, e
+	}
+	args, e := stringMember(at+".arguments", arguments, true)
+	if e != nil {
+		return ResponseMessage{}, e
+	}
+	return NewFunctionCall(NewID("fc_"), id, fn, args, ResponseCompleted), nil
+}
+
+// functionOutputItem reads a function_call_output item: its output a
+// string, or text parts (joined).
+func functionOutputItem(at string, callID, output json.RawMessage) (ResponseMessage, *Error) {
+	id, e := stringMember(at+".call_id", callID, true)
+	if e != nil {
+		return ResponseMessage{}, e
+	}
+	var text string
+	switch jsonKind(output) {
+	case kindString:
+		_ = json.Unmarshal(output, &text)
+	case kindArray:
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(output, &parts); err != nil {
+			return ResponseMessage{}, InvalidRequest(at+".output", "%s.output must be a string or a list of text parts", at).WithCode(CodeInvalidType)
+		}
+		var b strings.Builder
+		for _, p := range parts {
+			b.WriteString(p.Text)
+		}
+		text = b.String()
+	default:
+		return ResponseMessage{}, InvalidRequest(at+".output", "%s.output is required: a string", at).WithCode(CodeMissingParameter)
+	}
+	return ResponseMessage{ID: NewID("fco_"), Type: ItemFunctionCallOutput, CallID: id, Output: text, Status: ResponseCompleted}, nil
+}
+
+// messageItem reads a message item of an input.
+func messageItem(at, role string, content json.RawMessage) (ResponseMessage, *Error) {
+	it := struct {
+		Role    string
+		Content json.RawMessage
+	}{role, content}
 	switch it.Role {
 	case RoleUser, RoleSystem, RoleDeveloper, RoleAssistant:
 	default:
@@ -180,42 +256,145 @@ func inputItem(at string, raw json.RawMessage) (ResponseMessage, *Error) {
 // Chat returns the chat completion request of the conversation: the
 // instructions, then the conversation so far (history: a previous
 // response's items, its output included), then input. The instructions
-// and the system and developer messages that begin the conversation are
-// one system message, joined by a blank line, as a chat template renders
-// one system prompt; a system or developer message later is a 400. A
+// and every system and developer message are one system message, joined
+// by a blank line in their order, as a chat template renders one system
+// prompt (agent clients send developer messages after the first turn). A
 // message's text parts are joined without a separator, as templates join
-// parts.
+// parts. function_call items become the calls of the assistant message
+// they follow (or of one of their own), function_call_output items tool
+// messages; the function tools become chat's.
 func (r *ResponsesRequest) Chat(history, input []ResponseMessage) (*ChatCompletionRequest, *Error) {
 	var system []string
 	if r.Instructions != nil && *r.Instructions != "" {
 		system = append(system, *r.Instructions)
 	}
 	var msgs []json.RawMessage
-	for i, m := range append(append([]ResponseMessage(nil), history...), input...) {
-		text := m.Text()
-		if m.Role == RoleSystem || m.Role == RoleDeveloper {
-			if len(msgs) > 0 {
-				at := "input"
-				if i >= len(history) {
-					at = fmt.Sprintf("input[%d]", i-len(history))
-				}
-				return nil, InvalidRequest(at+".role", "a %s message is only supported at the start of the conversation, before any user or assistant message", m.Role).WithCode(CodeUnsupportedValue)
-			}
-			system = append(system, text)
-			continue
+	var turn *assistantCalls // the assistant turn that calls may join
+	flush := func() {
+		if turn != nil {
+			msgs = append(msgs, turn.message())
+			turn = nil
 		}
-		if len(msgs) == 0 && len(system) > 0 {
-			msgs = append(msgs, chatMessage(RoleSystem, strings.Join(system, "\n\n")))
-		}
-		msgs = append(msgs, chatMessage(m.Role, text))
 	}
+	for _, m := range append(append([]ResponseMessage(nil), history...), input...) {
+		switch {
+		case m.Type == ItemFunctionCall:
+			if turn == nil {
+				turn = &assistantCalls{}
+			}
+			turn.calls = append(turn.calls, chatToolCall(m.CallID, m.Name, json.RawMessage(m.Arguments)))
+		case m.Type == ItemFunctionCallOutput:
+			flush()
+			msgs = append(msgs, toolMessage(m.CallID, m.Output))
+		case m.Role == RoleSystem || m.Role == RoleDeveloper:
+			system = append(system, m.Text())
+		case m.Role == RoleAssistant:
+			flush()
+			turn = &assistantCalls{text: m.Text()}
+		default:
+			flush()
+			msgs = append(msgs, chatMessage(m.Role, m.Text()))
+		}
+	}
+	flush()
 	if len(msgs) == 0 {
 		return nil, InvalidRequest("input", "input must hold a user message").WithCode(CodeInvalidValue)
 	}
+	if len(system) > 0 {
+		msgs = append([]json.RawMessage{chatMessage(RoleSystem, strings.Join(system, "\n\n"))}, msgs...)
+	}
 	creq := &ChatCompletionRequest{Model: r.Model, Messages: msgs, MaxTokens: r.MaxOutputTokens, Stream: r.Stream,
 		Temperature: r.Temperature, TopP: r.TopP, User: r.User}
+	if e := r.chatTools(creq); e != nil {
+		return nil, e
+	}
 	if e := creq.Validate(); e != nil {
 		return nil, e
 	}
 	return creq, nil
+}
+
+// assistantCalls is an assistant turn being read: its text and the calls
+// that follow it.
+type assistantCalls struct {
+	text  string
+	calls []ToolCall
+}
+
+func (a *assistantCalls) message() json.RawMessage {
+	if a.calls == nil {
+		return chatMessage(RoleAssistant, a.text)
+	}
+	return assistantToolCalls(a.text, a.calls)
+}
+
+// chatTools sets creq's tools and tool choice from the request's:
+// function tools become chat's; the others (web_search, file_search,
+// computer_use_preview, mcp, custom and namespace tools…), which the
+// fleet cannot run, are left out and named in the chat request's SkippedTools.
+func (r *ResponsesRequest) chatTools(creq *ChatCompletionRequest) *Error {
+	var names []string
+	for i, raw := range r.Tools {
+		at := fmt.Sprintf("tools[%d]", i)
+		var t struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description *string         `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		}
+		if jsonKind(raw) != kindObject || json.Unmarshal(raw, &t) != nil {
+			return InvalidRequest(at, "%s must be a tool: an object with a type", at).WithCode(CodeInvalidType)
+		}
+		if t.Type != "function" {
+			creq.SkippedTools = append(creq.SkippedTools, cmp.Or(t.Name, t.Type))
+			continue
+		}
+		if t.Name == "" {
+			return InvalidRequest(at+".name", "%s.name is required", at).WithCode(CodeMissingParameter)
+		}
+		creq.Tools = append(creq.Tools, chatTool(t.Name, t.Description, t.Parameters))
+		names = append(names, t.Name)
+	}
+	choice, e := r.chatToolChoice(names)
+	if e != nil || len(creq.Tools) == 0 {
+		return e
+	}
+	creq.ToolChoice = choice
+	return nil
+}
+
+// chatToolChoice is the request's tool_choice as chat's: "auto", "none",
+// "required", {"type": "function", "name": …}; an allowed_tools choice
+// is "auto" over the tools offered.
+func (r *ResponsesRequest) chatToolChoice(names []string) (json.RawMessage, *Error) {
+	switch jsonKind(r.ToolChoice) {
+	case kindAbsent, kindNull:
+		return nil, nil
+	case kindString:
+		var s string
+		_ = json.Unmarshal(r.ToolChoice, &s)
+		switch s {
+		case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
+			return r.ToolChoice, nil
+		}
+		return nil, InvalidRequest("tool_choice", `tool_choice must be "auto", "none", "required" or {"type": "function", "name": ...}, got %q`, s).WithCode(CodeInvalidValue)
+	case kindObject:
+	default:
+		return nil, InvalidRequest("tool_choice", "tool_choice must be a string or an object, got %s", jsonKind(r.ToolChoice)).WithCode(CodeInvalidType)
+	}
+	var c struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(r.ToolChoice, &c)
+	switch c.Type {
+	case "function":
+		if !hasName(names, c.Name) {
+			return nil, InvalidRequest("tool_choice.name", "tool_choice names function %q, which is not among the request's function tools", c.Name).WithCode(CodeInvalidValue)
+		}
+		return namedToolChoice(c.Name), nil
+	case "allowed_tools":
+		return nil, nil
+	}
+	return nil, InvalidRequest("tool_choice.type", `tool_choice.type must be "function" or "allowed_tools", got %q`, c.Type).WithCode(CodeInvalidValue)
 }

@@ -1,19 +1,21 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"runtime"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/toolcall"
 	"go.uber.org/zap"
 )
 
@@ -27,6 +29,9 @@ type decoder struct {
 	tokErr   error
 	chatTmpl chat.Template
 	chatErr  error
+	// toolFormat is the parser of the model's tool calls
+	// (router/toolcall); "" when the router knows none.
+	toolFormat string
 	context  int // tokens one sequence may hold; 0: unknown (engine.Driver.ContextWindow)
 	// embedBounds is what the router knows of the embedding model.
 	embedBounds embeddingBounds
@@ -60,6 +65,9 @@ func newDecoder(cfg *Config, log *zap.Logger) (decoder, error) {
 	if d.chatTmpl, err = loadChatTemplate(cfg.Path); err != nil {
 		d.chatErr = err
 		log.Warn("no chat template: /v1/chat/completions is off", zap.Error(err))
+	}
+	if d.toolFormat, err = toolFormatOf(cfg, d.chatTmpl); err != nil {
+		return d, err
 	}
 	d.embedBounds = loadEmbeddingBounds(cfg.EngineKind, cfg.EmbeddingModel, cfg.EmbeddingModelLib)
 	return d, nil
@@ -207,6 +215,7 @@ func (d *decoder) chatCompletion(creq *protocol.ChatCompletionRequest) (*protoco
 	}
 	req := creq.Completion(prompt)
 	req.Stop = append(append(protocol.StopList(nil), creq.Stop...), stops...)
+	req.ToolCalling = creq.ToolCalling(d.toolFormat)
 	return req, prompt, nil
 }
 
@@ -264,10 +273,9 @@ func (d *decoder) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []str
 			return nil, nil, protocol.InvalidRequest("messages", "messages[%d]: want an object with a role and a content", i)
 		}
 	}
-	opts := chat.DefaultOptions()
-	opts.Vars = creq.ChatTemplateKwargs
-	if !bytes.Equal(bytes.TrimSpace(creq.ToolChoice), []byte(`"none"`)) {
-		opts.Tools = creq.Tools
+	opts, apiErr := d.renderOptions(creq)
+	if apiErr != nil {
+		return nil, nil, apiErr
 	}
 	text, err := d.chatTmpl.Render(msgs, opts)
 	if errors.Is(err, chat.ErrUnsupported) {
@@ -289,6 +297,69 @@ func (d *decoder) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []str
 		return nil, nil, protocol.InvalidRequest("messages", "the conversation renders to no tokens")
 	}
 	return prompt, d.chatTmpl.StopStrings(), nil
+}
+
+// renderOptions are the template's options for creq: its variables, the
+// thinking switch set from the client's thinking (when the template has
+// one), and its tools unless tool_choice is "none" — offered only when
+// the router can read the calls back.
+func (d *decoder) renderOptions(creq *protocol.ChatCompletionRequest) (chat.Options, *protocol.Error) {
+	opts := chat.DefaultOptions()
+	opts.Vars = creq.ChatTemplateKwargs
+	if t, ok := d.chatTmpl.(chat.Inspectable); ok && creq.Thinking != nil && t.Reads(thinkingSwitch) {
+		if _, set := opts.Vars[thinkingSwitch]; !set {
+			opts.Vars = maps.Clone(opts.Vars)
+			if opts.Vars == nil {
+				opts.Vars = map[string]any{}
+			}
+			opts.Vars[thinkingSwitch] = *creq.Thinking
+		}
+	}
+	tc := creq.ToolCalling(d.toolFormat)
+	if tc == nil {
+		return opts, nil
+	}
+	if d.toolFormat == "" {
+		return opts, protocol.InvalidRequest("tools", "model %s's chat template writes tool calls in no syntax this router recognises, so calls could not be read back; the operator can name one with tool_parser (%s)",
+			d.Model, strings.Join(toolcall.Formats(), ", ")).WithCode(protocol.CodeUnsupportedValue)
+	}
+	opts.Tools = creq.Tools
+	if tc.Choice == protocol.ToolChoiceFunction {
+		opts.ToolChoice = tc.Function
+	}
+	return opts, nil
+}
+
+// thinkingSwitch is the template variable that turns a model's thinking
+// on or off (Qwen3's, and the templates that copy it).
+const thinkingSwitch = "enable_thinking"
+
+// toolFormatOf is the tool-call parser of a model: the one cfg names,
+// else the one its template teaches: Hermes-style for tiny (its template
+// renders tools so), MLC's own for a conversation template with a
+// function_string, the family of a Jinja template's syntax.
+func toolFormatOf(cfg *Config, tmpl chat.Template) (string, error) {
+	if cfg.ToolParser != "" {
+		if _, err := toolcall.New(cfg.ToolParser); err != nil {
+			return "", fmt.Errorf("mlc_router: tool_parser: %w", err)
+		}
+		return cfg.ToolParser, nil
+	}
+	switch t := tmpl.(type) {
+	case nil:
+		return "", nil
+	case *chat.Conversation:
+		if t.ReadsFunctionString() {
+			return "mlc", nil
+		}
+		return "", nil
+	case chat.Inspectable:
+		return toolcall.Detect(t.Source()), nil
+	}
+	if cfg.Path == tokenizer.TinyModel {
+		return "hermes", nil
+	}
+	return "", nil
 }
 
 // prepareEmbeddings decodes and checks an embeddings request: the model

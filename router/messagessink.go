@@ -1,6 +1,7 @@
 package router
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -19,49 +20,102 @@ func messagesSink(w http.ResponseWriter, id, model string, req *protocol.Complet
 }
 
 // messagesStream streams a message as Anthropic does: message_start,
-// content_block_start, ping, content_block_delta (text_delta) for each
-// piece of text, content_block_stop, message_delta (the stop reason and
-// usage), message_stop. The events up to ping go out with the first text
-// (or at the end of a message without text), so that a request refused by
-// the shared path before any text gets its HTTP status; an error after
-// them is an error event.
+// then each content block (content_block_start, its deltas — text_delta
+// for text, input_json_delta for a tool_use's input — and
+// content_block_stop; a ping after the first block's start),
+// message_delta (the stop reason and usage), message_stop. The events
+// up to the first block's go out with the first text or call (or at the
+// end of a message without either), so that a request refused by the
+// shared path before any gets its HTTP status; an error after them is an
+// error event.
 type messagesStream struct {
 	id, model string
 	input     int // the prompt's tokens
 
 	out    eventStream
-	block  bool // the text block is open
+	blocks int  // blocks started
+	open   bool // the last block started is text, and open
+	pinged bool
 	reason string
 }
 
-// begin sends message_start, the text block's start when text is coming,
-// and ping.
-func (s *messagesStream) begin(text bool) error {
+// begin sends message_start.
+func (s *messagesStream) begin() error {
 	msg := protocol.NewMessagesResponse(s.id, s.model, nil, nil, protocol.MessagesUsage{InputTokens: s.input})
-	if err := s.out.event(protocol.EventMessageStart, protocol.MessageStartEvent{Type: protocol.EventMessageStart, Message: msg}); err != nil {
-		return err
-	}
-	if text {
-		s.block = true
-		start := protocol.ContentBlockStartEvent{Type: protocol.EventContentBlockStart, ContentBlock: protocol.MessagesBlock{Type: "text"}}
-		if err := s.out.event(protocol.EventContentBlockStart, start); err != nil {
+	return s.out.event(protocol.EventMessageStart, protocol.MessageStartEvent{Type: protocol.EventMessageStart, Message: msg})
+}
+
+// start opens block b as the next block, after closing an open text
+// block; the message starts first, and a ping follows the first block's
+// start.
+func (s *messagesStream) start(b protocol.MessagesBlock) error {
+	if !s.out.started() {
+		if err := s.begin(); err != nil {
 			return err
 		}
 	}
+	if err := s.closeText(); err != nil {
+		return err
+	}
+	start := protocol.ContentBlockStartEvent{Type: protocol.EventContentBlockStart, Index: s.blocks, ContentBlock: b}
+	s.blocks++
+	if err := s.out.event(protocol.EventContentBlockStart, start); err != nil {
+		return err
+	}
+	return s.ping()
+}
+
+// ping sends the stream's one ping, once.
+func (s *messagesStream) ping() error {
+	if s.pinged {
+		return nil
+	}
+	s.pinged = true
 	return s.out.event(protocol.EventPing, protocol.MessagesEvent{Type: protocol.EventPing})
+}
+
+// closeText ends the open text block, if any.
+func (s *messagesStream) closeText() error {
+	if !s.open {
+		return nil
+	}
+	s.open = false
+	return s.stop()
+}
+
+// stop ends the last block started.
+func (s *messagesStream) stop() error {
+	return s.out.event(protocol.EventContentBlockStop, protocol.ContentBlockStopEvent{Type: protocol.EventContentBlockStop, Index: s.blocks - 1})
 }
 
 func (s *messagesStream) delta(_ int, text string, _ *protocol.CompletionLogprobs) error {
 	if text == "" {
 		return nil
 	}
-	if !s.out.started() {
-		if err := s.begin(true); err != nil {
+	if !s.open {
+		if err := s.start(protocol.MessagesBlock{Type: protocol.BlockText}); err != nil {
+			return err
+		}
+		s.open = true
+	}
+	return s.out.event(protocol.EventContentBlockDelta, protocol.ContentBlockDeltaEvent{
+		Type: protocol.EventContentBlockDelta, Index: s.blocks - 1, Delta: protocol.TextDelta{Type: "text_delta", Text: text}})
+}
+
+// call sends a tool_use block: its start (id, name, an empty input),
+// its input in input_json_delta pieces, its stop.
+func (s *messagesStream) call(_ int, name, arguments string) error {
+	if err := s.start(protocol.MessagesBlock{Type: protocol.BlockToolUse, ID: protocol.NewID("toolu_"), Name: name}); err != nil {
+		return err
+	}
+	for _, piece := range argumentPieces(arguments) {
+		d := protocol.ContentBlockDeltaEvent{Type: protocol.EventContentBlockDelta, Index: s.blocks - 1,
+			Delta: protocol.InputJSONDelta{Type: "input_json_delta", PartialJSON: piece}}
+		if err := s.out.event(protocol.EventContentBlockDelta, d); err != nil {
 			return err
 		}
 	}
-	return s.out.event(protocol.EventContentBlockDelta, protocol.ContentBlockDeltaEvent{
-		Type: protocol.EventContentBlockDelta, Delta: protocol.TextDelta{Type: "text_delta", Text: text}})
+	return s.stop()
 }
 
 func (s *messagesStream) flush() {
@@ -74,10 +128,10 @@ func (s *messagesStream) finish(_ int, reason string) {
 
 func (s *messagesStream) done(usage protocol.Usage) {
 	defer s.out.flush()
-	if !s.out.started() && s.begin(false) != nil {
+	if !s.out.started() && (s.begin() != nil || s.ping() != nil) {
 		return
 	}
-	if s.block && s.out.event(protocol.EventContentBlockStop, protocol.ContentBlockStopEvent{Type: protocol.EventContentBlockStop}) != nil {
+	if s.closeText() != nil {
 		return
 	}
 	end := protocol.MessageDeltaEvent{Type: protocol.EventMessageDelta, Delta: protocol.MessageDelta{StopReason: protocol.MessagesStopReason(s.reason)},
@@ -103,12 +157,27 @@ type messagesWhole struct {
 	w         http.ResponseWriter
 	id, model string
 
-	text   strings.Builder
+	blocks []protocol.MessagesBlock
+	text   strings.Builder // of the text block being written
 	reason string
 }
 
 func (m *messagesWhole) delta(_ int, text string, _ *protocol.CompletionLogprobs) error {
 	m.text.WriteString(text)
+	return nil
+}
+
+// endText ends the text block being written, if any.
+func (m *messagesWhole) endText() {
+	if m.text.Len() > 0 {
+		m.blocks = append(m.blocks, protocol.MessagesBlock{Type: protocol.BlockText, Text: m.text.String()})
+		m.text.Reset()
+	}
+}
+
+func (m *messagesWhole) call(_ int, name, arguments string) error {
+	m.endText()
+	m.blocks = append(m.blocks, protocol.MessagesBlock{Type: protocol.BlockToolUse, ID: protocol.NewID("toolu_"), Name: name, Input: json.RawMessage(arguments)})
 	return nil
 }
 
@@ -119,12 +188,9 @@ func (m *messagesWhole) finish(_ int, reason string) {
 }
 
 func (m *messagesWhole) done(usage protocol.Usage) {
-	var content []protocol.MessagesBlock
-	if m.text.Len() > 0 {
-		content = []protocol.MessagesBlock{{Type: "text", Text: m.text.String()}}
-	}
+	m.endText()
 	reason := protocol.MessagesStopReason(m.reason)
-	protocol.WriteJSON(m.w, http.StatusOK, protocol.NewMessagesResponse(m.id, m.model, content, &reason,
+	protocol.WriteJSON(m.w, http.StatusOK, protocol.NewMessagesResponse(m.id, m.model, m.blocks, &reason,
 		protocol.MessagesUsage{InputTokens: usage.PromptTokens, OutputTokens: usage.CompletionTokens}))
 }
 

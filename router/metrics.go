@@ -12,6 +12,7 @@ import (
 // metrics endpoint. They are shared by every mlc_router of a process.
 type routerMetrics struct {
 	requests    *prometheus.CounterVec
+	toolCalls   *prometheus.CounterVec // tool calls read out of answers, by model and endpoint
 	retries     *prometheus.CounterVec
 	preemptions prometheus.Counter
 	tokens      prometheus.Counter
@@ -73,6 +74,7 @@ func sharedMetrics() *routerMetrics {
 	metricsOnce.Do(func() {
 		metrics = &routerMetrics{
 			requests:       newCounterVec("requests_total", "Requests by model, routing mode, endpoint (completions, chat, embeddings, messages, responses) and outcome (ok, client_error, unavailable, failed, canceled).", "model", "mode", "endpoint", "outcome"),
+			toolCalls:      newCounterVec("tool_calls_total", "Tool calls read out of answers and sent to clients, by model and endpoint (chat, messages, responses).", "model", "api"),
 			retries:        newCounterVec("retries_total", "Attempts retried, by cause (preempt, failure, timeout, migrate: a drained engine's grace ended).", "cause"),
 			preemptions:    newCounter("preemptions_total", `Attempts an engine ended with finish_reason "preempt".`),
 			tokens:         newCounter("completion_tokens_total", "Tokens generated for clients."),
@@ -113,7 +115,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range append([]prometheus.Collector{m.requests, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
+	for _, c := range append([]prometheus.Collector{m.requests, m.toolCalls, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped,
 		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.slo, m.sloRefused}, append(scaleCollectors(), m.latency.collectors()...)...) {
 		if err := reg.Register(c); err != nil {

@@ -116,8 +116,17 @@ func (c *responseCall) response(id, model, status string, output []protocol.Resp
 	r := protocol.Response{
 		ID: id, Object: protocol.ObjectResponse, CreatedAt: c.created, Status: status, Instructions: c.req.Instructions,
 		MaxOutputTokens: c.req.MaxOutputTokens, Model: model, Output: output, ParallelToolCalls: true,
-		PreviousResponseID: c.req.PreviousResponseID, Temperature: c.req.Temperature, ToolChoice: "auto", Tools: []json.RawMessage{},
+		PreviousResponseID: c.req.PreviousResponseID, Temperature: c.req.Temperature, ToolChoice: c.req.ToolChoice, Tools: c.req.Tools,
 		TopP: c.req.TopP, Truncation: "disabled", Usage: usage, User: c.req.User, Metadata: c.req.Metadata, Store: c.keep,
+	}
+	if r.ToolChoice == nil {
+		r.ToolChoice = json.RawMessage(`"auto"`)
+	}
+	if r.Tools == nil {
+		r.Tools = []json.RawMessage{}
+	}
+	if c.req.ParallelToolCalls != nil {
+		r.ParallelToolCalls = *c.req.ParallelToolCalls
 	}
 	r.Text.Format.Type = "text"
 	if r.Output == nil {

@@ -70,6 +70,16 @@ type Config struct {
 	// miss its time-to-first-token target on every engine (admit.go).
 	SLOAdmission SLOAdmission
 
+	// ToolParser names the reader of the model's tool calls
+	// (router/toolcall's formats: hermes, llama3_json, mistral,
+	// pythonic, mlc); "": the one its chat template teaches, when the
+	// router recognises it (tools are refused otherwise).
+	ToolParser string
+	// RefuseMaxTokens refuses a max_tokens above what the context leaves
+	// after the prompt (OpenAI's context_length_exceeded); by default it
+	// is capped to what the context leaves.
+	RefuseMaxTokens bool
+
 	MaxAttempts   int
 	MaxBodySize   int64
 	EngineTimeout time.Duration

@@ -100,6 +100,7 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 		lift()
 	}
 	if apiErr == nil {
+		r.capMaxTokens(len(prompt), req)
 		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.context)
 	}
 	if apiErr != nil {
@@ -118,7 +119,7 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	c.facts, c.admitWait = f, g.waited
 	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
 	defer sw.end()
-	rec := &outcomeSink{sink: a.sink(sw, c.id, r.Model, req)}
+	rec := &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
 	st := c.run(hreq.Context(), rec)
 	r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens))
 	if sw.stalled {
@@ -127,6 +128,41 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	}
 	r.record(hreq, a, c, rec, st, begin)
 }
+
+// capMaxTokens caps a max_tokens above what the context leaves after the
+// prompt to what it leaves, as agent clients expect of a model with a
+// smaller context than the one they were written for (Claude Code asks
+// for 32,000); the answer then ends by length as any other. With
+// RefuseMaxTokens, CheckContext refuses it instead.
+func (r *Router) capMaxTokens(prompt int, req *protocol.CompletionRequest) {
+	if r.RefuseMaxTokens || r.context <= 0 || req.MaxTokens == nil || prompt >= r.context || *req.MaxTokens <= r.context-prompt {
+		return
+	}
+	req.MaxTokens = new(r.context - prompt)
+}
+
+// answerSink is the sink of a request of API a: the API's, behind the
+// reader of tool calls when the request offered tools. The tools the
+// fleet left out of the prompt are named in a header, before anything
+// is written.
+// Only the chat-based APIs offer tools, and their sinks write calls; the
+// format was checked when the router was made (toolFormatOf).
+func (r *Router) answerSink(w http.ResponseWriter, a api, id string, req *protocol.CompletionRequest) sink {
+	if len(req.SkippedTools) > 0 {
+		w.Header().Set(HeaderToolsSkipped, strings.Join(req.SkippedTools, ", "))
+	}
+	out := a.sink(w, id, r.Model, req)
+	cs, ok := out.(callSink)
+	if req.ToolCalling == nil || !ok {
+		return out
+	}
+	return newToolCallSink(cs, req.ToolCalling.Format, req.NOr(), r.metrics.toolCalls.WithLabelValues(r.Model, a.endpoint))
+}
+
+// HeaderToolsSkipped names, on an answer, the tools of the request that
+// the fleet left out of the prompt because it cannot run them (OpenAI's
+// web search, file search and MCP tools, Anthropic's server tools…).
+const HeaderToolsSkipped = "X-Mlc-Tools-Skipped"
 
 // cost is what a request may cost in tokens, what the gate and budgets
 // reserve: its prompt, and for each choice max_tokens, or, without it,

@@ -234,6 +234,7 @@ func chatSink(w http.ResponseWriter, id, model string, req *protocol.CompletionR
 // protocol.ChatDelta), and logprobs go out in the chat shape.
 type chatStream struct {
 	*completionStream
+	calls map[int]int // tool calls sent, by choice
 }
 
 func newChatStream(w http.ResponseWriter, id, model string, includeUsage bool) *chatStream {
@@ -263,6 +264,32 @@ func (s *chatStream) delta(index int, text string, logprobs *protocol.Completion
 	return s.write(chunk())
 }
 
+// call sends a tool call as OpenAI streams one: a delta that names it
+// (its index among the choice's calls, id, type, name, no arguments yet),
+// then its arguments in pieces.
+func (s *chatStream) call(index int, name, arguments string) error {
+	if s.calls == nil {
+		s.calls = map[int]int{}
+	}
+	k := s.calls[index]
+	s.calls[index]++
+	first := protocol.ToolCallDelta{Index: k, ID: protocol.NewID("call_"), Type: "function", Function: &protocol.FunctionCallDelta{Name: name}}
+	if err := s.writeToolCall(index, first); err != nil {
+		return err
+	}
+	for _, piece := range argumentPieces(arguments) {
+		if err := s.writeToolCall(index, protocol.ToolCallDelta{Index: k, Function: &protocol.FunctionCallDelta{Arguments: piece}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *chatStream) writeToolCall(index int, d protocol.ToolCallDelta) error {
+	delta := protocol.ChatDelta{Role: protocol.RoleAssistant, ToolCalls: []protocol.ToolCallDelta{d}}
+	return s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: delta}}, nil))
+}
+
 func (s *chatStream) finish(index int, reason string) {
 	d := protocol.ChatDelta{Role: protocol.RoleAssistant}
 	_ = s.write(s.chatChunk([]protocol.ChatChunkChoice{{Index: index, Delta: d, FinishReason: &reason}}, nil))
@@ -278,16 +305,25 @@ func (s *chatStream) done(usage protocol.Usage) {
 }
 
 // chatWhole answers a chat completion as one JSON body.
-type chatWhole struct{ *completionWhole }
+type chatWhole struct {
+	*completionWhole
+	toolCalls [][]protocol.ToolCall // by choice
+}
 
 func newChatWhole(w http.ResponseWriter, id, model string, n int, logprobs bool) *chatWhole {
-	return &chatWhole{newCompletionWhole(w, id, model, n, logprobs)}
+	return &chatWhole{completionWhole: newCompletionWhole(w, id, model, n, logprobs), toolCalls: make([][]protocol.ToolCall, n)}
+}
+
+func (c *chatWhole) call(index int, name, arguments string) error {
+	c.toolCalls[index] = append(c.toolCalls[index], protocol.ToolCall{ID: protocol.NewID("call_"), Type: "function",
+		Function: protocol.FunctionCall{Name: name, Arguments: arguments}})
+	return nil
 }
 
 func (c *chatWhole) done(usage protocol.Usage) {
 	choices := make([]protocol.ChatChoice, len(c.choices))
 	for i, ch := range c.choices {
-		choices[i] = protocol.ChatChoice{Index: i, Message: protocol.ChatMessage{Role: protocol.RoleAssistant, Content: ch.Text},
+		choices[i] = protocol.ChatChoice{Index: i, Message: protocol.ChatMessage{Role: protocol.RoleAssistant, Content: ch.Text, ToolCalls: c.toolCalls[i]},
 			FinishReason: ch.FinishReason, Logprobs: chatLogprobs(ch.Logprobs)}
 	}
 	protocol.WriteJSON(c.w, http.StatusOK, protocol.ChatCompletionResponse{

@@ -173,7 +173,9 @@ func (c *Conversation) PrefixTokenIDs() []int { return c.systemPrefixTokenIDs }
 //   - with opts.AddGenerationPrompt, an ("assistant", None) turn ends the
 //     list, rendering as the assistant role marker and role_empty_sep;
 //   - with opts.Tools, the functions' JSON replaces the last
-//     "{function_string}" placeholder (MLC's function calling).
+//     "{function_string}" placeholder (MLC's function calling): the
+//     list of every function, or, when opts.ToolChoice names one, that
+//     function alone, as check_function_call_usage writes them.
 //
 // Like MLC it rejects array content on a non-user message, tool_calls,
 // and roles the template does not list; those errors, non-text parts,
@@ -202,10 +204,13 @@ func (c *Conversation) Render(msgs []Message, opts Options) (string, error) {
 	}
 	functionString := c.functionString
 	if len(opts.Tools) > 0 {
-		if !c.readsFunctionString() {
+		if !c.ReadsFunctionString() {
 			return "", fmt.Errorf("chat: tools on conversation template %q, which has no %s placeholder: %w", c.name, placeholderFunction, ErrUnsupported)
 		}
 		s, err := mlcFunctionString(opts.Tools)
+		if opts.ToolChoice != "" {
+			s, err = mlcNamedFunctionString(opts.Tools, opts.ToolChoice)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -229,9 +234,9 @@ func checkConvMessage(i int, m Message) error {
 	return nil
 }
 
-// readsFunctionString reports whether a function_string placeholder can
+// ReadsFunctionString reports whether a function_string placeholder can
 // reach the prompt.
-func (c *Conversation) readsFunctionString() bool {
+func (c *Conversation) ReadsFunctionString() bool {
 	if strings.Contains(c.systemTemplate, placeholderFunction) || strings.Contains(c.systemMessage, placeholderFunction) {
 		return true
 	}

@@ -24,6 +24,7 @@ type jinjaTemplate struct {
 	tmpl  *jinja.Template
 	vars  map[string]jinja.Value
 	names map[string]bool // identifiers the template's code mentions
+	src   string
 	stop  []string
 }
 
@@ -59,6 +60,7 @@ func FromJinja(src string, vars map[string]any) (Template, error) {
 		tmpl:  tmpl,
 		vars:  make(map[string]jinja.Value, len(vars)),
 		names: codeIdentifiers(src),
+		src:   src,
 	}
 	for k, v := range vars {
 		val, err := toValue(v)
@@ -277,3 +279,9 @@ func codeIdentifiers(src string) map[string]bool {
 	}
 	return names
 }
+
+// Reads reports whether the template's code mentions variable name.
+func (t *jinjaTemplate) Reads(name string) bool { return t.names[name] }
+
+// Source returns the template's text.
+func (t *jinjaTemplate) Source() string { return t.src }

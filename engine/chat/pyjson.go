@@ -62,6 +62,46 @@ func mlcFunctionString(tools []json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
+// mlcNamedFunctionString is MLC's function_string for a tool_choice that
+// names function name: the function alone, as pydantic's
+// model_dump_json writes MLC's ChatFunction (its fields in declaration
+// order, description null when absent, no spaces).
+func mlcNamedFunctionString(tools []json.RawMessage, name string) (string, error) {
+	for i, raw := range tools {
+		var tool struct {
+			Function struct {
+				Description json.RawMessage `json:"description"`
+				Name        string          `json:"name"`
+				Parameters  json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &tool); err != nil {
+			return "", fmt.Errorf("chat: tools[%d]: %v: %w", i, err, ErrUnsupported)
+		}
+		f := tool.Function
+		if f.Name != name {
+			continue
+		}
+		desc := f.Description
+		if len(desc) == 0 {
+			desc = json.RawMessage("null")
+		}
+		nameJSON, _ := json.Marshal(f.Name)
+		var b bytes.Buffer
+		b.WriteString(`{"description":`)
+		if err := json.Compact(&b, desc); err != nil {
+			return "", fmt.Errorf("chat: tools[%d]: description: %v: %w", i, err, ErrUnsupported)
+		}
+		b.WriteString(`,"name":` + string(nameJSON) + `,"parameters":`)
+		if err := json.Compact(&b, f.Parameters); err != nil {
+			return "", fmt.Errorf("chat: tools[%d]: parameters: %v: %w", i, err, ErrUnsupported)
+		}
+		b.WriteByte('}')
+		return b.String(), nil
+	}
+	return "", fmt.Errorf("chat: tool_choice names %q, which is not among the tools: %w", name, ErrUnsupported)
+}
+
 // writePyJSON re-encodes the JSON value raw the way Python's json.dumps
 // with default arguments does: ", " and ": " separators, object keys in
 // their original order, non-ASCII escaped (ensure_ascii), integers as

@@ -38,6 +38,17 @@ type TokenIDTemplate interface {
 	StopTokenIDs() []int
 }
 
+// Inspectable is implemented by templates whose text a caller may read
+// for their conventions (Jinja's): the variables they read, such as a
+// thinking switch, and the syntax of the tool calls they teach.
+type Inspectable interface {
+	Template
+	// Reads reports whether the template reads the variable name.
+	Reads(name string) bool
+	// Source returns the template's text.
+	Source() string
+}
+
 // Options controls one Render call.
 type Options struct {
 	// AddGenerationPrompt appends the marker that opens the assistant's
@@ -58,6 +69,12 @@ type Options struct {
 	// read tools rejects a non-empty list with ErrUnsupported. A caller
 	// that honours tool_choice "none" passes no tools.
 	Tools []json.RawMessage
+
+	// ToolChoice names the function the request's tool_choice names, ""
+	// when it names none. An MLC conversation template then offers that
+	// function alone, as mlc_llm serve does; Jinja templates get every
+	// tool, as vLLM's and SGLang's servers give them.
+	ToolChoice string
 }
 
 // DefaultOptions returns the options for serving a chat completion: the

@@ -1,0 +1,226 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Tool calls on the way in and out of the three generation APIs that
+// carry them (chat completions, Messages, Responses). The router reads
+// calls out of the generated text (router/toolcall) and writes them in
+// each API's shape; these are the shapes.
+
+// ToolCall is one call of an assistant message, as OpenAI's chat API
+// writes it: arguments are a JSON object as a string.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a called function's name and arguments (a JSON object,
+// as a string).
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolCallDelta is a call's piece in a chat chunk: the first names the
+// call (id, type, name, no arguments yet), the next carry its arguments in
+// pieces, each under the call's index.
+type ToolCallDelta struct {
+	Index    int                `json:"index"`
+	ID       string             `json:"id,omitempty"`
+	Type     string             `json:"type,omitempty"`
+	Function *FunctionCallDelta `json:"function,omitempty"`
+}
+
+// FunctionCallDelta is a piece of a called function: its name, once, and
+// a piece of its arguments.
+type FunctionCallDelta struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool choices, as the router reads every API's: the model may call a
+// tool (auto), must (required), must call the one named (function), or
+// is not offered tools (none).
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceRequired = "required"
+	ToolChoiceNone     = "none"
+	ToolChoiceFunction = "function"
+)
+
+// ToolCalling is how a chat answer's text is read for tool calls: the
+// router's own knowledge of a request, never sent to an engine.
+type ToolCalling struct {
+	// Format names the parser of the model's tool-call syntax
+	// (router/toolcall).
+	Format string
+	// Choice is one of the ToolChoice constants; Function the function
+	// it names.
+	Choice   string
+	Function string
+	// Names are the tools' names, as offered.
+	Names []string
+}
+
+// chatToolChoice reads a checked chat tool_choice: absent, "auto",
+// "required", "none", or {"type": "function", "function": {"name": …}}.
+func chatToolChoice(raw json.RawMessage) (choice, function string) {
+	switch jsonKind(raw) {
+	case kindString:
+		_ = json.Unmarshal(raw, &choice)
+		return choice, ""
+	case kindObject:
+		var c struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		_ = json.Unmarshal(raw, &c)
+		return ToolChoiceFunction, c.Function.Name
+	}
+	return ToolChoiceAuto, ""
+}
+
+// ToolCalling returns how the request's answer is read for tool calls
+// with the parser format, or nil when it offers no tools (or tool_choice
+// is "none"): then its answer is text.
+func (r *ChatCompletionRequest) ToolCalling(format string) *ToolCalling {
+	choice, fn := chatToolChoice(r.ToolChoice)
+	if len(r.Tools) == 0 || choice == ToolChoiceNone {
+		return nil
+	}
+	tc := &ToolCalling{Format: format, Choice: choice, Function: fn}
+	for _, raw := range r.Tools {
+		var t struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		_ = json.Unmarshal(raw, &t)
+		tc.Names = append(tc.Names, t.Function.Name)
+	}
+	return tc
+}
+
+// validateAssistantToolCalls checks an assistant message's tool_calls as
+// OpenAI's API takes them: a non-empty array of {"id", "type":
+// "function", "function": {"name", "arguments"}}, arguments a string.
+func validateAssistantToolCalls(at string, raw json.RawMessage) *Error {
+	if jsonKind(raw) != kindArray {
+		return InvalidRequest(at, "%s must be an array of tool calls, got %s", at, jsonKind(raw)).WithCode(CodeInvalidType)
+	}
+	var calls []json.RawMessage
+	if err := json.Unmarshal(raw, &calls); err != nil {
+		return InvalidRequest(at, "%s: %v", at, err).WithCode(CodeInvalidType)
+	}
+	for i, c := range calls {
+		cat := fmt.Sprintf("%s[%d]", at, i)
+		var call struct {
+			ID       json.RawMessage `json:"id"`
+			Type     json.RawMessage `json:"type"`
+			Function json.RawMessage `json:"function"`
+		}
+		if jsonKind(c) != kindObject || json.Unmarshal(c, &call) != nil {
+			return InvalidRequest(cat, "%s must be a tool call: an object with an id, a type and a function", cat).WithCode(CodeInvalidType)
+		}
+		if _, e := stringMember(cat+".id", call.ID, false); e != nil {
+			return e
+		}
+		if present(call.Type) {
+			if e := functionType(cat+".type", call.Type); e != nil {
+				return e
+			}
+		}
+		var fn struct {
+			Name      json.RawMessage `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if jsonKind(call.Function) != kindObject || json.Unmarshal(call.Function, &fn) != nil {
+			return InvalidRequest(cat+".function", "%s.function is required: an object with a name and arguments", cat).WithCode(CodeMissingParameter)
+		}
+		if _, e := stringMember(cat+".function.name", fn.Name, true); e != nil {
+			return e
+		}
+		if _, e := stringMember(cat+".function.arguments", fn.Arguments, true); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// chatToolCall is an assistant's call as a chat request carries it, from
+// the call's id, name and arguments (a JSON object's text).
+func chatToolCall(id, name string, arguments json.RawMessage) ToolCall {
+	args := "{}"
+	if c := compactJSON(arguments); c != "" {
+		args = c
+	}
+	return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: name, Arguments: args}}
+}
+
+// compactJSON is raw without insignificant space, or "" when raw is not
+// JSON.
+func compactJSON(raw []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// assistantToolCalls is a chat request's assistant message holding text
+// (none: content null) and calls.
+func assistantToolCalls(text string, calls []ToolCall) json.RawMessage {
+	var content any
+	if text != "" {
+		content = text
+	}
+	b, _ := json.Marshal(struct {
+		Role      string     `json:"role"`
+		Content   any        `json:"content"`
+		ToolCalls []ToolCall `json:"tool_calls"`
+	}{RoleAssistant, content, calls})
+	return b
+}
+
+// toolMessage is a chat request's tool message: the result of call id.
+func toolMessage(id, content string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Role       string `json:"role"`
+		Content    string `json:"content"`
+		ToolCallID string `json:"tool_call_id"`
+	}{RoleTool, content, id})
+	return b
+}
+
+// chatTool is a chat request's function tool.
+func chatTool(name string, description *string, parameters json.RawMessage) json.RawMessage {
+	if !present(parameters) {
+		parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	type function struct {
+		Name        string          `json:"name"`
+		Description *string         `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	b, _ := json.Marshal(struct {
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}{"function", function{name, description, parameters}})
+	return b
+}
+
+// namedToolChoice is a chat tool_choice naming function name.
+func namedToolChoice(name string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": name}})
+	return b
+}
+
+// hasName reports whether name is among names.
+func hasName(names []string, name string) bool { return slices.Contains(names, name) }
