@@ -21,13 +21,52 @@
 // --overrides "k=v;...", --host, --port; and its own --prefill-delay and
 // --decode-delay (protocol.Slowness: compute time added per prompt token
 // and per decode step, to play a slower GPU; POST /builtin/slowness
-// changes them at run time). Overrides used:
+// changes them at run time), and --replies <file> (tests only: scripted
+// answers, see Scripted replies). Overrides used:
 // max_total_seq_length (KV capacity in tokens, default 16384),
 // context_window_size (see Context), max_num_sequence, prefill_chunk_size
 // (default 512) and prep_recv_timeout_ms (default 60000); other keys are
 // logged and ignored. <model> is "tiny" (embedded word-level tokenizer,
 // package tiny) or a directory holding tokenizer.json; the weights are
 // seeded by "tiny" or the directory's base name.
+//
+// # Scripted replies
+//
+// The model is pseudo-random: it never chooses to call a tool nor to end.
+// To drive agent clients end to end in tests, --replies <file> gives the
+// engine text to answer instead. The file is a JSON array of
+// {"match": "<substring>", "reply": "<text>"} objects (unknown fields,
+// an empty array or an empty reply fail the engine's start, naming the
+// file):
+//
+//	[{"match": "weather", "reply": "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>"},
+//	 {"match": "<tool_response>", "reply": "It is sunny."},
+//	 {"match": "", "reply": "I cannot help with that."}]
+//
+// At a sequence's first sample, its context (the prompt) is decoded to
+// text once. For each entry, the longest start of its reply that ends the
+// text is taken as already generated (a request resumed with the text
+// delivered so far); the prompt part is the text before the longest such
+// tail of any entry. An entry matches when its match occurs in the
+// prompt part, an empty match always (a default, behind any other); the
+// entry whose match occurs latest there wins, which picks the entry
+// whose match is in the last user or tool turn without knowing the
+// template; a tie goes to the earlier entry. Without a match, the model
+// generates as usual. The rest of the winner's reply is tokenized and
+// forced, one token per decode step, in place of the sampled token: the
+// forward pass, KV cache, prefix cache, scheduler, preemption and KV
+// transfer all run as for sampled tokens; then the sequence ends with
+// finish_reason "stop", as at EOS (also under ignore_eos). Sampling
+// parameters (temperature, seed, logit_bias, penalties) and the
+// restriction to generatable tokens do not apply to a script; max_tokens,
+// the context bound and stop strings do. The choice is a function of the
+// context, so the text is the same whole, in prefill chunks, on the
+// decode engine of a disaggregated run, after an in-engine preemption
+// (the sequence keeps its place in the script) and when a router resumes
+// the request with the prompt and the delivered text. The answer is
+// exact when the tokenizer spells the reply back (Decode(Encode(r)) ==
+// r: the tiny and byte-level BPE tokenizers do; the engine logs a
+// warning at start for a reply it does not).
 //
 // # Chat completions
 //

@@ -31,6 +31,10 @@ type Engine struct {
 	logger  *log.Logger
 	maxSeq  int // tokens of one sequence at most (see context.go)
 
+	// replies are the --replies entries (tests only): a context one of
+	// them matches is answered with its text (see replies.go).
+	replies []reply
+
 	// The model's chat template (nil, with chatErr, when it has none)
 	// and the stop strings it adds to every request, as MLC adds its
 	// conversation template's stop_str to completions and chats alike.
@@ -87,6 +91,12 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	var replies []reply
+	if opts.Replies != "" {
+		if replies, err = loadReplies(opts.Replies); err != nil {
+			return nil, err
+		}
+	}
 	var emb *embedder
 	if opts.EmbeddingModel != "" {
 		if emb, err = loadEmbedder(opts.EmbeddingModel); err != nil {
@@ -96,7 +106,7 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	c := m.Config()
 	pages := pagesFor(opts.Overrides.MaxTotalSeqLength)
 	e := &Engine{
-		opts: opts, model: m, tok: tok, disagg: disagg, emb: emb,
+		opts: opts, model: m, tok: tok, disagg: disagg, emb: emb, replies: replies,
 		maxSeq:   sequenceLimit(opts, window),
 		logger:   log.New(logOut, "mlc-engine: ", log.LstdFlags|log.LUTC),
 		cmds:     make(chan func()),
@@ -115,6 +125,14 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	e.SetSlowness(opts.Slowness)
 	e.loadChat()
 	e.allowed = allowedIDs(tok, c.Vocab, e.eos)
+	for i, r := range replies {
+		if got := tok.Decode(tok.Encode(r.Reply)); got != r.Reply {
+			e.logf("--replies %s: entry %d: the tokenizer does not spell the reply back exactly (%q), so neither will the answer", opts.Replies, i, got)
+		}
+	}
+	if len(replies) > 0 {
+		e.logf("--replies %s: %d scripted replies (for tests only)", opts.Replies, len(replies))
+	}
 	return e, nil
 }
 

@@ -28,6 +28,11 @@ type Options struct {
 	Host              string
 	Port              int
 	Overrides         Overrides
+	// Replies is a --replies file (tests only): a JSON array of
+	// {"match": substring, "reply": text}; a context an entry matches is
+	// answered with its reply instead of the model's tokens (see
+	// replies.go and the package documentation, "Scripted replies").
+	Replies string
 	// Slowness is compute time the engine adds to its own, to play a
 	// slower accelerator (--prefill-delay, --decode-delay); changed at run
 	// time through protocol.PathSlowness.
@@ -72,6 +77,7 @@ func ParseArgs(args []string, stderr io.Writer) (*Options, error) {
 	fs.IntVar(&o.Port, "port", 8000, "port to listen on")
 	fs.DurationVar(&o.Slowness.PrefillPerToken, "prefill-delay", 0, "compute time added per prompt token prefilled (a slower GPU; built-in only)")
 	fs.DurationVar(&o.Slowness.DecodePerStep, "decode-delay", 0, "compute time added per decode step of the batch (a slower GPU; built-in only)")
+	fs.StringVar(&o.Replies, "replies", "", `tests only: JSON file of [{"match": "<substring>", "reply": "<text>"}]; a context whose prompt part holds a match (latest wins, "" always) is answered with that reply, then "stop" (built-in only)`)
 	overrides := fs.String("overrides", "", `engine settings, "key=value;key=value"`)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mlc-engine <model> [flags]   (<model>: tiny or a directory with tokenizer.json)")

@@ -33,12 +33,17 @@ func (e *Engine) submit(r *request) {
 }
 
 // sample picks the next token of s from e.logits and applies the end
-// conditions.
+// conditions. A sequence answered by a --replies script takes its next
+// token from the script instead, whatever the sampling parameters say,
+// and ends with "stop" after the last one, as at EOS.
 func (e *Engine) sample(s *sequence) {
-	id := s.sampler.pick(e.logits)
+	id, scripted := e.scripted(s)
+	if !scripted {
+		id = s.sampler.pick(e.logits)
+	}
 	s.generated++
 	s.req.completionTokens++
-	if e.eos[id] && !s.req.params.ignoreEOS {
+	if id < 0 || !scripted && e.eos[id] && !s.req.params.ignoreEOS {
 		e.finish(s, protocol.FinishStop)
 		return
 	}
@@ -55,6 +60,32 @@ func (e *Engine) sample(s *sequence) {
 	case s.req.params.maxTokens >= 0 && s.generated >= s.req.params.maxTokens, len(s.tokens) >= e.maxSeq:
 		e.finish(s, protocol.FinishLength)
 	}
+}
+
+// scripted returns the next token of s's --replies script, -1 at its
+// end, and whether s follows one. The script is chosen at the first
+// sample of the request, from its prompt, once for all its sequences.
+func (e *Engine) scripted(s *sequence) (int, bool) {
+	if !s.scriptChosen {
+		s.scriptChosen = true
+		r := s.req
+		if !r.replyChosen {
+			r.replyChosen = true
+			r.reply = e.chooseReply(s.tokens)
+		}
+		if r.reply != nil {
+			s.scripted, s.script = true, r.reply.ids
+		}
+	}
+	if !s.scripted {
+		return 0, false
+	}
+	if len(s.script) == 0 {
+		return -1, true
+	}
+	id := s.script[0]
+	s.script = s.script[1:]
+	return id, true
 }
 
 // send gives s's handler a piece of text, with the finish reason that ends

@@ -21,6 +21,12 @@ type request struct {
 	completionTokens int
 	prefixMatched    int
 
+	// reply is the --replies choice for the prompt (nil: none matched),
+	// made once (replyChosen) for all its sequences: every sequence
+	// samples first from the prompt alone.
+	replyChosen bool
+	reply       *script
+
 	// computeOnly requests (remote_send) compute the keys and values of
 	// prompt[:len(prompt)] without sampling, then hand back those of
 	// [sendBegin, len(prompt)) as payload.

@@ -23,6 +23,13 @@ type sequence struct {
 	sampler   *sampler
 	out       *output
 
+	// The --replies script (see replies.go), chosen at the first sample:
+	// scripted says a reply was chosen, and script holds its tokens still
+	// to emit. A preempted sequence keeps them, and resumes where it was.
+	scriptChosen bool
+	scripted     bool
+	script       []int
+
 	// prep_recv state (seqPrepared).
 	user      string
 	matched   int       // positions shared from the prefix cache
