@@ -86,8 +86,8 @@
 // template cannot express (param messages) or a longer one than the
 // context (see Context). Differences, by choice: system_fingerprint is
 // "caddy-mlc" (MLC answers ""), as on the router's answers; tools reach
-// only templates that read them, and the answer is never parsed into
-// tool_calls; debug_config.disagg_config is refused (disaggregation runs
+// only templates that read them (the tiny one renders them Hermes-style,
+// see chat.Tiny), and the answer is never parsed into tool_calls; debug_config.disagg_config is refused (disaggregation runs
 // on completions).
 //
 // # Embeddings

@@ -80,7 +80,7 @@ func toBytes(ids []int) []byte {
 func TestCompletionRefuses(t *testing.T) {
 	for _, body := range []string{
 		`{"messages":[{"content":"no role"}]}`,
-		`{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
+		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":"not json"}}]}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
 		`{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":true}}`,
 		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
 	} {
