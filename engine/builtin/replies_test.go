@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -313,4 +315,56 @@ func chatText(t testing.TB, te *testEngine, req map[string]any) string {
 		t.Fatalf("chat: finish %v, want stop: %s", f, body)
 	}
 	return resp.Choices[0].Message.Content
+}
+
+// TestRepliesQwen3 serves Qwen3's tokenizer directory (151k tokens, its
+// Jinja chat template) with a scripted Hermes tool call, answered exactly
+// through the engine's chat endpoint with tools and through a completion
+// of the token prompt a router renders.
+func TestRepliesQwen3(t *testing.T) {
+	dir := npmref.ModelDir(t, "qwen3")
+	const call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+	file := repliesFile(t, []reply{{Match: "Paris", Reply: call}})
+	start := time.Now()
+	te := newTestEngineModel(t, dir, "", false, "--replies", file)
+	t.Logf("engine on %s started in %v", dir, time.Since(start))
+	tools := []map[string]any{{"type": "function", "function": map[string]any{
+		"name": "get_weather", "description": "Get the weather", "parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
+	}}}
+	body := map[string]any{"messages": []map[string]any{{"role": "user", "content": "What is the weather in Paris?"}}, "tools": tools, "temperature": 0}
+	start = time.Now()
+	if got := chatText(t, te, body); got != call {
+		t.Fatalf("chat: %q, want %q", got, call)
+	}
+	t.Logf("chat answered in %v", time.Since(start))
+
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var creq protocol.ChatCompletionRequest
+	if err := json.Unmarshal(raw, &creq); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := chat.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, perr := chat.Completion(tmpl, te.e.tok, &creq)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	if text := te.e.tok.Decode(req.Prompt.IDs); !strings.Contains(text, "<tools>") || !strings.HasSuffix(text, "<|im_start|>assistant\n") {
+		t.Fatalf("rendered %q", text)
+	}
+	for _, stream := range []bool{false, true} {
+		req.Stream = stream
+		got := complete(t, te.client, te.url, protocol.PathCompletions, req)
+		if got.texts[0] != call || got.finish[0] != protocol.FinishStop {
+			t.Fatalf("completion (stream %v): %q (%s), want %q (stop)", stream, got.texts[0], got.finish[0], call)
+		}
+		if n := len(te.e.tok.Encode(call)) + 1; got.usage != nil && got.usage.CompletionTokens != n {
+			t.Errorf("completion_tokens %d, want %d", got.usage.CompletionTokens, n)
+		}
+	}
 }
