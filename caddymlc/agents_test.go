@@ -261,7 +261,7 @@ const fs = require("fs");
       const r = await run(agent, process.env.TASK, { stream, maxTurns: 4 });
       if (stream) { for await (const _ of r) {} await r.completed; }
       out[what] = { final: r.finalOutput };
-    } catch (e) { out[what] = { error: String(e && e.stack || e) }; }
+    } catch (e) { out[what] = { error: String(e && e.message || e) }; }
   }
   console.log(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });
@@ -322,7 +322,7 @@ const Anthropic = require("@anthropic-ai/sdk");
   const fn = { name: "get_weather", description: "The weather in a city", parameters: schema };
   const out = {};
   const step = async (what, f) => {
-    try { out[what] = await f(); } catch (e) { out[what] = { error: (e.status ? e.status + " " : "") + (e.message || String(e)) }; }
+    try { out[what] = await f(); } catch (e) { out[what] = { error: e.message || String(e) }; }
   };
 
   const chat = { model: "tiny", max_tokens: 64, messages: [{ role: "user", content: q }], tools: [{ type: "function", function: fn }] };
@@ -335,6 +335,7 @@ const Anthropic = require("@anthropic-ai/sdk");
   await step("chatWhole", async () => { const r = await openai.chat.completions.create(chat); chatMsg = r.choices[0].message; return chatCalls(r); });
   await step("chatStream", async () => chatCalls(await openai.beta.chat.completions.stream(chat).finalChatCompletion()));
   await step("chatResult", async () => {
+    if (!chatMsg) throw new Error("not tried: the first turn failed");
     const r = await openai.chat.completions.create({ ...chat, messages: [...chat.messages, chatMsg,
       { role: "tool", tool_call_id: chatMsg.tool_calls[0].id, content: result }] });
     return chatCalls(r);
@@ -347,9 +348,12 @@ const Anthropic = require("@anthropic-ai/sdk");
   let msgMsg;
   await step("messagesWhole", async () => { msgMsg = await anthropic.messages.create(msgs); return msgCalls(msgMsg); });
   await step("messagesStream", async () => msgCalls(await anthropic.messages.stream(msgs).finalMessage()));
-  await step("messagesResult", async () => msgCalls(await anthropic.messages.create({ ...msgs, messages: [...msgs.messages,
+  await step("messagesResult", async () => {
+    if (!msgMsg) throw new Error("not tried: the first turn failed");
+    return msgCalls(await anthropic.messages.create({ ...msgs, messages: [...msgs.messages,
     { role: "assistant", content: msgMsg.content },
-    { role: "user", content: [{ type: "tool_result", tool_use_id: msgMsg.content.find((b) => b.type === "tool_use").id, content: result }] }] })));
+    { role: "user", content: [{ type: "tool_result", tool_use_id: msgMsg.content.find((b) => b.type === "tool_use").id, content: result }] }] }));
+  });
 
   const resp = { model: "tiny", max_output_tokens: 64, input: q, tools: [{ type: "function", ...fn }] };
   const respCalls = (r) => ({ stop: r.status, text: r.output_text,
@@ -358,6 +362,7 @@ const Anthropic = require("@anthropic-ai/sdk");
   await step("responsesWhole", async () => { const r = await openai.responses.create(resp); respOut = r.output; return respCalls(r); });
   await step("responsesStream", async () => respCalls(await openai.responses.stream(resp).finalResponse()));
   await step("responsesResult", async () => {
+    if (!respOut) throw new Error("not tried: the first turn failed");
     const call = respOut.find((i) => i.type === "function_call");
     return respCalls(await openai.responses.create({ ...resp, input: [{ role: "user", content: q }, call,
       { type: "function_call_output", call_id: call.call_id, output: result }] }));
