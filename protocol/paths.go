@@ -9,6 +9,8 @@ const (
 	PathEmbeddings      = "/v1/embeddings"
 	// PathMessages is Anthropic's Messages API, PathResponses OpenAI's
 	// Responses API (its stored responses under PathResponses/{id}).
-	PathMessages  = "/v1/messages"
-	PathResponses = "/v1/responses"
+	PathMessages = "/v1/messages"
+	// PathCountTokens is Anthropic's token count of a Messages request.
+	PathCountTokens = "/v1/messages/count_tokens"
+	PathResponses   = "/v1/responses"
 )

@@ -29,3 +29,42 @@ func (d *decoder) prepareMessages(hreq *http.Request) (*protocol.CompletionReque
 	}
 	return d.chatCompletion(creq)
 }
+
+// serveCountTokens answers POST /v1/messages/count_tokens as Anthropic
+// does: the input_tokens of a Messages request (its system prompt, tools
+// and turns, rendered as the request would be), without generating;
+// max_tokens may be absent.
+func (r *Router) serveCountTokens(w http.ResponseWriter, hreq *http.Request) {
+	lift := r.readDeadline(w)
+	prompt, e := r.countTokens(hreq)
+	if e == nil || e.Status != http.StatusRequestTimeout {
+		lift()
+	}
+	if e != nil {
+		r.refuse(w, hreq, messagesAPI, e)
+		return
+	}
+	protocol.WriteJSON(w, http.StatusOK, struct {
+		InputTokens int `json:"input_tokens"`
+	}{prompt})
+}
+
+// countTokens is the prompt's token count of the Messages request of
+// hreq.
+func (r *Router) countTokens(hreq *http.Request) (int, *protocol.Error) {
+	var mreq protocol.MessagesRequest
+	release, e := r.decodeRequest(hreq, &mreq, func() string { return mreq.Model })
+	if e != nil {
+		return 0, e
+	}
+	defer release()
+	if mreq.MaxTokens == nil {
+		mreq.MaxTokens = new(1)
+	}
+	creq, e := mreq.Chat()
+	if e != nil {
+		return 0, e
+	}
+	_, prompt, e := r.chatCompletion(creq)
+	return len(prompt), e
+}

@@ -61,6 +61,17 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		} else {
 			r.serve(w, req, a)
 		}
+	case path == protocol.PathCountTokens:
+		if !allowMethod(w, req, http.MethodPost) {
+			return
+		}
+		r := m.def
+		if len(m.routers) > 1 {
+			if r = m.route(w, req, messagesAPI); r == nil {
+				return
+			}
+		}
+		r.serveCountTokens(w, req)
 	case path == protocol.PathModels:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, append(m.names(), m.embeddingNames()...)...))
