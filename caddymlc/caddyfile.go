@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/router/toolcall"
 )
 
 // parseCaddyfile sets up the handler from Caddyfile tokens (see
@@ -55,6 +56,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    queue_size        <n>
 //	    max_attempts      <n>
 //	    max_body_size     <size>
+//	    tool_parser       hermes|llama3_json|mistral|pythonic|mlc  (default: the chat template's)
+//	    max_tokens_policy cap|refuse   (a max_tokens above what the context leaves; default cap)
 //	    body_timeout      <duration>
 //	    client_timeout    <duration>
 //	    max_inflight      <n>|off    (requests each generating engine runs at once; default: its batch)
@@ -249,6 +252,8 @@ var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
 	"queue_size":        intOption(func(r *ModelConfig) *int { return &r.QueueSize }, false),
 	"max_attempts":      intOption(func(r *ModelConfig) *int { return &r.MaxAttempts }, false),
 	"max_body_size":     parseMaxBodySize,
+	"tool_parser":       choiceOption(func(r *ModelConfig) *string { return &r.ToolParser }, toolcall.Formats()...),
+	"max_tokens_policy": choiceOption(func(r *ModelConfig) *string { return &r.MaxTokensPolicy }, MaxTokensCap, MaxTokensRefuse),
 	"body_timeout":      durationOption(func(r *ModelConfig) *caddy.Duration { return &r.BodyTimeout }),
 	"client_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.ClientTimeout }),
 }

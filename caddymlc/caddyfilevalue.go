@@ -2,7 +2,9 @@ package caddymlc
 
 import (
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -21,6 +23,21 @@ func oneArg(d *caddyfile.Dispenser, dst *string) error {
 		return d.ArgErr()
 	}
 	return nil
+}
+
+// choiceOption reads an option whose one value is among choices into
+// the string field gives; another is an error that lists them.
+func choiceOption(field func(*ModelConfig) *string, choices ...string) func(*ModelConfig, *caddyfile.Dispenser) error {
+	return func(r *ModelConfig, d *caddyfile.Dispenser) error {
+		name, dst := d.Val(), field(r)
+		if err := oneArg(d, dst); err != nil {
+			return err
+		}
+		if !slices.Contains(choices, *dst) {
+			return d.Errf("%s %q: want one of %s", name, *dst, strings.Join(choices, ", "))
+		}
+		return nil
+	}
 }
 
 // onceArg is oneArg for an option that may be given once: seen holds

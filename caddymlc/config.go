@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,13 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/router/toolcall"
+)
+
+// The max_tokens policies.
+const (
+	MaxTokensCap    = "cap"
+	MaxTokensRefuse = "refuse"
 )
 
 // Defaults of the configuration.
@@ -177,6 +185,20 @@ type ModelConfig struct {
 	// its retries after preemption or an engine failure). Default 16.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 
+	// ToolParser names how the model writes tool calls, so that the
+	// router reads them back out of its answers (router/toolcall):
+	// hermes, llama3_json, mistral, pythonic or mlc. Default: the one its
+	// chat template teaches (tiny's: hermes; an MLC conversation template
+	// with a function_string: mlc; a Jinja template's family, from its
+	// text). A model with none refuses tools.
+	ToolParser string `json:"tool_parser,omitempty"`
+
+	// MaxTokensPolicy is what a max_tokens (max_output_tokens) above
+	// what the context leaves after the prompt gets: "cap" (default:
+	// capped to what the context leaves; the answer ends by length) or
+	// "refuse" (OpenAI's 400 context_length_exceeded).
+	MaxTokensPolicy string `json:"max_tokens_policy,omitempty"`
+
 	// MaxBodySize bounds a request body, in bytes. Default 4 MiB.
 	MaxBodySize int64 `json:"max_body_size,omitempty"`
 
@@ -305,6 +327,14 @@ func (c ModelConfig) validate() error {
 	}
 	if c.MaxBodySize < 0 {
 		return fmt.Errorf("mlc_router: max_body_size must not be negative")
+	}
+	if c.ToolParser != "" && !slices.Contains(toolcall.Formats(), c.ToolParser) {
+		return fmt.Errorf("mlc_router: tool_parser %q: want one of %s", c.ToolParser, strings.Join(toolcall.Formats(), ", "))
+	}
+	switch c.MaxTokensPolicy {
+	case "", MaxTokensCap, MaxTokensRefuse:
+	default:
+		return fmt.Errorf("mlc_router: max_tokens_policy %q: want %s or %s", c.MaxTokensPolicy, MaxTokensCap, MaxTokensRefuse)
 	}
 	if c.MaxInflight < -1 {
 		return fmt.Errorf("mlc_router: max_inflight must be at least 1, or -1 (off), got %d", c.MaxInflight)

@@ -122,6 +122,8 @@ func (r ModelConfig) coreConfig() router.Config {
 		EngineKind:        engine.Kind(r.Engine.Kind),
 		EngineArgs:        r.EngineArgs,
 		MaxAttempts:       r.MaxAttempts,
+		ToolParser:        r.ToolParser,
+		RefuseMaxTokens:   r.MaxTokensPolicy == MaxTokensRefuse,
 		MaxBodySize:       r.MaxBodySize,
 		EngineTimeout:     time.Duration(r.EngineTimeout),
 		QueueTimeout:      time.Duration(r.QueueTimeout),
