@@ -34,6 +34,13 @@ type core struct {
 // router over them with cfg (Model, Endpoints and defaults filled in).
 func startCore(t testing.TB, engines int, cfg Config, policy Policy) *core {
 	t.Helper()
+	return startCoreArgs(t, engines, cfg, policy)
+}
+
+// startCoreArgs is startCore with engineArgs on every engine's command
+// line.
+func startCoreArgs(t testing.TB, engines int, cfg Config, policy Policy, engineArgs ...string) *core {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +51,7 @@ func startCore(t testing.TB, engines int, cfg Config, policy Policy) *core {
 		c.engines = append(c.engines, fmt.Sprintf("http://127.0.0.1:%d", p))
 	}
 	spec := engine.Spec{Model: "tiny", Kind: engine.KindBuiltin, Program: exe, PrefixCacheMode: engine.PrefixCacheDisable,
-		Endpoints: cfg.Endpoints, StartupTimeout: time.Minute}.Normalize()
+		Endpoints: cfg.Endpoints, EngineArgs: engineArgs, StartupTimeout: time.Minute}.Normalize()
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +62,7 @@ func startCore(t testing.TB, engines int, cfg Config, policy Policy) *core {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.fleet.Drain(true) })
-	cfg.Model, cfg.EngineKind = "tiny", engine.KindBuiltin
+	cfg.Model, cfg.EngineKind, cfg.EngineArgs = "tiny", engine.KindBuiltin, engineArgs
 	defaults(&cfg)
 	handle := NewHandle(spec)
 	handle.Set(c.fleet)

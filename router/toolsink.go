@@ -2,6 +2,7 @@ package router
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,33 +54,38 @@ func newToolCallSink(out callSink, format string, n int, counter prometheus.Coun
 }
 
 // emit hands the parser's events of choice index to the API's sink.
-// White space is held until text follows it, and dropped when a call or
-// the end of a choice that called does: the new lines around and between
-// a model's calls are their layout, not content. Logprobs go with the
-// text only when it passed through whole: text the parser held and
-// released later has none.
+// The white space that ends a text is held until more text follows it,
+// and dropped when a call or the end of a choice that called does: the
+// new lines around and between a model's calls are their layout, not
+// content. (Held by characters, not by events, so that how the engines
+// cut the text changes nothing.) Logprobs go with the text only when it
+// passed through whole: text the parser held and released later has
+// none.
 func (s *toolCallSink) emit(index int, events []toolcall.Event, text string, logprobs *protocol.CompletionLogprobs) error {
 	for _, ev := range events {
-		var err error
-		switch {
-		case ev.Call != nil:
+		if ev.Call != nil {
 			s.space[index] = ""
 			s.called[index]++
 			if s.counter != nil {
 				s.counter.Inc()
 			}
-			err = s.out.call(index, ev.Call.Name, ev.Call.Arguments)
-		case strings.TrimSpace(ev.Text) == "":
-			s.space[index] += ev.Text
-		default:
-			var lp *protocol.CompletionLogprobs
-			if len(events) == 1 && ev.Text == text && s.space[index] == "" {
-				lp = logprobs
+			if err := s.out.call(index, ev.Call.Name, ev.Call.Arguments); err != nil {
+				return err
 			}
-			err = s.out.delta(index, s.space[index]+ev.Text, lp)
-			s.space[index] = ""
+			continue
 		}
-		if err != nil {
+		body := strings.TrimRightFunc(ev.Text, unicode.IsSpace)
+		if body == "" {
+			s.space[index] += ev.Text
+			continue
+		}
+		var lp *protocol.CompletionLogprobs
+		if len(events) == 1 && ev.Text == text && s.space[index] == "" && body == ev.Text {
+			lp = logprobs
+		}
+		out := s.space[index] + body
+		s.space[index] = ev.Text[len(body):]
+		if err := s.out.delta(index, out, lp); err != nil {
 			return err
 		}
 	}
