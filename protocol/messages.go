@@ -106,6 +106,9 @@ func (r *MessagesRequest) Chat() (*ChatCompletionRequest, *Error) {
 		}
 		msgs = append(msgs, turn...)
 	}
+	if len(msgs) == 0 {
+		return nil, InvalidRequest("messages", "messages must hold a user turn, not only system turns").WithCode(CodeInvalidValue)
+	}
 	if len(systemText) > 0 {
 		msgs = append([]json.RawMessage{chatMessage(RoleSystem, strings.Join(systemText, "\n\n"))}, msgs...)
 	}

@@ -20,6 +20,13 @@ import (
 // status and the whole body.
 func callJSON(t testing.TB, method, url string, body any, header ...string) (int, []byte) {
 	t.Helper()
+	return callJSONWith(t, method, url, body, nil, header...)
+}
+
+// callJSONWith is callJSON that hands the answer to seen (when not nil)
+// before its body is read.
+func callJSONWith(t testing.TB, method, url string, body any, seen func(*http.Response), header ...string) (int, []byte) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -41,6 +48,9 @@ func callJSON(t testing.TB, method, url string, body any, header ...string) (int
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if seen != nil {
+		seen(resp)
+	}
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)

@@ -112,7 +112,7 @@ func TestMessagesEqualChat(t *testing.T) {
 // is answered in Anthropic's shape with the matching status, the
 // parameter named in the message.
 func TestMessagesErrors(t *testing.T) {
-	c := startCore(t, 1, Config{Mode: ModeWhole}, nil)
+	c := startCore(t, 1, Config{Mode: ModeWhole, RefuseMaxTokens: true}, nil)
 	user := []map[string]any{{"role": "user", "content": "hi"}}
 	for _, tc := range []struct {
 		name   string
@@ -125,13 +125,17 @@ func TestMessagesErrors(t *testing.T) {
 		{"image", map[string]any{"max_tokens": 4, "messages": []map[string]any{{"role": "user", "content": []map[string]any{
 			{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "AA=="}}}}}},
 			400, "invalid_request_error", "messages[0].content[0].type"},
-		{"tools", map[string]any{"max_tokens": 4, "messages": user, "tools": []map[string]any{{"name": "f", "input_schema": map[string]any{"type": "object"}}}},
-			400, "invalid_request_error", "tools"},
+		{"tool_choice", map[string]any{"max_tokens": 4, "messages": user, "tools": []map[string]any{{"name": "f", "input_schema": map[string]any{"type": "object"}}},
+			"tool_choice": map[string]any{"type": "tool", "name": "g"}}, 400, "invalid_request_error", "tool_choice.name"},
+		{"tool_result in an assistant turn", map[string]any{"max_tokens": 4, "messages": []map[string]any{{"role": "user", "content": "hi"},
+			{"role": "assistant", "content": []map[string]any{{"type": "tool_result", "tool_use_id": "t", "content": "x"}}}, {"role": "user", "content": "go"}}},
+			400, "invalid_request_error", "messages[1].content[0].type"},
 		{"top_k", map[string]any{"max_tokens": 4, "messages": user, "top_k": 5}, 400, "invalid_request_error", "top_k"},
 		{"temperature", map[string]any{"max_tokens": 4, "messages": user, "temperature": 1.5}, 400, "invalid_request_error", "temperature"},
 		{"prefill", map[string]any{"max_tokens": 4, "messages": append(slices.Clone(user), map[string]any{"role": "assistant", "content": "the"})},
 			400, "invalid_request_error", "messages[1].role"},
-		{"role", map[string]any{"max_tokens": 4, "messages": []map[string]any{{"role": "system", "content": "x"}}}, 400, "invalid_request_error", "messages[0].role"},
+		{"role", map[string]any{"max_tokens": 4, "messages": []map[string]any{{"role": "wizard", "content": "x"}}}, 400, "invalid_request_error", "messages[0].role"},
+		{"system only", map[string]any{"max_tokens": 4, "messages": []map[string]any{{"role": "system", "content": "x"}}}, 400, "invalid_request_error", "messages"},
 		{"model", map[string]any{"model": "claude-sonnet-4", "max_tokens": 4, "messages": user}, 404, "not_found_error", "claude-sonnet-4"},
 		{"context", map[string]any{"max_tokens": 1 << 30, "messages": user, "stream": true}, 400, "invalid_request_error", "context"},
 	} {

@@ -123,7 +123,7 @@ func checkResponse(t *testing.T, what string, r protocol.Response, text string, 
 // What the Responses API cannot serve is a 400 in OpenAI's shape that
 // names the parameter; an unknown model a 404.
 func TestResponsesErrors(t *testing.T) {
-	c := startCore(t, 1, Config{Mode: ModeWhole}, nil)
+	c := startCore(t, 1, Config{Mode: ModeWhole, RefuseMaxTokens: true}, nil)
 	for _, tc := range []struct {
 		name   string
 		body   map[string]any
@@ -131,11 +131,12 @@ func TestResponsesErrors(t *testing.T) {
 		param  string
 	}{
 		{"no input", map[string]any{"model": "tiny"}, 400, "input"},
-		{"tools", map[string]any{"input": "hi", "tools": []map[string]any{{"type": "function", "name": "f"}}}, 400, "tools"},
+		{"tool_choice", map[string]any{"input": "hi", "tools": []map[string]any{{"type": "function", "name": "f"}}, "tool_choice": map[string]any{"type": "function", "name": "g"}}, 400, "tool_choice.name"},
+		{"conversation", map[string]any{"input": "hi", "conversation": "conv_1"}, 400, "conversation"},
 		{"image", map[string]any{"input": []map[string]any{{"role": "user", "content": []map[string]any{{"type": "input_image", "image_url": "http://x/y.png"}}}}},
 			400, "input[0].content[0].type"},
-		{"function call", map[string]any{"input": []map[string]any{{"type": "function_call_output", "call_id": "c", "output": "4"}}}, 400, "input[0].type"},
-		{"late developer", map[string]any{"input": []map[string]any{{"role": "user", "content": "hi"}, {"role": "developer", "content": "x"}}}, 400, "input[1].role"},
+		{"function call output", map[string]any{"input": []map[string]any{{"type": "function_call_output", "output": "4"}}}, 400, "input[0].call_id"},
+		{"item reference", map[string]any{"input": []map[string]any{{"type": "item_reference", "id": "msg_1"}}}, 400, "input[0].type"},
 		{"json", map[string]any{"input": "hi", "text": map[string]any{"format": map[string]any{"type": "json_object"}}}, 400, "text.format.type"},
 		{"max_output_tokens", map[string]any{"input": "hi", "max_output_tokens": 0}, 400, "max_output_tokens"},
 		{"model", map[string]any{"model": "gpt-4.1", "input": "hi"}, 404, "model"},
