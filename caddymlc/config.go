@@ -328,13 +328,8 @@ func (c ModelConfig) validate() error {
 	if c.MaxBodySize < 0 {
 		return fmt.Errorf("mlc_router: max_body_size must not be negative")
 	}
-	if c.ToolParser != "" && !slices.Contains(toolcall.Formats(), c.ToolParser) {
-		return fmt.Errorf("mlc_router: tool_parser %q: want one of %s", c.ToolParser, strings.Join(toolcall.Formats(), ", "))
-	}
-	switch c.MaxTokensPolicy {
-	case "", MaxTokensCap, MaxTokensRefuse:
-	default:
-		return fmt.Errorf("mlc_router: max_tokens_policy %q: want %s or %s", c.MaxTokensPolicy, MaxTokensCap, MaxTokensRefuse)
+	if err := c.validateAnswers(); err != nil {
+		return err
 	}
 	if c.MaxInflight < -1 {
 		return fmt.Errorf("mlc_router: max_inflight must be at least 1, or -1 (off), got %d", c.MaxInflight)
@@ -349,6 +344,19 @@ func (c ModelConfig) validate() error {
 		return fmt.Errorf("mlc_router: engine_timeout, queue_timeout, queue_size, body_timeout and client_timeout must not be negative")
 	}
 	return nil
+}
+
+// validateAnswers checks the options of how answers are read and
+// bounded: tool_parser and max_tokens_policy.
+func (c ModelConfig) validateAnswers() error {
+	if c.ToolParser != "" && !slices.Contains(toolcall.Formats(), c.ToolParser) {
+		return fmt.Errorf("mlc_router: tool_parser %q: want one of %s", c.ToolParser, strings.Join(toolcall.Formats(), ", "))
+	}
+	switch c.MaxTokensPolicy {
+	case "", MaxTokensCap, MaxTokensRefuse:
+		return nil
+	}
+	return fmt.Errorf("mlc_router: max_tokens_policy %q: want %s or %s", c.MaxTokensPolicy, MaxTokensCap, MaxTokensRefuse)
 }
 
 func validateBalance(f float64) error {

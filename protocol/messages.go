@@ -34,7 +34,6 @@ type MessagesRequest struct {
 	Tools         []json.RawMessage `json:"tools,omitempty"`
 	ToolChoice    json.RawMessage   `json:"tool_choice,omitempty"`
 	Thinking      json.RawMessage   `json:"thinking,omitempty"`
-
 }
 
 // MessagesMetadata is a request's metadata; user_id becomes the chat

@@ -26,10 +26,10 @@ type MessagesResponse struct {
 // (a call: its id, the tool's name and its input, a JSON object).
 type MessagesBlock struct {
 	Type  string          `json:"type"` // "text" or "tool_use"
-	Text  string          `json:"-"`
-	ID    string          `json:"-"`
-	Name  string          `json:"-"`
-	Input json.RawMessage `json:"-"`
+	Text  string          `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // MarshalJSON writes the block with the members of its type.

@@ -32,7 +32,7 @@ type decoder struct {
 	// toolFormat is the parser of the model's tool calls
 	// (router/toolcall); "" when the router knows none.
 	toolFormat string
-	context  int // tokens one sequence may hold; 0: unknown (engine.Driver.ContextWindow)
+	context    int // tokens one sequence may hold; 0: unknown (engine.Driver.ContextWindow)
 	// embedBounds is what the router knows of the embedding model.
 	embedBounds embeddingBounds
 }

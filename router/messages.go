@@ -34,14 +34,17 @@ func (d *decoder) prepareMessages(hreq *http.Request) (*protocol.CompletionReque
 // does: the input_tokens of a Messages request (its system prompt, tools
 // and turns, rendered as the request would be), without generating;
 // max_tokens may be absent.
-func (r *Router) serveCountTokens(w http.ResponseWriter, hreq *http.Request) {
-	lift := r.readDeadline(w)
-	prompt, e := r.countTokens(hreq)
+func (d *decoder) serveCountTokens(w http.ResponseWriter, hreq *http.Request) {
+	lift := d.readDeadline(w)
+	prompt, e := d.countTokens(hreq)
 	if e == nil || e.Status != http.StatusRequestTimeout {
 		lift()
 	}
 	if e != nil {
-		r.refuse(w, hreq, messagesAPI, e)
+		if e.Status == http.StatusRequestTimeout {
+			w.Header().Set("Connection", "close") // the body is still coming
+		}
+		e.WriteAnthropic(w)
 		return
 	}
 	protocol.WriteJSON(w, http.StatusOK, struct {
@@ -51,9 +54,9 @@ func (r *Router) serveCountTokens(w http.ResponseWriter, hreq *http.Request) {
 
 // countTokens is the prompt's token count of the Messages request of
 // hreq.
-func (r *Router) countTokens(hreq *http.Request) (int, *protocol.Error) {
+func (d *decoder) countTokens(hreq *http.Request) (int, *protocol.Error) {
 	var mreq protocol.MessagesRequest
-	release, e := r.decodeRequest(hreq, &mreq, func() string { return mreq.Model })
+	release, e := d.decodeRequest(hreq, &mreq, func() string { return mreq.Model })
 	if e != nil {
 		return 0, e
 	}
@@ -65,6 +68,6 @@ func (r *Router) countTokens(hreq *http.Request) (int, *protocol.Error) {
 	if e != nil {
 		return 0, e
 	}
-	_, prompt, e := r.chatCompletion(creq)
+	_, prompt, e := d.chatCompletion(creq)
 	return len(prompt), e
 }

@@ -71,7 +71,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 				return
 			}
 		}
-		r.serveCountTokens(w, req)
+		r.decoder.serveCountTokens(w, req)
 	case path == protocol.PathModels:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, append(m.names(), m.embeddingNames()...)...))
