@@ -58,6 +58,10 @@ type CompletionRequest struct {
 	// of the prompt.
 	ToolCalling  *ToolCalling `json:"-"`
 	SkippedTools []string     `json:"-"`
+	// Reasoning says the answer begins with the model's reasoning
+	// (<think>…</think>: its template has a thinking switch, on), which
+	// an API that carries reasoning apart writes so.
+	Reasoning bool `json:"-"`
 }
 
 // completionRequestFields is CompletionRequest without its JSON methods.

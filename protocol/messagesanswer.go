@@ -22,14 +22,17 @@ type MessagesResponse struct {
 	Usage        MessagesUsage   `json:"usage"`
 }
 
-// MessagesBlock is a content block of an answer: text, or a tool_use
-// (a call: its id, the tool's name and its input, a JSON object).
+// MessagesBlock is a content block of an answer: text, a tool_use (a
+// call: its id, the tool's name and its input, a JSON object), or
+// thinking (the model's reasoning; its signature is empty: the router
+// signs nothing).
 type MessagesBlock struct {
-	Type  string          `json:"type"` // "text" or "tool_use"
-	Text  string          `json:"text,omitempty"`
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
+	Type     string          `json:"type"` // "text" or "tool_use"
+	Text     string          `json:"text,omitempty"`
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name,omitempty"`
+	Input    json.RawMessage `json:"input,omitempty"`
+	Thinking string          `json:"thinking,omitempty"`
 }
 
 // MarshalJSON writes the block with the members of its type.
@@ -45,6 +48,13 @@ func (b MessagesBlock) MarshalJSON() ([]byte, error) {
 			Name  string          `json:"name"`
 			Input json.RawMessage `json:"input"`
 		}{b.Type, b.ID, b.Name, input})
+	}
+	if b.Type == BlockThinking {
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}{b.Type, b.Thinking, ""})
 	}
 	return json.Marshal(struct {
 		Type string `json:"type"`
@@ -118,6 +128,11 @@ type (
 	TextDelta struct {
 		Type string `json:"type"` // text_delta
 		Text string `json:"text"`
+	}
+	// ThinkingDelta is a piece of a thinking block.
+	ThinkingDelta struct {
+		Type     string `json:"type"` // thinking_delta
+		Thinking string `json:"thinking"`
 	}
 	// InputJSONDelta is a piece of a tool_use block's input, as JSON
 	// text: the pieces joined are the input.

@@ -216,7 +216,23 @@ func (d *decoder) chatCompletion(creq *protocol.ChatCompletionRequest) (*protoco
 	req := creq.Completion(prompt)
 	req.Stop = append(append(protocol.StopList(nil), creq.Stop...), stops...)
 	req.ToolCalling = creq.ToolCalling(d.toolFormat)
+	req.Reasoning = d.reasons(creq)
 	return req, prompt, nil
+}
+
+// reasons reports whether the answer to creq begins with the model's
+// reasoning: its template has a thinking switch, and neither the client
+// (thinking disabled) nor its template variables turned it off.
+func (d *decoder) reasons(creq *protocol.ChatCompletionRequest) bool {
+	t, ok := d.chatTmpl.(chat.Inspectable)
+	if !ok || !t.Reads(thinkingSwitch) {
+		return false
+	}
+	if v, set := creq.ChatTemplateKwargs[thinkingSwitch]; set {
+		on, _ := v.(bool)
+		return on
+	}
+	return creq.Thinking == nil || *creq.Thinking
 }
 
 // decodeChat reads, decodes and validates a chat request; the model is

@@ -41,6 +41,13 @@ func startCore(t testing.TB, engines int, cfg Config, policy Policy) *core {
 // line.
 func startCoreArgs(t testing.TB, engines int, cfg Config, policy Policy, engineArgs ...string) *core {
 	t.Helper()
+	return startCoreModel(t, "tiny", "tiny", engines, cfg, policy, engineArgs...)
+}
+
+// startCoreModel is startCoreArgs for the model at path (a directory the
+// built-in engine serves), named name.
+func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, policy Policy, engineArgs ...string) *core {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +57,7 @@ func startCoreArgs(t testing.TB, engines int, cfg Config, policy Policy, engineA
 		cfg.Endpoints = append(cfg.Endpoints, engine.Endpoint{Host: "127.0.0.1", Port: p, GPUs: 1})
 		c.engines = append(c.engines, fmt.Sprintf("http://127.0.0.1:%d", p))
 	}
-	spec := engine.Spec{Model: "tiny", Kind: engine.KindBuiltin, Program: exe, PrefixCacheMode: engine.PrefixCacheDisable,
+	spec := engine.Spec{Model: path, Kind: engine.KindBuiltin, Program: exe, PrefixCacheMode: engine.PrefixCacheDisable,
 		Endpoints: cfg.Endpoints, EngineArgs: engineArgs, StartupTimeout: time.Minute}.Normalize()
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
@@ -62,7 +69,7 @@ func startCoreArgs(t testing.TB, engines int, cfg Config, policy Policy, engineA
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.fleet.Drain(true) })
-	cfg.Model, cfg.EngineKind, cfg.EngineArgs = "tiny", engine.KindBuiltin, engineArgs
+	cfg.Model, cfg.Path, cfg.EngineKind, cfg.EngineArgs = name, path, engine.KindBuiltin, engineArgs
 	defaults(&cfg)
 	handle := NewHandle(spec)
 	handle.Set(c.fleet)

@@ -33,8 +33,8 @@ type messagesStream struct {
 	input     int // the prompt's tokens
 
 	out    eventStream
-	blocks int  // blocks started
-	open   bool // the last block started is text, and open
+	blocks int    // blocks started
+	open   string // the type of the last block started, while it is open (text or thinking)
 	pinged bool
 	reason string
 }
@@ -54,7 +54,7 @@ func (s *messagesStream) start(b protocol.MessagesBlock) error {
 			return err
 		}
 	}
-	if err := s.closeText(); err != nil {
+	if err := s.closeOpen(); err != nil {
 		return err
 	}
 	start := protocol.ContentBlockStartEvent{Type: protocol.EventContentBlockStart, Index: s.blocks, ContentBlock: b}
@@ -74,13 +74,25 @@ func (s *messagesStream) ping() error {
 	return s.out.event(protocol.EventPing, protocol.MessagesEvent{Type: protocol.EventPing})
 }
 
-// closeText ends the open text block, if any.
-func (s *messagesStream) closeText() error {
-	if !s.open {
+// closeOpen ends the open text or thinking block, if any.
+func (s *messagesStream) closeOpen() error {
+	if s.open == "" {
 		return nil
 	}
-	s.open = false
+	s.open = ""
 	return s.stop()
+}
+
+// openBlock makes sure a block of typ is open, starting one.
+func (s *messagesStream) openBlock(typ string) error {
+	if s.open == typ {
+		return nil
+	}
+	if err := s.start(protocol.MessagesBlock{Type: typ}); err != nil {
+		return err
+	}
+	s.open = typ
+	return nil
 }
 
 // stop ends the last block started.
@@ -92,14 +104,20 @@ func (s *messagesStream) delta(_ int, text string, _ *protocol.CompletionLogprob
 	if text == "" {
 		return nil
 	}
-	if !s.open {
-		if err := s.start(protocol.MessagesBlock{Type: protocol.BlockText}); err != nil {
-			return err
-		}
-		s.open = true
+	if err := s.openBlock(protocol.BlockText); err != nil {
+		return err
 	}
 	return s.out.event(protocol.EventContentBlockDelta, protocol.ContentBlockDeltaEvent{
 		Type: protocol.EventContentBlockDelta, Index: s.blocks - 1, Delta: protocol.TextDelta{Type: "text_delta", Text: text}})
+}
+
+// thought sends a piece of the model's reasoning in a thinking block.
+func (s *messagesStream) thought(_ int, text string) error {
+	if err := s.openBlock(protocol.BlockThinking); err != nil {
+		return err
+	}
+	return s.out.event(protocol.EventContentBlockDelta, protocol.ContentBlockDeltaEvent{
+		Type: protocol.EventContentBlockDelta, Index: s.blocks - 1, Delta: protocol.ThinkingDelta{Type: "thinking_delta", Thinking: text}})
 }
 
 // call sends a tool_use block: its start (id, name, an empty input),
@@ -131,7 +149,7 @@ func (s *messagesStream) done(usage protocol.Usage) {
 	if !s.out.started() && (s.begin() != nil || s.ping() != nil) {
 		return
 	}
-	if s.closeText() != nil {
+	if s.closeOpen() != nil {
 		return
 	}
 	end := protocol.MessageDeltaEvent{Type: protocol.EventMessageDelta, Delta: protocol.MessageDelta{StopReason: protocol.MessagesStopReason(s.reason)},
@@ -157,18 +175,36 @@ type messagesWhole struct {
 	w         http.ResponseWriter
 	id, model string
 
-	blocks []protocol.MessagesBlock
-	text   strings.Builder // of the text block being written
-	reason string
+	blocks   []protocol.MessagesBlock
+	text     strings.Builder // of the text block being written
+	thinking strings.Builder // of the thinking block being written
+	reason   string
 }
 
 func (m *messagesWhole) delta(_ int, text string, _ *protocol.CompletionLogprobs) error {
+	if text != "" {
+		m.endThinking()
+	}
 	m.text.WriteString(text)
 	return nil
 }
 
+func (m *messagesWhole) thought(_ int, text string) error {
+	m.thinking.WriteString(text)
+	return nil
+}
+
+// endThinking ends the thinking block being written, if any.
+func (m *messagesWhole) endThinking() {
+	if m.thinking.Len() > 0 {
+		m.blocks = append(m.blocks, protocol.MessagesBlock{Type: protocol.BlockThinking, Thinking: m.thinking.String()})
+		m.thinking.Reset()
+	}
+}
+
 // endText ends the text block being written, if any.
 func (m *messagesWhole) endText() {
+	m.endThinking()
 	if m.text.Len() > 0 {
 		m.blocks = append(m.blocks, protocol.MessagesBlock{Type: protocol.BlockText, Text: m.text.String()})
 		m.text.Reset()

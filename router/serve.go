@@ -142,7 +142,9 @@ func (r *Router) capMaxTokens(prompt int, req *protocol.CompletionRequest) {
 }
 
 // answerSink is the sink of a request of API a: the API's, behind the
-// reader of tool calls when the request offered tools. The tools the
+// reader of tool calls when the request offered tools, behind the reader
+// of the model's reasoning when the API writes it apart (Messages'
+// thinking blocks). The tools the
 // fleet left out of the prompt are named in a header, before anything
 // is written.
 // Only the chat-based APIs offer tools, and their sinks write calls; the
@@ -152,11 +154,14 @@ func (r *Router) answerSink(w http.ResponseWriter, a api, id string, req *protoc
 		w.Header().Set(HeaderToolsSkipped, strings.Join(req.SkippedTools, ", "))
 	}
 	out := a.sink(w, id, r.Model, req)
-	cs, ok := out.(callSink)
-	if req.ToolCalling == nil || !ok {
-		return out
+	_, thinks := out.(thoughtSink)
+	if cs, ok := out.(callSink); ok && req.ToolCalling != nil {
+		out = newToolCallSink(cs, req.ToolCalling.Format, req.NOr(), r.metrics.toolCalls.WithLabelValues(r.Model, a.endpoint))
 	}
-	return newToolCallSink(cs, req.ToolCalling.Format, req.NOr(), r.metrics.toolCalls.WithLabelValues(r.Model, a.endpoint))
+	if thinks && req.Reasoning {
+		out = newThinkingSink(out, req.NOr())
+	}
+	return out
 }
 
 // HeaderToolsSkipped names, on an answer, the tools of the request that

@@ -98,6 +98,14 @@ func (s *toolCallSink) delta(index int, text string, logprobs *protocol.Completi
 
 func (s *toolCallSink) flush() { s.out.flush() }
 
+// thought passes reasoning on, when the API's sink writes it.
+func (s *toolCallSink) thought(index int, text string) error {
+	if t, ok := s.out.(thoughtSink); ok {
+		return t.thought(index, text)
+	}
+	return nil
+}
+
 // finish releases what the parser held and ends the choice: one that
 // stopped after calling ends with tool_calls; one cut by length keeps
 // its reason (a call it was writing is text, or none).
