@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
@@ -164,6 +166,23 @@ func (r *Router) answerSink(w http.ResponseWriter, a api, id string, req *protoc
 	return out
 }
 
+// toolCallsOf is the number of tool calls the sink s read out of the
+// answer (0: it reads none).
+func toolCallsOf(s sink) int {
+	if t, ok := s.(*thinkingSink); ok {
+		s = t.out
+	}
+	t, ok := s.(*toolCallSink)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, c := range t.called {
+		n += c
+	}
+	return n
+}
+
 // HeaderToolsSkipped names, on an answer, the tools of the request that
 // the fleet left out of the prompt because it cannot run them (OpenAI's
 // web search, file search and MCP tools, Anthropic's server tools…).
@@ -221,6 +240,7 @@ const (
 	VarPromptTokens     = "mlc_prompt_tokens"     // tokens of the prompt
 	VarCompletionTokens = "mlc_completion_tokens" // tokens delivered to the client
 	VarTenant           = "mlc_tenant"            // who the request is for (see Facts)
+	VarToolCalls        = "mlc_tool_calls"        // tool calls read out of the answer
 )
 
 // record logs, counts and publishes (as request variables) a finished
@@ -244,10 +264,15 @@ func (r *Router) record(hreq *http.Request, a api, c *completion, rec *outcomeSi
 	r.vars(ctx, VarPromptTokens, len(c.prompt))
 	r.vars(ctx, VarCompletionTokens, st.tokens)
 	r.vars(ctx, VarTenant, c.facts.Tenant)
+	calls := toolCallsOf(rec.sink)
+	r.vars(ctx, VarToolCalls, calls)
+	if calls > 0 {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.Int("mlc.tool_calls", calls))
+	}
 	fields := []zap.Field{
 		zap.String("endpoint", a.endpoint), zap.String("outcome", outcome), zap.String("engine", engines),
 		zap.Int("prompt_tokens", len(c.prompt)), zap.Int("completion_tokens", st.tokens),
-		zap.Int("attempts", st.attempts), zap.Int("preemptions", st.preemptions),
+		zap.Int("attempts", st.attempts), zap.Int("preemptions", st.preemptions), zap.Int("tool_calls", calls),
 		zap.Duration("duration", time.Since(begin)), zap.Duration("time_to_first_token", st.firstToken),
 		zap.Duration("router_time_to_first_token", st.ownTime),
 	}

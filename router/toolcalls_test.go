@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -60,6 +62,7 @@ var wantCalls = []string{`get_weather {"city":"Paris"}`, `get_weather {"city":"L
 
 func TestToolCallsChatWhole(t *testing.T) {
 	c := startToolCore(t)
+	counted := testutil.ToFloat64(c.r.metrics.toolCalls.WithLabelValues("tiny", "chat"))
 	status, raw := callJSON(t, http.MethodPost, c.base+protocol.PathChatCompletions, map[string]any{
 		"messages": []map[string]any{{"role": "user", "content": "what is the weather in Paris?"}}, "tools": []any{weatherTool}, "max_tokens": 200})
 	var out protocol.ChatCompletionResponse
@@ -76,6 +79,9 @@ func TestToolCallsChatWhole(t *testing.T) {
 	}
 	if ch.Message.Content != "Let me look." || deref(ch.FinishReason) != protocol.FinishToolCalls || strings.Join(got, "\n") != strings.Join(wantCalls, "\n") {
 		t.Fatalf("content %q, calls %q, finish %q; want %q, %q, tool_calls", ch.Message.Content, got, deref(ch.FinishReason), "Let me look.", wantCalls)
+	}
+	if n := testutil.ToFloat64(c.r.metrics.toolCalls.WithLabelValues("tiny", "chat")) - counted; n != 2 {
+		t.Errorf("caddy_mlc_tool_calls_total{api=chat} grew by %v, want 2", n)
 	}
 	// Without tools the same prompt's answer is the call's text: nothing
 	// is read out of it.
