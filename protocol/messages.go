@@ -375,15 +375,6 @@ func (t blockText) joined() string {
 	return strings.Join(t.blocks, "")
 }
 
-// parts are the blocks as chat text parts.
-func (t blockText) parts() []map[string]string {
-	out := make([]map[string]string, len(t.blocks))
-	for i, s := range t.blocks {
-		out[i] = map[string]string{"type": "text", "text": s}
-	}
-	return out
-}
-
 // anthropicText reads a content (or the system prompt): a string, or an
 // array of text blocks; any other block is a 400 naming it.
 func anthropicText(at string, raw json.RawMessage) (blockText, *Error) {
