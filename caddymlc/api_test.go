@@ -144,10 +144,12 @@ func TestAPIPathsModelsAndLimits(t *testing.T) {
 	}
 }
 
-// The router knows its engines' context (context_window_size here) and
-// answers OpenAI's 400 for a max_tokens or a prompt beyond it before any
-// engine is asked (MLC's engines would generate to the context's end):
-// not retried, not a 502, in either mode, on either API, streamed or not.
+// The router knows its engines' context (context_window_size here) and,
+// with max_tokens_policy refuse, answers OpenAI's 400 for a max_tokens or
+// a prompt beyond it before any engine is asked (MLC's engines would
+// generate to the context's end): not retried, not a 502, in either mode,
+// on either API, streamed or not. (By default a max_tokens beyond it is
+// capped: router's TestAgentRequests.)
 // A request without max_tokens runs, as MLC runs it, until prompt and
 // generation fill the context, and ends with "length".
 func TestMaxTokensBeyondTheContext(t *testing.T) {
@@ -159,7 +161,7 @@ func TestMaxTokensBeyondTheContext(t *testing.T) {
 	long := strings.Repeat(" the river", context)
 	for _, mode := range []string{router.ModeDisagg, router.ModeWhole} {
 		t.Run(mode, func(t *testing.T) {
-			s := startSite(t, 2, fmt.Sprintf("\t\t\tmode %s\n\t\t\tengine_args --overrides max_total_seq_length=%d;context_window_size=%d\n", mode, 4*context, context))
+			s := startSite(t, 2, fmt.Sprintf("\t\t\tmode %s\n\t\t\tmax_tokens_policy refuse\n\t\t\tengine_args --overrides max_total_seq_length=%d;context_window_size=%d\n", mode, 4*context, context))
 			retries := func() float64 { return metricValue(t, "caddy_mlc_retries_total") }
 			before := retries()
 			for _, c := range []struct {

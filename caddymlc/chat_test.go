@@ -66,7 +66,8 @@ func TestChatCompletions(t *testing.T) {
 	for _, bad := range []map[string]any{
 		{"messages": []any{}},
 		{"messages": []any{map[string]any{"content": "no role"}}},
-		{"messages": msgs, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}}},
+		{"messages": msgs, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}},
+			"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "g"}}},
 		{"messages": msgs, "response_format": map[string]any{"type": "json_object"}},
 	} {
 		raw := post(t, s.base+"/v1/chat/completions", bad, 400)

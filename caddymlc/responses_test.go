@@ -42,7 +42,7 @@ const OpenAI = require("openai");
   const status = async (p) => {
     try { await p; return 200; } catch (e) { return { status: e.status, param: e.param, message: e.message }; }
   };
-  const tools = await status(alice.responses.create({ ...params, tools: [{ type: "function", name: "f", parameters: {} }] }));
+  const refused = await status(alice.responses.create({ ...params, conversation: "conv_1" }));
 
   const turns = [];
   let prev = undefined;
@@ -67,7 +67,7 @@ const OpenAI = require("openai");
   const stillThere = await status(alice.responses.retrieve(prev));
   await alice.responses.del(prev);
   const gone = await status(alice.responses.retrieve(prev));
-  console.log(JSON.stringify({ whole, events, streamed, final, tools, turns, retrieved, items, bobs, stillThere, gone }));
+  console.log(JSON.stringify({ whole, events, streamed, final, refused, turns, retrieved, items, bobs, stillThere, gone }));
 })().catch((e) => { console.error(e); process.exit(1); });
 `
 
@@ -115,7 +115,7 @@ func TestResponsesOpenAISDK(t *testing.T) {
 		}
 		Streamed         string
 		Items            []protocol.ResponseMessage
-		Tools            sdkStatus
+		Refused          sdkStatus
 		Bobs             []sdkStatus
 		StillThere, Gone sdkStatus
 	}
@@ -142,8 +142,8 @@ func TestResponsesOpenAISDK(t *testing.T) {
 		"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.incomplete"}; !slices.Equal(names, w) {
 		t.Errorf("events %v, want %v", names, w)
 	}
-	if got.Tools.Status != http.StatusBadRequest || got.Tools.Param != "tools" {
-		t.Errorf("tools: %+v", got.Tools)
+	if got.Refused.Status != http.StatusBadRequest || got.Refused.Param != "conversation" {
+		t.Errorf("conversation: %+v", got.Refused)
 	}
 
 	// The conversation: each turn's text is chat's for the turns so far.

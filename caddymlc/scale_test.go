@@ -56,7 +56,9 @@ func engineStates(rs router.RouterStatus) []string {
 // exact, and once the burst is over the engines go back to one, each by
 // a drain, with no request failing.
 func TestScaleUpUnderBurstAndDown(t *testing.T) {
-	s := startSite(t, 3, "\t\t\tmode whole\n\t\t\tmax_inflight 2\n\t\t\tscale 1 3 {\n\t\t\t\tup_after 300ms\n\t\t\t\tdown_after 1s\n\t\t\t\tcooldown 300ms\n\t\t\t}\n")
+	// Each decode step takes 3 ms at least, so that the burst outlasts
+	// up_after on a fast machine too.
+	s := startSite(t, 3, "\t\t\tmode whole\n\t\t\tmax_inflight 2\n\t\t\tengine_args --decode-delay 3ms\n\t\t\tscale 1 3 {\n\t\t\t\tup_after 300ms\n\t\t\t\tdown_after 1s\n\t\t\t\tcooldown 300ms\n\t\t\t}\n")
 	if st := engineStates(modelStatus(t, "tiny")); !slices.Equal(st, []string{"ready/", "stopped/scaled down", "stopped/scaled down"}) {
 		t.Fatalf("at the start: %v", st)
 	}
