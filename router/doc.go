@@ -11,8 +11,9 @@
 //     choices, record. An API is a value there (api): how its request
 //     becomes a completion, and its sink. messages.go (Anthropic's
 //     Messages API) and responses.go (OpenAI's Responses API) build on
-//     chat; responsestore.go keeps responses (ResponseStore; respstore
-//     is SQLite's), responsesstored.go serves them by id.
+//     chat (messages.go also counts a message's tokens);
+//     responsestore.go keeps responses (ResponseStore; respstore is
+//     SQLite's), responsesstored.go serves them by id.
 //   - decode.go: decode and validate (decoder): the body, the model, the
 //     prompt's tokens, the chat rendered; embeddings.go for /v1/embeddings.
 //   - admit.go: the gate: the tenant's budget, the fair queue in front of
@@ -34,7 +35,10 @@
 //     behind serve.go's outcomeSink, which serialises the choices;
 //     choicelogprobs.go the logprobs that go with the text;
 //     messagessink.go a message and responsessink.go a response, over
-//     eventstream.go's named events.
+//     eventstream.go's named events. In front of the chat-based APIs'
+//     sinks, toolsink.go reads tool calls out of the text (with the
+//     model's parser, package toolcall) and thinksink.go a model's
+//     reasoning (Messages' thinking blocks).
 //
 // Around them: router.go (Router, Config, New, reloads), policy.go and
 // policies.go (the selection policy API and the built-in ones),
