@@ -57,7 +57,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    max_attempts      <n>
 //	    max_body_size     <size>
 //	    tool_parser       hermes|llama3_json|mistral|pythonic|mlc  (default: the chat template's)
-//	    max_tokens_policy cap|refuse   (a max_tokens above what the context leaves; default cap)
+//	    max_tokens_policy cap|refuse   (a max_tokens above what the context leaves, or the limit; default cap)
+//	    default_max_tokens <n>       (when a request sends none; default: the rest of the context)
+//	    max_tokens_limit  <n>        (the most a request may ask; default: the context)
 //	    body_timeout      <duration>
 //	    client_timeout    <duration>
 //	    max_inflight      <n>|off    (requests each generating engine runs at once; default: its batch)
@@ -230,32 +232,34 @@ func parseEmbeddingModel(m *ModelConfig, d *caddyfile.Dispenser) error {
 // subdirectives parse one line of the block each; the dispenser is on the
 // subdirective's name.
 var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
-	"path":              func(r *ModelConfig, d *caddyfile.Dispenser) error { return oneArg(d, &r.Path) },
-	"default":           parseDefault,
-	"model_lib":         func(r *ModelConfig, d *caddyfile.Dispenser) error { return oneArg(d, &r.ModelLib) },
-	"embedding_model":   parseEmbeddingModel,
-	"mode":              parseMode,
-	"pd_balance_factor": parseBalance,
-	"max_prefill_queue": intOption(func(r *ModelConfig) *int { return &r.MaxPrefillQueue }, true),
-	"slo_admission":     parseSLOAdmission,
-	"max_inflight":      intOption(func(r *ModelConfig) *int { return &r.MaxInflight }, true),
-	"prefix_cache":      parsePrefixCache,
-	"engine":            parseEngine,
-	"engine_args":       parseEngineArgs,
-	"endpoint":          parseEndpoint,
-	"dynamic":           parseDynamic,
-	"scale":             parseScale,
-	"policy":            parsePolicy,
-	"startup_timeout":   durationOption(func(r *ModelConfig) *caddy.Duration { return &r.StartupTimeout }),
-	"engine_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.EngineTimeout }),
-	"queue_timeout":     durationOption(func(r *ModelConfig) *caddy.Duration { return &r.QueueTimeout }),
-	"queue_size":        intOption(func(r *ModelConfig) *int { return &r.QueueSize }, false),
-	"max_attempts":      intOption(func(r *ModelConfig) *int { return &r.MaxAttempts }, false),
-	"max_body_size":     parseMaxBodySize,
-	"tool_parser":       choiceOption(func(r *ModelConfig) *string { return &r.ToolParser }, toolcall.Formats()...),
-	"max_tokens_policy": choiceOption(func(r *ModelConfig) *string { return &r.MaxTokensPolicy }, MaxTokensCap, MaxTokensRefuse),
-	"body_timeout":      durationOption(func(r *ModelConfig) *caddy.Duration { return &r.BodyTimeout }),
-	"client_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.ClientTimeout }),
+	"path":               func(r *ModelConfig, d *caddyfile.Dispenser) error { return oneArg(d, &r.Path) },
+	"default":            parseDefault,
+	"model_lib":          func(r *ModelConfig, d *caddyfile.Dispenser) error { return oneArg(d, &r.ModelLib) },
+	"embedding_model":    parseEmbeddingModel,
+	"mode":               parseMode,
+	"pd_balance_factor":  parseBalance,
+	"max_prefill_queue":  intOption(func(r *ModelConfig) *int { return &r.MaxPrefillQueue }, true),
+	"slo_admission":      parseSLOAdmission,
+	"max_inflight":       intOption(func(r *ModelConfig) *int { return &r.MaxInflight }, true),
+	"prefix_cache":       parsePrefixCache,
+	"engine":             parseEngine,
+	"engine_args":        parseEngineArgs,
+	"endpoint":           parseEndpoint,
+	"dynamic":            parseDynamic,
+	"scale":              parseScale,
+	"policy":             parsePolicy,
+	"startup_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.StartupTimeout }),
+	"engine_timeout":     durationOption(func(r *ModelConfig) *caddy.Duration { return &r.EngineTimeout }),
+	"queue_timeout":      durationOption(func(r *ModelConfig) *caddy.Duration { return &r.QueueTimeout }),
+	"queue_size":         intOption(func(r *ModelConfig) *int { return &r.QueueSize }, false),
+	"max_attempts":       intOption(func(r *ModelConfig) *int { return &r.MaxAttempts }, false),
+	"max_body_size":      parseMaxBodySize,
+	"tool_parser":        choiceOption(func(r *ModelConfig) *string { return &r.ToolParser }, toolcall.Formats()...),
+	"max_tokens_policy":  choiceOption(func(r *ModelConfig) *string { return &r.MaxTokensPolicy }, MaxTokensCap, MaxTokensRefuse),
+	"default_max_tokens": intOption(func(r *ModelConfig) *int { return &r.DefaultMaxTokens }, false),
+	"max_tokens_limit":   intOption(func(r *ModelConfig) *int { return &r.MaxTokensLimit }, false),
+	"body_timeout":       durationOption(func(r *ModelConfig) *caddy.Duration { return &r.BodyTimeout }),
+	"client_timeout":     durationOption(func(r *ModelConfig) *caddy.Duration { return &r.ClientTimeout }),
 }
 
 func parseMode(r *ModelConfig, d *caddyfile.Dispenser) error {

@@ -199,6 +199,16 @@ type ModelConfig struct {
 	// "refuse" (OpenAI's 400 context_length_exceeded).
 	MaxTokensPolicy string `json:"max_tokens_policy,omitempty"`
 
+	// DefaultMaxTokens is the max_tokens (max_output_tokens) of a request
+	// that sends none. Default: none, as MLC's engines run: the rest of
+	// the context.
+	DefaultMaxTokens int `json:"default_max_tokens,omitempty"`
+
+	// MaxTokensLimit bounds the max_tokens a request may ask: a larger
+	// one is capped to it, or refused under max_tokens_policy refuse.
+	// Default: none but the context.
+	MaxTokensLimit int `json:"max_tokens_limit,omitempty"`
+
 	// MaxBodySize bounds a request body, in bytes. Default 4 MiB.
 	MaxBodySize int64 `json:"max_body_size,omitempty"`
 
@@ -347,16 +357,24 @@ func (c ModelConfig) validate() error {
 }
 
 // validateAnswers checks the options of how answers are read and
-// bounded: tool_parser and max_tokens_policy.
+// bounded: tool_parser, max_tokens_policy, default_max_tokens and
+// max_tokens_limit.
 func (c ModelConfig) validateAnswers() error {
 	if c.ToolParser != "" && !slices.Contains(toolcall.Formats(), c.ToolParser) {
 		return fmt.Errorf("mlc_router: tool_parser %q: want one of %s", c.ToolParser, strings.Join(toolcall.Formats(), ", "))
 	}
 	switch c.MaxTokensPolicy {
 	case "", MaxTokensCap, MaxTokensRefuse:
-		return nil
+	default:
+		return fmt.Errorf("mlc_router: max_tokens_policy %q: want %s or %s", c.MaxTokensPolicy, MaxTokensCap, MaxTokensRefuse)
 	}
-	return fmt.Errorf("mlc_router: max_tokens_policy %q: want %s or %s", c.MaxTokensPolicy, MaxTokensCap, MaxTokensRefuse)
+	switch {
+	case c.DefaultMaxTokens < 0 || c.MaxTokensLimit < 0:
+		return fmt.Errorf("mlc_router: default_max_tokens and max_tokens_limit must not be negative")
+	case c.MaxTokensLimit > 0 && c.DefaultMaxTokens > c.MaxTokensLimit:
+		return fmt.Errorf("mlc_router: default_max_tokens %d is above max_tokens_limit %d", c.DefaultMaxTokens, c.MaxTokensLimit)
+	}
+	return nil
 }
 
 func validateBalance(f float64) error {

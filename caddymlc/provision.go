@@ -124,6 +124,8 @@ func (r ModelConfig) coreConfig() router.Config {
 		MaxAttempts:       r.MaxAttempts,
 		ToolParser:        r.ToolParser,
 		RefuseMaxTokens:   r.MaxTokensPolicy == MaxTokensRefuse,
+		DefaultMaxTokens:  r.DefaultMaxTokens,
+		MaxTokensLimit:    r.MaxTokensLimit,
 		MaxBodySize:       r.MaxBodySize,
 		EngineTimeout:     time.Duration(r.EngineTimeout),
 		QueueTimeout:      time.Duration(r.QueueTimeout),

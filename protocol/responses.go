@@ -85,6 +85,9 @@ func (r *ResponsesRequest) Items() ([]ResponseMessage, *Error) {
 	case kindString:
 		var s string
 		_ = json.Unmarshal(r.Input, &s)
+		if s == "" {
+			return nil, InvalidRequest("input", "input must not be empty: the model would answer nothing asked").WithCode(CodeInvalidValue)
+		}
 		return []ResponseMessage{inputMessage(RoleUser, s)}, nil
 	case kindArray:
 	case kindAbsent, kindNull:

@@ -111,3 +111,29 @@ func countTokens(t testing.TB, base string, body map[string]any) int {
 	}
 	return n.InputTokens
 }
+
+// A model's output bounds: default_max_tokens for a request that sends
+// none, max_tokens_limit capping a larger ask (or refusing it under
+// refuse), both shown in the status.
+func TestMaxTokensBounds(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		c := startCore(t, 1, Config{Mode: ModeWhole, DefaultMaxTokens: 5, MaxTokensLimit: 8, RefuseMaxTokens: refuse}, nil)
+		if st := c.r.Status(); st.DefaultMaxTokens != 5 || st.MaxTokensLimit != 8 || st.Context == 0 {
+			t.Fatalf("status %+v", st)
+		}
+		prompt := []map[string]any{{"role": "user", "content": "tell a tale"}}
+		status, raw := callJSON(t, http.MethodPost, c.base+protocol.PathChatCompletions, map[string]any{"messages": prompt})
+		var out protocol.ChatCompletionResponse
+		if status != http.StatusOK || json.Unmarshal(raw, &out) != nil || out.Usage.CompletionTokens != 5 || deref(out.Choices[0].FinishReason) != protocol.FinishLength {
+			t.Errorf("refuse %v, no max_tokens: %d %s, want 5 tokens, length", refuse, status, raw)
+		}
+		status, raw = callJSON(t, http.MethodPost, c.base+protocol.PathChatCompletions, map[string]any{"messages": prompt, "max_tokens": 100})
+		var e protocol.ErrorBody
+		switch {
+		case !refuse && (status != http.StatusOK || json.Unmarshal(raw, &out) != nil || out.Usage.CompletionTokens != 8):
+			t.Errorf("max_tokens 100 capped: %d %s, want 8 tokens", status, raw)
+		case refuse && (status != http.StatusBadRequest || json.Unmarshal(raw, &e) != nil || deref(e.Error.Param) != "max_tokens"):
+			t.Errorf("max_tokens 100 refused: %d %s, want a 400 naming max_tokens", status, raw)
+		}
+	}
+}

@@ -131,6 +131,7 @@ func TestResponsesErrors(t *testing.T) {
 		param  string
 	}{
 		{"no input", map[string]any{"model": "tiny"}, 400, "input"},
+		{"empty input", map[string]any{"input": ""}, 400, "input"},
 		{"tool_choice", map[string]any{"input": "hi", "tools": []map[string]any{{"type": "function", "name": "f"}}, "tool_choice": map[string]any{"type": "function", "name": "g"}}, 400, "tool_choice.name"},
 		{"conversation", map[string]any{"input": "hi", "conversation": "conv_1"}, 400, "conversation"},
 		{"image", map[string]any{"input": []map[string]any{{"role": "user", "content": []map[string]any{{"type": "input_image", "image_url": "http://x/y.png"}}}}},

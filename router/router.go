@@ -76,9 +76,14 @@ type Config struct {
 	// router recognises it (tools are refused otherwise).
 	ToolParser string
 	// RefuseMaxTokens refuses a max_tokens above what the context leaves
-	// after the prompt (OpenAI's context_length_exceeded); by default it
-	// is capped to what the context leaves.
+	// after the prompt (OpenAI's context_length_exceeded), or above
+	// MaxTokensLimit; by default it is capped to them.
 	RefuseMaxTokens bool
+	// DefaultMaxTokens is the max_tokens of a request that sends none
+	// (0: the rest of the context, as MLC's engines generate);
+	// MaxTokensLimit bounds what a request may ask (0: the context).
+	DefaultMaxTokens int
+	MaxTokensLimit   int
 
 	MaxAttempts   int
 	MaxBodySize   int64

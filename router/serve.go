@@ -102,7 +102,9 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 		lift()
 	}
 	if apiErr == nil {
-		r.capMaxTokens(len(prompt), req)
+		apiErr = r.boundMaxTokens(len(prompt), req)
+	}
+	if apiErr == nil {
 		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.context)
 	}
 	if apiErr != nil {
@@ -131,16 +133,31 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	r.record(hreq, a, c, rec, st, begin)
 }
 
-// capMaxTokens caps a max_tokens above what the context leaves after the
-// prompt to what it leaves, as agent clients expect of a model with a
-// smaller context than the one they were written for (Claude Code asks
-// for 32,000); the answer then ends by length as any other. With
-// RefuseMaxTokens, CheckContext refuses it instead.
-func (r *Router) capMaxTokens(prompt int, req *protocol.CompletionRequest) {
-	if r.RefuseMaxTokens || r.context <= 0 || req.MaxTokens == nil || prompt >= r.context || *req.MaxTokens <= r.context-prompt {
-		return
+// boundMaxTokens applies the model's bounds to a request's max_tokens:
+// DefaultMaxTokens when it sends none, MaxTokensLimit, and what the
+// context leaves after the prompt. A max_tokens above either bound is
+// capped to it, as agent clients expect of a model with a smaller
+// context than the one they were written for (Claude Code asks for
+// 32,000); the answer then ends by length as any other. With
+// RefuseMaxTokens it is refused instead (CheckContext refuses one beyond
+// the context).
+func (r *Router) boundMaxTokens(prompt int, req *protocol.CompletionRequest) *protocol.Error {
+	if req.MaxTokens == nil && r.DefaultMaxTokens > 0 {
+		req.MaxTokens = new(r.DefaultMaxTokens)
 	}
-	req.MaxTokens = new(r.context - prompt)
+	if req.MaxTokens == nil {
+		return nil
+	}
+	if limit := r.MaxTokensLimit; limit > 0 && *req.MaxTokens > limit {
+		if r.RefuseMaxTokens {
+			return protocol.InvalidRequest("max_tokens", "max_tokens is at most %d for model %s, got %d", limit, r.Model, *req.MaxTokens).WithCode(protocol.CodeIntegerAboveMax)
+		}
+		req.MaxTokens = new(limit)
+	}
+	if !r.RefuseMaxTokens && r.context > 0 && prompt < r.context && *req.MaxTokens > r.context-prompt {
+		req.MaxTokens = new(r.context - prompt)
+	}
+	return nil
 }
 
 // answerSink is the sink of a request of API a: the API's, behind the

@@ -99,6 +99,11 @@ type RouterStatus struct {
 	// the router keeps its engines' prefix indexes for it.
 	Policy      string `json:"policy"`
 	PrefixIndex bool   `json:"prefix_index,omitempty"`
+	// Context is a sequence's tokens (0: unknown); DefaultMaxTokens and
+	// MaxTokensLimit the output bounds (0: none but the context).
+	Context          int `json:"context,omitempty"`
+	DefaultMaxTokens int `json:"default_max_tokens,omitempty"`
+	MaxTokensLimit   int `json:"max_tokens_limit,omitempty"`
 	// Queued are requests waiting for an engine to be ready at all.
 	Queued int64 `json:"queued"`
 	// Gate is the router's fair queue: requests waiting for the engines'
@@ -140,7 +145,8 @@ func Statuses() []RouterStatus {
 
 // Status describes the router and its engines.
 func (r *Router) Status() RouterStatus {
-	st := RouterStatus{Model: r.Model, Mode: r.Mode, Policy: fmt.Sprintf("%T", r.policy), PrefixIndex: r.readsPrefixes, Queued: r.queued.Load()}
+	st := RouterStatus{Model: r.Model, Mode: r.Mode, Policy: fmt.Sprintf("%T", r.policy), PrefixIndex: r.readsPrefixes, Queued: r.queued.Load(),
+		Context: r.context, DefaultMaxTokens: r.DefaultMaxTokens, MaxTokensLimit: r.MaxTokensLimit}
 	qs := r.gate.queue.Stats()
 	st.Gate = GateStatus{Batch: r.gate.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.gate.queue.Snapshot()}
 	lf := r.handle.get()
