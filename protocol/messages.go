@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -261,30 +260,10 @@ func assistantTurn(at string, blocks []messageBlock) ([]json.RawMessage, *Error)
 // (web_search_…, bash_…, text_editor_…), which the fleet cannot run, are
 // left out and named in the chat request's SkippedTools.
 func (r *MessagesRequest) tools(creq *ChatCompletionRequest) *Error {
-	var names []string
-	for i, raw := range r.Tools {
-		at := fmt.Sprintf("tools[%d]", i)
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description *string         `json:"description"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		}
-		if jsonKind(raw) != kindObject || json.Unmarshal(raw, &t) != nil {
-			return InvalidRequest(at, "%s must be a tool: an object with a name and an input_schema", at).WithCode(CodeInvalidType)
-		}
-		if t.Type != "" && t.Type != "custom" {
-			creq.SkippedTools = append(creq.SkippedTools, cmp.Or(t.Name, t.Type))
-			continue
-		}
-		if t.Name == "" {
-			return InvalidRequest(at+".name", "%s.name is required", at).WithCode(CodeMissingParameter)
-		}
-		if present(t.InputSchema) && jsonKind(t.InputSchema) != kindObject {
-			return InvalidRequest(at+".input_schema", "%s.input_schema must be a JSON schema object", at).WithCode(CodeInvalidType)
-		}
-		creq.Tools = append(creq.Tools, chatTool(t.Name, t.Description, t.InputSchema))
-		names = append(names, t.Name)
+	custom := func(typ string) bool { return typ == "" || typ == "custom" }
+	names, e := addFunctionTools(creq, r.Tools, custom, "input_schema")
+	if e != nil {
+		return e
 	}
 	if !present(r.ToolChoice) {
 		return nil

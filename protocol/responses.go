@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -336,27 +335,10 @@ func (a *assistantCalls) message() json.RawMessage {
 // computer_use_preview, mcp, custom and namespace tools…), which the
 // fleet cannot run, are left out and named in the chat request's SkippedTools.
 func (r *ResponsesRequest) chatTools(creq *ChatCompletionRequest) *Error {
-	var names []string
-	for i, raw := range r.Tools {
-		at := fmt.Sprintf("tools[%d]", i)
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description *string         `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		}
-		if jsonKind(raw) != kindObject || json.Unmarshal(raw, &t) != nil {
-			return InvalidRequest(at, "%s must be a tool: an object with a type", at).WithCode(CodeInvalidType)
-		}
-		if t.Type != "function" {
-			creq.SkippedTools = append(creq.SkippedTools, cmp.Or(t.Name, t.Type))
-			continue
-		}
-		if t.Name == "" {
-			return InvalidRequest(at+".name", "%s.name is required", at).WithCode(CodeMissingParameter)
-		}
-		creq.Tools = append(creq.Tools, chatTool(t.Name, t.Description, t.Parameters))
-		names = append(names, t.Name)
+	function := func(typ string) bool { return typ == "function" }
+	names, e := addFunctionTools(creq, r.Tools, function, "parameters")
+	if e != nil {
+		return e
 	}
 	choice, e := r.chatToolChoice(names)
 	if e != nil || len(creq.Tools) == 0 {

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -224,3 +225,46 @@ func namedToolChoice(name string) json.RawMessage {
 
 // hasName reports whether name is among names.
 func hasName(names []string, name string) bool { return slices.Contains(names, name) }
+
+// agentTool is a tool of the Messages or the Responses API: its type, its
+// name and description, and its JSON schema (input_schema, parameters).
+type agentTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description *string         `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// addFunctionTools sets creq's tools from an agent API's: those whose
+// type runnable accepts become chat's function tools, their schema read
+// from the member schemaParam names; the others, which the fleet cannot
+// run, are left out and named in creq.SkippedTools. It returns the
+// function tools' names.
+func addFunctionTools(creq *ChatCompletionRequest, tools []json.RawMessage, runnable func(typ string) bool, schemaParam string) ([]string, *Error) {
+	var names []string
+	for i, raw := range tools {
+		at := fmt.Sprintf("tools[%d]", i)
+		var t agentTool
+		if jsonKind(raw) != kindObject || json.Unmarshal(raw, &t) != nil {
+			return nil, InvalidRequest(at, "%s must be a tool: an object with a type or a name", at).WithCode(CodeInvalidType)
+		}
+		if !runnable(t.Type) {
+			creq.SkippedTools = append(creq.SkippedTools, cmp.Or(t.Name, t.Type))
+			continue
+		}
+		if t.Name == "" {
+			return nil, InvalidRequest(at+".name", "%s.name is required", at).WithCode(CodeMissingParameter)
+		}
+		schema := t.Parameters
+		if schemaParam == "input_schema" {
+			schema = t.InputSchema
+		}
+		if present(schema) && jsonKind(schema) != kindObject {
+			return nil, InvalidRequest(at+"."+schemaParam, "%s.%s must be a JSON schema object", at, schemaParam).WithCode(CodeInvalidType)
+		}
+		creq.Tools = append(creq.Tools, chatTool(t.Name, t.Description, schema))
+		names = append(names, t.Name)
+	}
+	return names, nil
+}
