@@ -22,6 +22,7 @@ func (r *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	r.logger = ctx.Logger()
+	r.warnCredentialTenant()
 	limitUnsentOnAccept(ctx)
 	appVal, err := ctx.App("mlc")
 	if err != nil {

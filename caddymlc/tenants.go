@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
@@ -69,10 +70,7 @@ func (r *Handler) facts(req *http.Request) router.Facts {
 	var f router.Facts
 	repl, _ := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl != nil && r.Tenant != "" {
-		f.Tenant = repl.ReplaceAll(r.Tenant, "")
-		if len(f.Tenant) > maxTenantBytes {
-			f.Tenant = f.Tenant[:maxTenantBytes]
-		}
+		f.Tenant = r.tenantOf(repl)
 	}
 	f.Band = r.TenantPriorities[f.Tenant]
 	if repl != nil && r.Priority != "" {
@@ -82,6 +80,31 @@ func (r *Handler) facts(req *http.Request) router.Facts {
 	}
 	f.Targets = r.targets(req, repl, f)
 	return f
+}
+
+// tenantOf is the tenant the tenant placeholder names: its value, or,
+// when it reads a credential (an API key header, a cookie), the value's
+// digest, so that no consumer downstream (metrics, logs, /mlc/engines,
+// traces, Redis, the responses store) ever holds the credential.
+func (r *Handler) tenantOf(repl *caddy.Replacer) string {
+	t := repl.ReplaceAll(r.Tenant, "")
+	if t != "" && credentialPlaceholder(r.Tenant) != "" {
+		return tenantDigest(t)
+	}
+	if len(t) > maxTenantBytes {
+		t = t[:maxTenantBytes]
+	}
+	return t
+}
+
+// warnCredentialTenant warns, when the config is loaded or validated,
+// that the tenant placeholder reads a credential: it is digested, and
+// nothing checks it (the keys option does).
+func (r *Handler) warnCredentialTenant() {
+	if p := credentialPlaceholder(r.Tenant); p != "" {
+		r.logger.Warn("tenant reads a credential: each value is shown only as its digest (key:<12 hex digits>), and no key is checked; "+
+			"use keys to check API keys and name their tenants (docs/keys.md)", zap.String("tenant", r.Tenant), zap.String("placeholder", p))
+	}
 }
 
 // The fair queues (one per model) and the budgets (one per process)

@@ -55,6 +55,9 @@ func Open(path string, ttl time.Duration) (*SQLite, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("responses store: %w", err)
 	}
+	if err := private(path); err != nil {
+		return nil, fmt.Errorf("responses store: %w", err)
+	}
 	// WAL lets readers read while one writes; busy_timeout makes a
 	// writer wait for another (another Caddy on the same file) rather
 	// than fail.
@@ -72,6 +75,25 @@ func Open(path string, ttl time.Duration) (*SQLite, error) {
 	s := &SQLite{db: db, now: time.Now}
 	s.SetTTL(ttl)
 	return s, nil
+}
+
+// private creates the file at path readable by its owner only (0600), or
+// makes an existing one so: it holds conversations. SQLite creates its
+// WAL and shared-memory files with the database file's mode.
+func private(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return f.Chmod(st.Mode().Perm() &^ 0o077)
+	}
+	return nil
 }
 
 // SetTTL sets how long responses stored from now on are kept
