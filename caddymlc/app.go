@@ -40,6 +40,10 @@ type App struct {
 	// other replicas of this config through Redis (cluster.go).
 	Cluster *Cluster `json:"cluster,omitempty"`
 
+	// Keys is the keys file of every mlc_router that names none (see
+	// Auth).
+	Keys string `json:"keys,omitempty"`
+
 	ctx     caddy.Context
 	logger  *zap.Logger
 	mu      sync.Mutex

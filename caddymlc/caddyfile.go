@@ -76,6 +76,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    responses_store   <path>|redis|off (the Responses API's stored responses; default: the cluster's Redis with the mlc cluster option, else mlc/responses.db in Caddy's data directory)
 //	    responses_ttl     <duration> (default: 30 days)
 //	    responses_max_size <size>    (one stored response, with its conversation; default: 16MiB)
+//	    keys              <file>     (API keys checked, each naming its tenant; see Auth and docs/keys.md)
+//	    auth_failures     <n>|off    (failed key checks a minute per client address before 429s; default 20)
 //	}
 //
 // Several models, each with its own engines, take a block each; the
@@ -105,6 +107,11 @@ func (r *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			continue
 		case "tenant", "priority", "tenant_weight", "tenant_priority", "budget", "slo_ttft", "slo_tpot", "tenant_slo", "priority_slo":
 			if err := r.Tenancy.parse(d, seen); err != nil {
+				return err
+			}
+			continue
+		case "keys", "auth_failures":
+			if err := r.Auth.parse(d, seen); err != nil {
 				return err
 			}
 			continue

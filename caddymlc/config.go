@@ -62,11 +62,18 @@ type Handler struct {
 	// (responses.go).
 	Responses
 
+	// Auth checks clients' API keys (auth.go).
+	Auth
+
 	// Set by Provision.
 	logger *zap.Logger
 	served []*served
 	front  *router.Models
-	held   []string // usage pool keys of the shared queues, budgets and response store
+	held   []string // usage pool keys of the shared queues, budgets, response store and keys
+	// keys are the keys file's keys, nil without one; failures counts
+	// the failed checks by client address.
+	keys     *keyring
+	failures *failureLimiter
 }
 
 // ModelConfig is one model and its fleet. Each field names the `mlc_llm

@@ -11,6 +11,7 @@ import (
 //	{
 //	    mlc {
 //	        cluster { ... }   (see Cluster)
+//	        keys    <file>    (the keys file of every mlc_router that names none; see Auth)
 //	    }
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
@@ -33,8 +34,15 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 				return nil, err
 			}
 			app.Cluster = c
+		case "keys":
+			if app.Keys != "" {
+				return nil, d.Err("keys given twice")
+			}
+			if err := oneArg(d, &app.Keys); err != nil {
+				return nil, err
+			}
 		default:
-			return nil, d.Errf("mlc: unknown option %q (cluster)", d.Val())
+			return nil, d.Errf("mlc: unknown option %q (cluster, keys)", d.Val())
 		}
 	}
 	var warnings []caddyconfig.Warning

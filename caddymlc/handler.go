@@ -19,6 +19,10 @@ func (r *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddy
 		r.front.ServeReadiness(w, req)
 	case router.Handles(req.URL.Path) && shuttingDown.Load():
 		refuseShuttingDown(w)
+	case router.Handles(req.URL.Path) && r.keys != nil:
+		if req = r.authenticate(w, req); req != nil {
+			r.front.ServeHTTP(w, req)
+		}
 	case router.Handles(req.URL.Path):
 		if f := r.facts(req); f != (router.Facts{}) {
 			req = req.WithContext(router.WithFacts(req.Context(), f))

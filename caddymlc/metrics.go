@@ -12,7 +12,7 @@ import (
 // registry: the routers', the engines' (GPUs) and the process's open
 // descriptors. The cluster's are added by the mlc app when it has one.
 func registerMetrics(reg prometheus.Registerer) error {
-	for _, register := range []func(prometheus.Registerer) error{router.RegisterMetrics, engine.RegisterMetrics, descriptors.RegisterMetrics} {
+	for _, register := range []func(prometheus.Registerer) error{router.RegisterMetrics, engine.RegisterMetrics, descriptors.RegisterMetrics, registerAuthMetrics} {
 		if err := register(reg); err != nil {
 			return err
 		}

@@ -22,13 +22,16 @@ func (r *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	r.logger = ctx.Logger()
-	r.warnCredentialTenant()
 	limitUnsentOnAccept(ctx)
 	appVal, err := ctx.App("mlc")
 	if err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
 	app := appVal.(*App)
+	if err := r.provisionAuth(app); err != nil {
+		return err
+	}
+	r.warnCredentialTenant()
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}

@@ -66,10 +66,14 @@ type Tenancy struct {
 const maxTenantBytes = 256
 
 // facts reads who req is for and its latency targets.
-func (r *Handler) facts(req *http.Request) router.Facts {
-	var f router.Facts
+func (r *Handler) facts(req *http.Request) router.Facts { return r.factsFor(req, "") }
+
+// factsFor is facts for tenant, when not empty (the name of the
+// request's API key), else for the tenant placeholder's.
+func (r *Handler) factsFor(req *http.Request, tenant string) router.Facts {
+	f := router.Facts{Tenant: tenant}
 	repl, _ := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl != nil && r.Tenant != "" {
+	if repl != nil && r.Tenant != "" && tenant == "" {
 		f.Tenant = r.tenantOf(repl)
 	}
 	f.Band = r.TenantPriorities[f.Tenant]
@@ -101,7 +105,7 @@ func (r *Handler) tenantOf(repl *caddy.Replacer) string {
 // that the tenant placeholder reads a credential: it is digested, and
 // nothing checks it (the keys option does).
 func (r *Handler) warnCredentialTenant() {
-	if p := credentialPlaceholder(r.Tenant); p != "" {
+	if p := credentialPlaceholder(r.Tenant); p != "" && r.keys == nil {
 		r.logger.Warn("tenant reads a credential: each value is shown only as its digest (key:<12 hex digits>), and no key is checked; "+
 			"use keys to check API keys and name their tenants (docs/keys.md)", zap.String("tenant", r.Tenant), zap.String("placeholder", p))
 	}

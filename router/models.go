@@ -50,11 +50,9 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		a := m.apiOf(path)
-		r := m.def
-		if len(m.routers) > 1 {
-			if r = m.route(w, req, a); r == nil {
-				return
-			}
+		r := m.routeFor(w, req, a)
+		if r == nil {
+			return
 		}
 		if path == protocol.PathEmbeddings {
 			r.serveEmbeddings(w, req)
@@ -65,20 +63,18 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if !allowMethod(w, req, http.MethodPost) {
 			return
 		}
-		r := m.def
-		if len(m.routers) > 1 {
-			if r = m.route(w, req, messagesAPI); r == nil {
-				return
-			}
+		r := m.routeFor(w, req, messagesAPI)
+		if r == nil {
+			return
 		}
 		r.decoder.serveCountTokens(w, req)
 	case path == protocol.PathModels:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
-			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, append(m.names(), m.embeddingNames()...)...))
+			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, allowed(req.Context(), append(m.names(), m.embeddingNames()...))...))
 		}
 	case strings.HasPrefix(path, protocol.PathModels+"/") && len(path) > len(protocol.PathModels)+1:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
-			m.serveModel(w, strings.TrimPrefix(path, protocol.PathModels+"/"))
+			m.serveModel(w, req, strings.TrimPrefix(path, protocol.PathModels+"/"))
 		}
 	case strings.HasPrefix(path, protocol.PathResponses+"/"):
 		m.serveStored(w, req)
@@ -155,9 +151,9 @@ func (m *Models) names() []string {
 }
 
 // serveModel answers GET /v1/models/{id}.
-func (m *Models) serveModel(w http.ResponseWriter, id string) {
-	if m.byName[id] == nil && m.byEmbed[id] == nil {
-		m.modelNotFound(id).Write(w)
+func (m *Models) serveModel(w http.ResponseWriter, req *http.Request, id string) {
+	if m.byName[id] == nil && m.byEmbed[id] == nil || !permits(req.Context(), id) {
+		modelNotFound(id, allowed(req.Context(), m.names()), allowed(req.Context(), m.embeddingNames())).Write(w)
 		return
 	}
 	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelCard(servedSince, ownedBy, id))

@@ -1,0 +1,212 @@
+package caddymlc
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
+)
+
+// Auth checks the API keys clients send (see docs/keys.md).
+//
+// Caddyfile (in mlc_router; keys also in the mlc global option, for
+// every mlc_router that names none):
+//
+//	keys          <file>        (JSON lines: {"name", "sha256", "models", "expires"}; made by caddy mlc-key new)
+//	auth_failures <n>|off       (failed key checks a minute from one client address before its 429s; default 20)
+type Auth struct {
+	// Keys is the keys file: a JSON line per key (KeyLine), read again
+	// within a second of an edit. With it, every request of the API
+	// needs one of its keys (Authorization: Bearer, x-api-key or
+	// api-key), and the key's name is the request's tenant. Empty: the
+	// mlc app's keys, else none checked.
+	Keys string `json:"keys,omitempty"`
+
+	// AuthFailures is how many failed key checks a client address may
+	// make in a minute; past it the address is answered 429 for a
+	// minute. Default 20; -1 (Caddyfile: off): no bound.
+	AuthFailures int `json:"auth_failures,omitempty"`
+}
+
+// DefaultAuthFailures is the default of AuthFailures.
+const DefaultAuthFailures = 20
+
+// authWindow is the window of AuthFailures, and how long an address
+// that went past it is refused.
+const authWindow = time.Minute
+
+// keysPath is a keys file's absolute path.
+func keysPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
+}
+
+// provisionAuth takes the keys file's keyring (opening it, or joining
+// the one an earlier config opened), when there is a keys file.
+func (r *Handler) provisionAuth(app *App) error {
+	if r.AuthFailures < -1 {
+		return fmt.Errorf("mlc_router: auth_failures %d: want a positive number or off", r.AuthFailures)
+	}
+	file := r.Keys
+	if file == "" && app != nil {
+		file = app.Keys
+	}
+	if file == "" {
+		return nil
+	}
+	path := keysPath(caddy.NewReplacer().ReplaceAll(file, ""))
+	key := "mlc-keys/" + path
+	val, loaded, err := shared.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return openKeyring(path, r.logger.Named("keys")), nil
+	})
+	if err != nil {
+		return fmt.Errorf("mlc_router: keys: %w", err)
+	}
+	r.held = append(r.held, key)
+	r.keys = val.(*keyring)
+	if loaded {
+		r.keys.log.Store(r.logger.Named("keys"))
+	}
+	limit := r.AuthFailures
+	if limit == 0 {
+		limit = DefaultAuthFailures
+	}
+	r.failures = newFailureLimiter(limit, r.logger.Named("keys"))
+	return nil
+}
+
+// presentedKey is the API key the request carries where clients send
+// one: Authorization: Bearer (OpenAI), x-api-key (Anthropic), api-key
+// (Azure OpenAI).
+func presentedKey(req *http.Request) string {
+	if auth := req.Header.Get("Authorization"); auth != "" {
+		if scheme, key, ok := strings.Cut(auth, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(key)
+		}
+	}
+	if key := req.Header.Get("X-Api-Key"); key != "" {
+		return key
+	}
+	return req.Header.Get("Api-Key")
+}
+
+// authenticate checks the request's key, when keys are configured: it
+// returns the request with its key's name as tenant and its models as
+// the allowed ones, or nil when it answered (401, 429).
+func (r *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.Request {
+	if r.keys == nil {
+		return req
+	}
+	addr := clientAddr(req)
+	now := time.Now()
+	if wait, held := r.failures.held(addr, now); held {
+		e := protocol.Errorf(http.StatusTooManyRequests, "rate_limit_exceeded", "too many requests with a bad API key from this address; try again later").WithCode("rate_limit_exceeded")
+		e.RetryAfter = wait
+		writeAPIError(w, req, e)
+		return nil
+	}
+	key, why := r.keys.lookup(presentedKey(req), now)
+	if why != "" {
+		authFailures().WithLabelValues(why).Inc()
+		r.failures.fail(addr, now)
+		writeAPIError(w, req, keyError(why))
+		return nil
+	}
+	ctx := router.WithFacts(req.Context(), r.factsFor(req, key.Name))
+	if len(key.Models) > 0 {
+		ctx = router.WithAllowedModels(ctx, key.Models)
+	}
+	return req.WithContext(ctx)
+}
+
+// keyError is OpenAI's 401 for a key refused for why.
+func keyError(why string) *protocol.Error {
+	msg := map[string]string{
+		keyMissing: "no API key: send one as Authorization: Bearer <key>, x-api-key or api-key",
+		keyUnknown: "incorrect API key provided",
+		keyExpired: "the API key provided has expired",
+	}[why]
+	return protocol.Errorf(http.StatusUnauthorized, protocol.ErrTypeInvalidRequest, "%s", msg).WithCode("invalid_api_key")
+}
+
+// writeAPIError answers e in the shape of the API the request is for:
+// Anthropic's on the Messages API's paths, else OpenAI's.
+func writeAPIError(w http.ResponseWriter, req *http.Request, e *protocol.Error) {
+	if strings.HasPrefix(req.URL.Path, protocol.PathMessages) {
+		e.WriteAnthropic(w)
+		return
+	}
+	e.Write(w)
+}
+
+// clientAddr is the request's client address: Caddy's client IP (which
+// trusted_proxies may take from a header), else the connection's.
+func clientAddr(req *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(req.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
+	}
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		return req.RemoteAddr
+	}
+	return host
+}
+
+// authFailures counts failed key checks by reason, in every registry
+// the module's metrics are registered in.
+var authFailures = sync.OnceValue(func() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "mlc", Name: "auth_failures_total",
+		Help: "Requests refused for their API key, by reason (missing, unknown, expired)."}, []string{"reason"})
+})
+
+// registerAuthMetrics adds authFailures to reg, once.
+func registerAuthMetrics(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	if err := reg.Register(authFailures()); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return err
+		}
+	}
+	return nil
+}
+
+// parse reads the keys and auth_failures lines of the Caddyfile.
+func (a *Auth) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
+	name := d.Val()
+	var s string
+	if err := onceArg(d, seen, &s); err != nil {
+		return err
+	}
+	if name == "keys" {
+		a.Keys = s
+		return nil
+	}
+	if s == "off" {
+		a.AuthFailures = -1
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return d.Errf("auth_failures %q: want a positive number of failures a minute, or off", s)
+	}
+	a.AuthFailures = n
+	return nil
+}

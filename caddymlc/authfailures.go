@@ -1,0 +1,88 @@
+package caddymlc
+
+import (
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// failureLimiter counts failed key checks per client address: past limit
+// in authWindow, the address is held (answered 429) for authWindow,
+// which is logged once. Other addresses are not held up.
+type failureLimiter struct {
+	limit int // -1: no bound
+	log   *zap.Logger
+
+	mu    sync.Mutex
+	by    map[string]*addrFailures
+	swept time.Time
+}
+
+// addrFailures are one address's failures in its current window.
+type addrFailures struct {
+	start time.Time
+	n     int
+	until time.Time // held until then
+}
+
+func newFailureLimiter(limit int, log *zap.Logger) *failureLimiter {
+	return &failureLimiter{limit: limit, log: log, by: map[string]*addrFailures{}}
+}
+
+// held says whether addr is held at now, and for how long still.
+func (l *failureLimiter) held(addr string, now time.Time) (time.Duration, bool) {
+	if l == nil || l.limit < 0 {
+		return 0, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.by[addr]
+	if f == nil || !now.Before(f.until) {
+		return 0, false
+	}
+	return f.until.Sub(now), true
+}
+
+// fail counts a failed check from addr at now.
+func (l *failureLimiter) fail(addr string, now time.Time) {
+	if l == nil || l.limit < 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep(now)
+	f := l.by[addr]
+	if f == nil || now.Sub(f.start) >= authWindow {
+		f = &addrFailures{start: now, until: timeOf(f)}
+		l.by[addr] = f
+	}
+	f.n++
+	if f.n > l.limit && !now.Before(f.until) {
+		f.until = now.Add(authWindow)
+		l.log.Warn("client address held: too many failed API key checks", zap.String("client", addr), zap.Int("failures", f.n),
+			zap.Duration("window", authWindow), zap.Time("until", f.until))
+	}
+}
+
+// timeOf is the end of the hold of f, zero without one.
+func timeOf(f *addrFailures) time.Time {
+	if f == nil {
+		return time.Time{}
+	}
+	return f.until
+}
+
+// sweep forgets, once a window, the addresses whose window and hold
+// are over: the map holds only the recent ones.
+func (l *failureLimiter) sweep(now time.Time) {
+	if now.Sub(l.swept) < authWindow {
+		return
+	}
+	l.swept = now
+	for addr, f := range l.by {
+		if now.Sub(f.start) >= authWindow && !now.Before(f.until) {
+			delete(l.by, addr)
+		}
+	}
+}

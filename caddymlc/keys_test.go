@@ -1,0 +1,266 @@
+package caddymlc
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// keyLine is a keys file's line for key.
+func keyLine(name, key string, models ...string) string {
+	sum := sha256.Sum256([]byte(key))
+	return mustJSON(KeyLine{Name: name, SHA256: hex.EncodeToString(sum[:]), Models: models}) + "\n"
+}
+
+// writeKeys writes the keys file's lines.
+func writeKeys(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keysSite starts a router of tiny on one engine that checks the keys
+// of the file it returns, holding lines.
+func keysSite(t *testing.T, opts string, lines ...string) (*site, string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "keys.jsonl")
+	writeKeys(t, file, lines...)
+	return startSite(t, 1, fmt.Sprintf("\t\t\tmode whole\n\t\t\tkeys %s\n%s", file, opts)), file
+}
+
+// bearer is the header of an OpenAI client's key.
+func bearer(key string) http.Header { return http.Header{"Authorization": {"Bearer " + key}} }
+
+// sdkAuth is a client of the official openai and Anthropic SDKs: each
+// with a good key, then a wrong one, whose error must be the SDK's
+// AuthenticationError.
+const sdkAuth = `
+const OpenAI = require("openai");
+const Anthropic = require("@anthropic-ai/sdk");
+(async () => {
+  const openai = (key) => new OpenAI({ baseURL: process.env.BASE + "/v1", apiKey: key, maxRetries: 0 });
+  const anthropic = (key) => new Anthropic({ baseURL: process.env.BASE, apiKey: key, maxRetries: 0 });
+  const chat = (c) => c.chat.completions.create({ model: "tiny", max_tokens: 3, messages: [{ role: "user", content: "hi" }] });
+  const message = (c) => c.messages.create({ model: "tiny", max_tokens: 3, messages: [{ role: "user", content: "hi" }] });
+  const fail = async (p, cls) => {
+    try { await p; return null; }
+    catch (e) { return { auth: e instanceof cls, status: e.status, body: e.error }; }
+  };
+  const ok = [(await chat(openai(process.env.KEY))).object, (await message(anthropic(process.env.KEY))).type];
+  const openaiBad = await fail(chat(openai("sk-wrong")), OpenAI.AuthenticationError);
+  const anthropicBad = await fail(message(anthropic("sk-wrong")), Anthropic.AuthenticationError);
+  console.log(JSON.stringify({ ok, openaiBad, anthropicBad }));
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+// The official SDKs send their keys as the router reads them (Bearer,
+// x-api-key), and raise their AuthenticationError for a wrong one,
+// which the router answers in each API's shape.
+func TestKeysSDKAuthenticationError(t *testing.T) {
+	const key = "sk-mlc-good"
+	s, _ := keysSite(t, "", keyLine("team-a", key))
+	type failure struct {
+		Auth   bool
+		Status int
+		Body   map[string]any
+	}
+	var got struct {
+		OK                      []string
+		OpenAIBad, AnthropicBad *failure
+	}
+	mustUnmarshal(t, npmref.NodeScript(t, sdkAuth, "BASE="+s.base, "KEY="+key), &got)
+	if len(got.OK) != 2 || got.OK[0] != "chat.completion" || got.OK[1] != "message" {
+		t.Fatalf("with the key: %v", got.OK)
+	}
+	if f := got.OpenAIBad; f == nil || !f.Auth || f.Status != 401 || f.Body["type"] != protocol.ErrTypeInvalidRequest || f.Body["code"] != "invalid_api_key" {
+		t.Errorf("openai with a wrong key: %+v, want an AuthenticationError, 401 invalid_api_key", f)
+	}
+	if f := got.AnthropicBad; f == nil || !f.Auth || f.Status != 401 || f.Body["type"] != "error" ||
+		f.Body["error"].(map[string]any)["type"] != protocol.AnthropicAuthentication {
+		t.Errorf("anthropic with a wrong key: %+v, want an AuthenticationError, 401 authentication_error", f)
+	}
+	for _, h := range []http.Header{nil, {"Api-Key": {"nope"}}, {"Authorization": {"Basic " + key}}} {
+		if status, raw := s.send(protocol.PathCompletions, h, greedy("x", 1)); status != 401 || !strings.Contains(string(raw), "invalid_api_key") {
+			t.Errorf("%v: %d %s, want 401 invalid_api_key", h, status, raw)
+		}
+	}
+	if status, raw := s.send(protocol.PathCompletions, http.Header{"Api-Key": {key}}, greedy("x", 1)); status != 200 {
+		t.Errorf("api-key: %d %s", status, raw)
+	}
+}
+
+// An edit of the keys file takes effect within a second, without a
+// reload: a key added is accepted, a key edited out is refused; a bad
+// line is skipped and the others kept.
+func TestKeysFileEditWithinASecond(t *testing.T) {
+	s, file := keysSite(t, "", keyLine("a", "sk-a"))
+	ok := func(key string) bool {
+		status, _ := s.send(protocol.PathCompletions, bearer(key), greedy("x", 1))
+		return status == http.StatusOK
+	}
+	if !ok("sk-a") || ok("sk-b") {
+		t.Fatal("sk-a refused or sk-b accepted before the edit")
+	}
+	within := func(what string, cond func() bool) {
+		t.Helper()
+		begin := time.Now()
+		waitFor(t, what, cond)
+		if took := time.Since(begin); took > time.Second {
+			t.Errorf("%s took %v, want within 1s", what, took)
+		}
+	}
+	writeKeys(t, file, keyLine("a", "sk-a"), "{not json\n", `{"name":"x","sha256":"sk-plain-key"}`+"\n", keyLine("b", "sk-b"))
+	within("sk-b to be accepted", func() bool { return ok("sk-b") })
+	if !ok("sk-a") {
+		t.Fatal("sk-a refused after bad lines were added")
+	}
+	writeKeys(t, file, keyLine("b", "sk-b"))
+	within("sk-a to be refused", func() bool { return !ok("sk-a") })
+	if !ok("sk-b") {
+		t.Fatal("sk-b refused")
+	}
+}
+
+// A key limited to one model sees only it in /v1/models, and a request
+// for the other is answered as for a model not served.
+func TestKeyModelsLimit(t *testing.T) {
+	ports := freePorts(t, 3)
+	file := filepath.Join(t.TempDir(), "keys.jsonl")
+	writeKeys(t, file, keyLine("one", "sk-one", "alpha"), keyLine("all", "sk-all"))
+	loadCaddyfile(t, fmt.Sprintf(`{
+	admin off
+	auto_https off
+}
+http://127.0.0.1:%d {
+	mlc_router {
+		keys %s
+		mode whole
+		model alpha {
+			path tiny
+			endpoint 127.0.0.1:%d
+		}
+		model beta {
+			path tiny
+			endpoint 127.0.0.1:%d
+		}
+	}
+}
+`, ports[0], file, ports[1], ports[2]))
+	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), client: httpClient()}
+	for key, want := range map[string]string{"sk-one": `["alpha"]`, "sk-all": `["alpha","beta"]`} {
+		_, raw := s.send(protocol.PathModels, bearer(key), nil)
+		var list struct{ Data []struct{ ID string } }
+		mustUnmarshal(t, raw, &list)
+		var ids []string
+		for _, m := range list.Data {
+			ids = append(ids, m.ID)
+		}
+		if mustJSON(ids) != want {
+			t.Errorf("%s: /v1/models %v, want %s", key, ids, want)
+		}
+	}
+	msgs := []map[string]any{{"role": "user", "content": "hi"}}
+	for model, want := range map[string]int{"alpha": 200, "beta": 404} {
+		status, raw := s.send(protocol.PathChatCompletions, bearer("sk-one"), map[string]any{"model": model, "messages": msgs, "max_tokens": 2})
+		if status != want || (want == 404 && (!strings.Contains(string(raw), protocol.CodeModelNotFound) || strings.Contains(string(raw), `\"beta\", `))) {
+			t.Errorf("%s: %d %s, want %d", model, status, raw, want)
+		}
+		if status, _ := s.send(protocol.PathModels+"/"+model, bearer("sk-one"), nil); status != want {
+			t.Errorf("/v1/models/%s: %d, want %d", model, status, want)
+		}
+	}
+}
+
+// Past auth_failures failed checks from one address, it is answered 429
+// (in each API's shape), while a good key from another address is
+// served; the failures are counted.
+func TestAuthFailuresHoldAddress(t *testing.T) {
+	s, _ := keysSite(t, "\t\t\tauth_failures 3\n", keyLine("a", "sk-a"))
+	before := metricValue(t, "caddy_mlc_auth_failures_total", "reason", keyUnknown)
+	for i := range 4 {
+		if status, raw := s.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != 401 {
+			t.Fatalf("guess %d: %d %s, want 401", i, status, raw)
+		}
+	}
+	if d := metricValue(t, "caddy_mlc_auth_failures_total", "reason", keyUnknown) - before; d != 4 {
+		t.Errorf("failures counted +%v, want +4", d)
+	}
+	status, raw := s.send(protocol.PathMessages, bearer("sk-a"), map[string]any{"model": "tiny", "max_tokens": 1, "messages": []map[string]any{{"role": "user", "content": "x"}}})
+	if status != 429 || !strings.Contains(string(raw), protocol.AnthropicRateLimit) {
+		t.Fatalf("held address with a good key: %d %s, want 429 rate_limit_error", status, raw)
+	}
+	other := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	s2 := &site{t: t, base: s.base, client: other}
+	if status, raw := s2.send(protocol.PathCompletions, bearer("sk-a"), greedy("x", 1)); status != 200 {
+		t.Fatalf("another address: %d %s, want 200", status, raw)
+	}
+}
+
+// The limiter holds an address past its limit for the window, logs it
+// once, and holds no other address.
+func TestFailureLimiterHoldsOnce(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	l := newFailureLimiter(2, zap.New(core))
+	now := time.Unix(1000, 0)
+	for range 10 {
+		l.fail("10.0.0.1", now)
+	}
+	if _, held := l.held("10.0.0.1", now); !held {
+		t.Fatal("not held after 10 failures, limit 2")
+	}
+	if _, held := l.held("10.0.0.2", now); held {
+		t.Fatal("another address held")
+	}
+	if wait, held := l.held("10.0.0.1", now.Add(authWindow-time.Second)); !held || wait != time.Second {
+		t.Fatalf("held %v for %v, want 1s more", held, wait)
+	}
+	if _, held := l.held("10.0.0.1", now.Add(authWindow)); held {
+		t.Fatal("still held after the window")
+	}
+	if n := logs.Len(); n != 1 {
+		t.Fatalf("%d log lines, want 1", n)
+	}
+	l.fail("10.0.0.1", now.Add(2*authWindow))
+	if _, held := l.held("10.0.0.1", now.Add(2*authWindow)); held {
+		t.Fatal("held after one failure in a new window")
+	}
+}
+
+// A lookup compares hashes: a good key is found by its name, an
+// expired one refused, a missing one said so.
+func TestKeyringLookup(t *testing.T) {
+	exp := time.Unix(2000, 0)
+	line := strings.TrimSuffix(keyLine("old", "sk-old"), "}\n") + fmt.Sprintf(`,"expires":%q}`, exp.Format(time.RFC3339))
+	var bad []int
+	keys := parseKeys([]byte(keyLine("a", "sk-a")+"\n# comment\n"+line+"\n{}\n"), func(n int, _ error) { bad = append(bad, n) })
+	k := &keyring{}
+	k.keys.Store(&keys)
+	if got, why := k.lookup("sk-a", exp); got.Name != "a" || why != "" {
+		t.Errorf("sk-a: %q %q", got.Name, why)
+	}
+	if got, why := k.lookup("sk-old", exp.Add(-time.Second)); got.Name != "old" || why != "" {
+		t.Errorf("sk-old before it expires: %q %q", got.Name, why)
+	}
+	for key, want := range map[string]string{"sk-old": keyExpired, "": keyMissing, "sk-b": keyUnknown} {
+		if _, why := k.lookup(key, exp); why != want {
+			t.Errorf("%q: %q, want %q", key, why, want)
+		}
+	}
+	if fmt.Sprint(bad) != "[5]" {
+		t.Errorf("bad lines %v, want [5]", bad)
+	}
+}
