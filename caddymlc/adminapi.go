@@ -14,7 +14,9 @@ import (
 // adminAPI serves the mlc endpoints of Caddy's admin API: GET
 // /mlc/engines, the state of every engine of every loaded mlc_router; an
 // engine's drain (POST /mlc/engines/{addr}/drain and undrain); a model's
-// rolling restart (POST /mlc/models/{model}/restart, GET to follow it).
+// rolling restart (POST /mlc/models/{model}/restart, GET to follow it);
+// the API keys (GET /mlc/keys) and a key's revocation (DELETE
+// /mlc/keys/{name}).
 type adminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -30,6 +32,8 @@ func (adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "POST /mlc/engines/{addr}/undrain", Handler: caddy.AdminHandlerFunc(undrainEngine)},
 		{Pattern: "POST /mlc/models/{model}/restart", Handler: caddy.AdminHandlerFunc(restartModel)},
 		{Pattern: "GET /mlc/models/{model}/restart", Handler: caddy.AdminHandlerFunc(serveRestart)},
+		{Pattern: "GET /mlc/keys", Handler: caddy.AdminHandlerFunc(serveKeys)},
+		{Pattern: "DELETE /mlc/keys/{name}", Handler: caddy.AdminHandlerFunc(revokeKey)},
 	}
 }
 

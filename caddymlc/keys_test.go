@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -263,4 +266,85 @@ func TestKeyringLookup(t *testing.T) {
 	if fmt.Sprint(bad) != "[5]" {
 		t.Errorf("bad lines %v, want [5]", bad)
 	}
+}
+
+// mlcKey runs `caddy mlc-key` with args and returns what it printed.
+func mlcKey(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := &cobra.Command{}
+	keyCommand.CobraFunc(cmd)
+	if err := cmd.Flags().Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	_, err := runKeyCommand(caddycmd.Flags{FlagSet: cmd.Flags()}, &out)
+	return strings.TrimSpace(out.String()), err
+}
+
+// `caddy mlc-key new` prints a key that a running router accepts within
+// a second, limited to its models; GET /mlc/keys lists it by name and
+// hash prefix only; DELETE /mlc/keys/{name} revokes it at once.
+func TestKeyCommandAndAdmin(t *testing.T) {
+	s, file := keysSite(t, "", "# made by hand\n", keyLine("other", "sk-other"))
+	key, err := mlcKey(t, "new", "team-a", "--file", file, "--models", "tiny,none")
+	if err != nil || !strings.HasPrefix(key, "sk-mlc-") || len(key) < 40 {
+		t.Fatalf("mlc-key new: %q, %v", key, err)
+	}
+	if _, err := mlcKey(t, "new", "x"); err == nil {
+		t.Fatal("mlc-key new without --file succeeded")
+	}
+	waitFor(t, "the new key to be accepted", func() bool {
+		status, _ := s.send(protocol.PathCompletions, bearer(key), greedy("x", 1))
+		return status == http.StatusOK
+	})
+	b, _ := os.ReadFile(file)
+	if strings.Contains(string(b), key) {
+		t.Fatal("the keys file holds the key")
+	}
+	admin := adminServer(t)
+	resp, err := http.Get(admin + "/mlc/keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []listedKey
+	raw := readAll(t, resp)
+	mustUnmarshal(t, raw, &listed)
+	sum := sha256.Sum256([]byte(key))
+	if len(listed) != 2 || listed[1].Name != "team-a" || listed[1].SHA256Prefix != hex.EncodeToString(sum[:4]) || mustJSON(listed[1].Models) != `["tiny","none"]` ||
+		strings.Contains(string(raw), hex.EncodeToString(sum[:])) {
+		t.Fatalf("GET /mlc/keys: %s", raw)
+	}
+	if status, body := adminDo(t, http.MethodDelete, admin+"/mlc/keys/team-a"); status != 200 {
+		t.Fatalf("DELETE: %d %s", status, body)
+	}
+	if status, _ := s.send(protocol.PathCompletions, bearer(key), greedy("x", 1)); status != 401 {
+		t.Fatalf("a revoked key: %d, want 401", status)
+	}
+	if status, _ := s.send(protocol.PathCompletions, bearer("sk-other"), greedy("x", 1)); status != 200 {
+		t.Fatalf("the other key after the revocation: %d, want 200", status)
+	}
+	if status, _ := adminDo(t, http.MethodDelete, admin+"/mlc/keys/team-a"); status != 404 {
+		t.Fatalf("DELETE of no key: %d, want 404", status)
+	}
+}
+
+// adminDo makes a request of the admin API and returns the status and body.
+func adminDo(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(readAll(t, resp))
+}
+
+func readAll(t *testing.T, resp *http.Response) []byte {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -32,6 +32,7 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("mlc_router", httpcaddyfile.Before, "reverse_proxy")
 	httpcaddyfile.RegisterGlobalOption("mlc", parseGlobalOption)
 	caddycmd.RegisterCommand(engineCommand)
+	caddycmd.RegisterCommand(keyCommand)
 }
 
 // CaddyModule returns the Caddy module information.
