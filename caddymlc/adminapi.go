@@ -15,8 +15,8 @@ import (
 // /mlc/engines, the state of every engine of every loaded mlc_router; an
 // engine's drain (POST /mlc/engines/{addr}/drain and undrain); a model's
 // rolling restart (POST /mlc/models/{model}/restart, GET to follow it);
-// the API keys (GET /mlc/keys) and a key's revocation (DELETE
-// /mlc/keys/{name}).
+// the API keys (GET /mlc/keys), a new key (POST /mlc/keys) and a key's
+// revocation (DELETE /mlc/keys/{name}).
 type adminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -33,6 +33,7 @@ func (adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "POST /mlc/models/{model}/restart", Handler: caddy.AdminHandlerFunc(restartModel)},
 		{Pattern: "GET /mlc/models/{model}/restart", Handler: caddy.AdminHandlerFunc(serveRestart)},
 		{Pattern: "GET /mlc/keys", Handler: caddy.AdminHandlerFunc(serveKeys)},
+		{Pattern: "POST /mlc/keys", Handler: caddy.AdminHandlerFunc(createKey)},
 		{Pattern: "DELETE /mlc/keys/{name}", Handler: caddy.AdminHandlerFunc(revokeKey)},
 	}
 }

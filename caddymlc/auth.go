@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
@@ -25,7 +26,7 @@ import (
 // Caddyfile (in mlc_router; keys also in the mlc global option, for
 // every mlc_router that names none):
 //
-//	keys          <file>        (JSON lines: {"name", "sha256", "models", "expires"}; made by caddy mlc-key new)
+//	keys          <file>|redis  (JSON lines: {"name", "sha256", "models", "expires"}; made by caddy mlc-key new or POST /mlc/keys; redis: the cluster's)
 //	auth_failures <n>|off       (failed key checks a minute from one client address before its 429s; default 20)
 type Auth struct {
 	// Keys is the keys file: a JSON line per key (KeyLine), read again
@@ -69,16 +70,20 @@ func (r *Handler) provisionAuth(app *App) error {
 	if file == "" {
 		return nil
 	}
-	path := keysPath(caddy.NewReplacer().ReplaceAll(file, ""))
-	key := "mlc-keys/" + path
-	val, loaded, err := shared.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return openKeyring(path, r.logger.Named("keys")), nil
-	})
+	key, open, err := keysSource(file, app, r.logger.Named("keys"))
+	if err != nil {
+		return err
+	}
+	val, loaded, err := shared.LoadOrNew(key, open)
 	if err != nil {
 		return fmt.Errorf("mlc_router: keys: %w", err)
 	}
 	r.held = append(r.held, key)
-	r.keys = val.(*keyring)
+	if k, ok := val.(*redisKeyring); ok {
+		r.keys = k.keyring
+	} else {
+		r.keys = val.(*keyring)
+	}
 	if loaded {
 		r.keys.log.Store(r.logger.Named("keys"))
 	}
@@ -88,6 +93,20 @@ func (r *Handler) provisionAuth(app *App) error {
 	}
 	r.failures = newFailureLimiter(limit, r.logger.Named("keys"))
 	return nil
+}
+
+// keysSource names the keys of the keys option file in the usage pool,
+// and opens them: the file's, or, for KeysRedis, the cluster's Redis.
+func keysSource(file string, app *App, log *zap.Logger) (string, func() (caddy.Destructor, error), error) {
+	if file != KeysRedis {
+		path := keysPath(caddy.NewReplacer().ReplaceAll(file, ""))
+		return "mlc-keys/" + path, func() (caddy.Destructor, error) { return openKeyring(path, log), nil }, nil
+	}
+	if app == nil || app.cluster == nil {
+		return "", nil, fmt.Errorf("mlc_router: keys redis needs the cluster (the mlc global option's cluster { redis ... })")
+	}
+	link := app.cluster
+	return "mlc-keys/redis/" + link.key, func() (caddy.Destructor, error) { return openRedisKeyring(link.conn, log), nil }, nil
 }
 
 // presentedKey is the API key the request carries where clients send

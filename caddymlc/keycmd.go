@@ -78,18 +78,25 @@ func runKeyCommand(fl caddycmd.Flags, out io.Writer) (int, error) {
 // newKey makes a random key for line's name, appends line with its
 // hash to the keys file, and returns the key.
 func newKey(file string, line KeyLine) (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	key := "sk-mlc-" + base64.RawURLEncoding.EncodeToString(b)
-	sum := sha256.Sum256([]byte(key))
-	line.SHA256 = hex.EncodeToString(sum[:])
-	j, err := json.Marshal(line)
+	key, j, err := freshKey(&line)
 	if err != nil {
 		return "", err
 	}
 	return key, appendLine(file, j)
+}
+
+// freshKey makes a random key for line's name, fills in its hash, and
+// returns the key and the line as a keys file holds it.
+func freshKey(line *KeyLine) (key string, j []byte, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, err
+	}
+	key = "sk-mlc-" + base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(key))
+	line.SHA256 = hex.EncodeToString(sum[:])
+	j, err = json.Marshal(line)
+	return key, j, err
 }
 
 // appendLine appends a line to the file, created 0600, after a newline

@@ -47,6 +47,7 @@ const keysPoll = 250 * time.Millisecond
 // nor loses it.
 type keyring struct {
 	path   string
+	redis  *redisKeyring // the keys are Redis's, not a file's (path is KeysRedis)
 	log    atomic.Pointer[zap.Logger]
 	keys   atomic.Pointer[[]apiKey]
 	cancel context.CancelFunc

@@ -30,8 +30,14 @@ type listedKey struct {
 func keyrings() []*keyring {
 	var out []*keyring
 	shared.Range(func(key, val any) bool {
-		if k, ok := val.(*keyring); ok && strings.HasPrefix(key.(string), "mlc-keys/") {
+		if !strings.HasPrefix(key.(string), "mlc-keys/") {
+			return true
+		}
+		switch k := val.(type) {
+		case *keyring:
 			out = append(out, k)
+		case *redisKeyring:
+			out = append(out, k.keyring)
 		}
 		return true
 	})
@@ -52,17 +58,21 @@ func serveKeys(w http.ResponseWriter, r *http.Request) error {
 }
 
 // revokeKey answers DELETE /mlc/keys/{name}: the lines of that name are
-// removed from every keys file loaded, which is read again at once.
+// removed from every keys file loaded, which is read again at once, and
+// from Redis (the keys redis option).
 func revokeKey(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	removed := 0
 	for _, k := range keyrings() {
-		n, err := removeKeyLines(k.path, name)
-		if err != nil {
-			return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("keys file %s: %w", k.path, err)}
-		}
-		if n > 0 {
+		var n int
+		var err error
+		if k.redis != nil {
+			n, err = k.redis.remove(r.Context(), name)
+		} else if n, err = removeKeyLines(k.path, name); n > 0 {
 			k.load(nil)
+		}
+		if err != nil {
+			return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("keys %s: %w", k.path, err)}
 		}
 		removed += n
 	}
