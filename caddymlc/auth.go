@@ -92,6 +92,9 @@ func (r *Handler) provisionAuth(app *App) error {
 		limit = DefaultAuthFailures
 	}
 	r.failures = newFailureLimiter(limit, r.logger.Named("keys"))
+	if app != nil && app.cluster != nil && limit > 0 {
+		r.stopFailures = r.failures.shareOver(app.cluster.conn)
+	}
 	return nil
 }
 

@@ -5,14 +5,20 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 )
 
 // failureLimiter counts failed key checks per client address: past limit
 // in authWindow, the address is held (answered 429) for authWindow,
-// which is logged once. Other addresses are not held up.
+// which is logged once. Other addresses are not held up. With the
+// cluster, every replica's failures count: each replica tells the others
+// of its own over the cluster's bus (share), and counts theirs (seen),
+// so that an address cannot guess limit times on every replica.
 type failureLimiter struct {
 	limit int // -1: no bound
 	log   *zap.Logger
+	share func(addr string) // tells the other replicas; nil: none
 
 	mu    sync.Mutex
 	by    map[string]*addrFailures
@@ -44,11 +50,21 @@ func (l *failureLimiter) held(addr string, now time.Time) (time.Duration, bool) 
 	return f.until.Sub(now), true
 }
 
-// fail counts a failed check from addr at now.
+// fail counts a failed check from addr at now, and tells the other
+// replicas.
 func (l *failureLimiter) fail(addr string, now time.Time) {
 	if l == nil || l.limit < 0 {
 		return
 	}
+	if l.share != nil {
+		l.share(addr)
+	}
+	l.seen(addr, now)
+}
+
+// seen counts a failed check from addr at now, here or on another
+// replica.
+func (l *failureLimiter) seen(addr string, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep(now)
@@ -85,4 +101,21 @@ func (l *failureLimiter) sweep(now time.Time) {
 			delete(l.by, addr)
 		}
 	}
+}
+
+// authFailChannel is the cluster bus channel of failed key checks: each
+// message a client address.
+const authFailChannel = "auth-failures"
+
+// shareOver makes l tell conn's other replicas of its failures and count
+// theirs; the returned func stops it.
+func (l *failureLimiter) shareOver(conn *cluster.Conn) (stop func()) {
+	channel := conn.Key(authFailChannel)
+	l.share = func(addr string) { conn.Publish(channel, []byte(addr)) }
+	return conn.Subscribe(channel, func(msgs [][]byte) {
+		now := time.Now()
+		for _, m := range msgs {
+			l.seen(string(m), now)
+		}
+	})
 }

@@ -74,6 +74,9 @@ type Handler struct {
 	// the failed checks by client address.
 	keys     *keyring
 	failures *failureLimiter
+	// stopFailures stops sharing failed key checks with the other
+	// replicas (nil: none shared).
+	stopFailures func()
 }
 
 // ModelConfig is one model and its fleet. Each field names the `mlc_llm

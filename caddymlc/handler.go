@@ -36,6 +36,9 @@ func (r *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddy
 
 // Cleanup drops idle engine connections; the mlc app releases the fleets.
 func (r *Handler) Cleanup() error {
+	if r.stopFailures != nil {
+		r.stopFailures()
+	}
 	for _, s := range r.served {
 		s.core.Close()
 	}

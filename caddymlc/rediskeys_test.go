@@ -20,23 +20,8 @@ import (
 // and once revoked through another's, refused by all three within a
 // second. Redis holds its hash, never the key.
 func TestKeysRedisAcrossReplicas(t *testing.T) {
-	srv := redistest.Start(t)
-	ports := freePorts(t, 6)
-	eng := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	startEngineProc(t, eng, nil)
-	const opts = "\t\tkeys redis\n\t\tbudget * tokens_per_minute 100000\n"
-	startReplica(t, replicaConfig(fmt.Sprintf("127.0.0.1:%d", ports[4]), srv.Addr(), ports[2], opts, eng))
-	startReplica(t, replicaConfig(fmt.Sprintf("127.0.0.1:%d", ports[5]), srv.Addr(), ports[3], opts, eng))
-	loadCaddyfile(t, replicaConfig("off", srv.Addr(), ports[1], opts, eng))
-	waitClusterUp(t, liveCluster(t))
-	waitReplicaClusterUp(t, ports[4])
-	waitReplicaClusterUp(t, ports[5])
-	var bases []string
-	for _, p := range ports[1:4] {
-		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", p))
-	}
-
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/mlc/keys", ports[4]), "application/json", strings.NewReader(`{"name": "team-a"}`))
+	bases, admins, redisAt := startKeyReplicas(t, 3, "\t\tkeys redis\n\t\tauth_failures off\n\t\tbudget * tokens_per_minute 100000\n")
+	resp, err := http.Post(admins[0]+"/mlc/keys", "application/json", strings.NewReader(`{"name": "team-a"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +79,8 @@ func TestKeysRedisAcrossReplicas(t *testing.T) {
 			}
 		}
 	}
-	for _, port := range ports[4:] {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	for _, admin := range admins {
+		resp, err := http.Get(admin + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,16 +90,43 @@ func TestKeysRedisAcrossReplicas(t *testing.T) {
 			t.Fatalf("the metrics name the tenant team-a: %v; hold the key: %v", strings.Contains(string(raw), `tenant="team-a"`), strings.Contains(string(raw), made.Key))
 		}
 	}
-	if dump := redisContents(t, srv.Addr()); !strings.Contains(dump, ":keys") || strings.Contains(dump, made.Key) {
+	if dump := redisContents(t, redisAt); !strings.Contains(dump, ":keys") || strings.Contains(dump, made.Key) {
 		t.Fatalf("Redis holds the keys' hash %v, and the key itself %v", strings.Contains(dump, ":keys"), strings.Contains(dump, made.Key))
 	}
 
-	req, _ := http.NewRequest(http.MethodDelete, fmt.Sprintf("http://127.0.0.1:%d/mlc/keys/team-a", ports[5]), nil)
+	req, _ := http.NewRequest(http.MethodDelete, admins[1]+"/mlc/keys/team-a", nil)
 	if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("DELETE /mlc/keys/team-a: %v %v", resp, err)
 	}
 	resp.Body.Close()
 	within("revoked", http.StatusUnauthorized)
+}
+
+// startKeyReplicas starts a Redis, one engine and n replicas with the
+// cluster option and routerOpts: one in this process (no admin
+// endpoint), the others child Caddys; it returns their base URLs and the
+// children's admin URLs and the Redis's address once every cluster is
+// up.
+func startKeyReplicas(t *testing.T, n int, routerOpts string) (bases, admins []string, redisAt string) {
+	t.Helper()
+	srv := redistest.Start(t)
+	ports := freePorts(t, 2*n+1)
+	eng := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	startEngineProc(t, eng, nil)
+	for i := 1; i < n; i++ {
+		admin := fmt.Sprintf("127.0.0.1:%d", ports[n+1+i])
+		startReplica(t, replicaConfig(admin, srv.Addr(), ports[1+i], routerOpts, eng))
+		admins = append(admins, "http://"+admin)
+	}
+	loadCaddyfile(t, replicaConfig("off", srv.Addr(), ports[1], routerOpts, eng))
+	waitClusterUp(t, liveCluster(t))
+	for i := 1; i < n; i++ {
+		waitReplicaClusterUp(t, ports[n+1+i])
+	}
+	for _, p := range ports[1 : n+1] {
+		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", p))
+	}
+	return bases, admins, srv.Addr()
 }
 
 // redisContents is every key of the Redis at addr with its value, as
@@ -147,4 +159,40 @@ func redisContents(t *testing.T, addr string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// With the cluster, an address's failed key checks count on every
+// replica: past auth_failures on one replica, the other holds it too,
+// before it saw as many itself.
+func TestKeysFailuresAcrossReplicas(t *testing.T) {
+	bases, _, _ := startKeyReplicas(t, 2, "\t\tkeys redis\n\t\tauth_failures 3\n")
+	bad := func(base string) int {
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1/models", nil)
+		req.Header.Set("Authorization", "Bearer sk-guess")
+		resp, err := httpClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 4 {
+		bad(bases[1])
+	}
+	if got := bad(bases[1]); got != http.StatusTooManyRequests {
+		t.Fatalf("the replica that saw 4 failures answers %d, want 429", got)
+	}
+	// Alone, the other replica would answer 401 to its first 3.
+	for try := 1; ; try++ {
+		got := bad(bases[0])
+		if got == http.StatusTooManyRequests {
+			t.Logf("the other replica held the address at its try %d", try)
+			return
+		}
+		if try == 3 {
+			t.Fatalf("the other replica answered %d to its 3rd try: it did not count the first replica's failures", got)
+		}
+		time.Sleep(200 * time.Millisecond) // the bus flushes every 10 ms
+	}
 }
