@@ -162,6 +162,9 @@ func (r ModelConfig) FleetSpec() (engine.Spec, error) {
 	if err := spec.Validate(); err != nil {
 		return spec, fmt.Errorf("mlc_router: %w", err)
 	}
+	if err := spec.CheckBuild(); err != nil {
+		return spec, fmt.Errorf("mlc_router: %w", err)
+	}
 	return spec, nil
 }
 

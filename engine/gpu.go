@@ -10,6 +10,25 @@ import (
 // it). Callers log it once and carry on without a GPU check.
 var ErrNoNVML = errors.New("NVML is not available")
 
+// ErrBuiltWithoutCgo is the error of a spec whose engines run on this
+// machine's GPUs in a Linux binary built without cgo: go-nvml loads NVML
+// through cgo, so such a binary can neither check the GPUs before the
+// engines start nor watch them after.
+var ErrBuiltWithoutCgo = errors.New("this binary was built without cgo (CGO_ENABLED=0), so it cannot load NVML to check and watch the GPUs; " +
+	"rebuild it with CGO_ENABLED=1 (xcaddy's default is cgo off: CGO_ENABLED=1 xcaddy build ..., see the README)")
+
+// CheckBuild refuses a spec that spawns engines on this machine's GPUs
+// (engine mlc, gpus of at least 1 on an endpoint that is not external)
+// when this binary cannot read them: a Linux build without cgo.
+func (s Spec) CheckBuild() error { return s.checkBuild(buildLacksNVML) }
+
+func (s Spec) checkBuild(lacksNVML bool) error {
+	if !lacksNVML || !s.Kind.Driver().Traits().UsesGPUs || s.LocalGPUsNeeded() == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: engine %s on %d GPUs", ErrBuiltWithoutCgo, s.Kind, s.LocalGPUsNeeded())
+}
+
 // ErrNotEnoughGPUs is wrapped by the error of a fleet's Start when this
 // machine has fewer GPUs than its MLC engines need.
 var ErrNotEnoughGPUs = errors.New("not enough GPUs")

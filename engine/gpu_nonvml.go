@@ -4,9 +4,14 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
 
 	"go.uber.org/zap"
 )
+
+// buildLacksNVML: on Linux this build could have used NVML, with cgo
+// (elsewhere there is no NVML to miss: MLC runs on Metal or Vulkan).
+var buildLacksNVML = runtime.GOOS == "linux"
 
 // Inventory cannot use NVML in this build: go-nvml needs cgo on Linux. It
 // returns an error wrapping ErrNoNVML.

@@ -10,6 +10,9 @@ import (
 	"go.uber.org/zap"
 )
 
+// buildLacksNVML: this build loads NVML.
+const buildLacksNVML = false
+
 // Inventory lists this machine's GPUs through NVML and logs each one. It
 // returns an error wrapping ErrNoNVML when the NVML library is missing.
 // go-nvml loads libnvidia-ml with dlopen, so this builds and runs without
@@ -87,7 +90,7 @@ func eachDevice[T any](read func(i int, dev nvml.Device) (T, error)) ([]T, error
 func openNVML() (int, error) {
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
 		if ret == nvml.ERROR_LIBRARY_NOT_FOUND || ret == nvml.ERROR_DRIVER_NOT_LOADED {
-			return 0, fmt.Errorf("%w: %v", ErrNoNVML, ret)
+			return 0, fmt.Errorf("%w: no NVIDIA driver on this machine (%v)", ErrNoNVML, ret)
 		}
 		return 0, fmt.Errorf("nvml init: %w", ret)
 	}
