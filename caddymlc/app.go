@@ -124,7 +124,7 @@ func (a *App) Start() error {
 	}
 	grace := a.drainGrace()
 	for key, h := range a.handles {
-		lf, err := a.acquire(key, h.Spec(), a.scales[key])
+		lf, err := a.acquire(key, h, a.scales[key])
 		if err != nil {
 			a.releaseAll()
 			return err
@@ -166,15 +166,18 @@ func (a *App) checkPorts() error {
 	return nil
 }
 
-// acquire returns the fleet of spec, starting it (with its autoscaling,
-// nil for none) if no loaded config has it yet.
-func (a *App) acquire(key string, spec engine.Spec, scale *router.ScaleConfig) (*router.LiveFleet, error) {
+// acquire returns the fleet of h's spec, starting it (with its
+// autoscaling, nil for none) if no loaded config has it yet; while it
+// starts, the engine list shows it through h.
+func (a *App) acquire(key string, h *router.Handle, scale *router.ScaleConfig) (*router.LiveFleet, error) {
+	spec := h.Spec()
 	val, loaded, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
 		lf, err := router.NewLiveFleet(spec, a.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}
 		lf.SetScale(scale)
+		h.Launching(lf)
 		// On a reload (a config runs) a port still taken waits; at the
 		// first start it fails, as a port held by another program would.
 		if err := lf.Launch(current.Load() != nil); err != nil {

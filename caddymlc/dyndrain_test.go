@@ -50,7 +50,7 @@ http://127.0.0.1:%d {
 	}
 }
 `, httpPort, port, d.addr))
-	waitRoles(t, map[string]string{at(ips[0]): "prefill+decode", at(ips[1]): "prefill+decode"})
+	waitRoles(t, map[string]string{at(ips[0]): "any", at(ips[1]): "any"})
 	s := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), client: httpClient()}
 
 	const streams, maxTokens = 8, 400

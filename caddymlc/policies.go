@@ -100,6 +100,15 @@ func loadPolicy(ctx caddy.Context, structPtr any, field string, raw json.RawMess
 	return p, nil
 }
 
+// policyName is the policy's module name (least_loaded, p2c), as the
+// config names it; "" for a policy that is not a Caddy module.
+func policyName(p router.Policy) string {
+	if m, ok := p.(caddy.Module); ok {
+		return m.CaddyModule().ID.Name()
+	}
+	return ""
+}
+
 // modulePolicy returns raw in the module form: a bare policy name, as
 // configs wrote it before policies were modules, becomes the module of
 // that name, and an empty one (or null) the default.

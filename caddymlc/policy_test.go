@@ -19,10 +19,10 @@ func TestPolicyJSON(t *testing.T) {
 		want          string
 		prefixes      bool
 	}{
-		{"module", "", "*caddymlc.PrefixAwareSelection", true},
-		{"bare name", `"prefix_aware"`, "*caddymlc.PrefixAwareSelection", true},
-		{"default", "", "*caddymlc.LeastLoadedSelection", false},
-		{"empty name", `""`, "*caddymlc.LeastLoadedSelection", false},
+		{"module", "", "prefix_aware", true},
+		{"bare name", `"prefix_aware"`, "prefix_aware", true},
+		{"default", "", "least_loaded", false},
+		{"empty name", `""`, "least_loaded", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			policy := "\t\t\tpolicy prefix_aware\n"

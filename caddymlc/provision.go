@@ -94,7 +94,7 @@ func (r *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 	if err != nil {
 		return nil, err
 	}
-	opts := router.Options{Logger: s.logger, Handle: handle, Policy: policy, SetVar: caddyhttp.SetVar, Queue: queue, Budgets: budgets}
+	opts := router.Options{Logger: s.logger, Handle: handle, Policy: policy, PolicyName: policyName(policy), SetVar: caddyhttp.SetVar, Queue: queue, Budgets: budgets}
 	if s.dynamic != nil {
 		opts.Discovered = s.dynamic
 	}

@@ -26,6 +26,7 @@ type engine struct {
 	// that no reader sees a ready engine without a process.
 	mu       sync.Mutex
 	state    State
+	since    time.Time // when state began
 	restarts int
 	proc     *process
 
@@ -137,6 +138,9 @@ func (e *engine) set(s State, p *process) {
 	e.mu.Lock()
 	old, oldProc := e.state, e.proc
 	e.state, e.proc = s, p
+	if old != s {
+		e.since = time.Now()
+	}
 	e.mu.Unlock()
 	if old == s && oldProc == p {
 		return

@@ -252,6 +252,14 @@ func (f *Fleet) spawned() int { return len(Spawned(f.spec.Endpoints)) }
 // known to be dead.
 func (f *Fleet) Status(i int) (State, int) { return f.engines[i].status() }
 
+// Since returns when engine i entered its state (zero before its first).
+func (f *Fleet) Since(i int) time.Time {
+	e := f.engines[i]
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.since
+}
+
 // Served tells the fleet that engine i just did real work for the router:
 // it answered a call or sent a stream chunk. This is the passive half of
 // health checking: an engine that serves traffic is not taken out of

@@ -148,6 +148,10 @@ func (lf *LiveFleet) Spec() engine.Spec { return lf.spec }
 type Handle struct {
 	spec engine.Spec
 	lf   atomic.Pointer[LiveFleet]
+	// launching is the fleet while the mlc app starts it, before Set:
+	// shown by /mlc/engines (its engines starting, with their PIDs),
+	// never routed to.
+	launching atomic.Pointer[LiveFleet]
 }
 
 // NewHandle returns an empty handle for the fleet of spec.
@@ -164,6 +168,19 @@ func (h *Handle) Set(f *LiveFleet) {
 
 // get returns the fleet, or nil before the config started.
 func (h *Handle) get() *LiveFleet { return h.lf.Load() }
+
+// Launching shows f, the fleet being started for the handle, in the
+// engine list until Set attaches it.
+func (h *Handle) Launching(f *LiveFleet) { h.launching.Store(f) }
+
+// shown is the fleet the engine list describes: the attached one, else
+// the one being started, else nil.
+func (h *Handle) shown() *LiveFleet {
+	if lf := h.get(); lf != nil {
+		return lf
+	}
+	return h.launching.Load()
+}
 
 // moveSlack bounds the wait for the attempts moved off a retired fleet
 // to let go of its engines: cancelled, they end at once.

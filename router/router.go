@@ -105,6 +105,8 @@ type Router struct {
 	handle *Handle
 	roles  map[string][]int // endpoint indexes by the role a call needs
 	policy Policy
+	// policyName is the policy as /mlc/engines names it.
+	policyName string
 	// observers are the hooks of the policy and of the router's own
 	// bookkeeping (see Observer); readsPrefixes says the policy reads
 	// Candidate.PrefixHit.
@@ -146,6 +148,10 @@ type Options struct {
 	Discovered Discovered
 	// Policy chooses among engines; nil: LeastLoaded.
 	Policy Policy
+	// PolicyName is the policy as operators name it (its module's name,
+	// least_loaded), for /mlc/engines; "": least_loaded for a nil
+	// Policy, else the policy's Go type.
+	PolicyName string
 	// SetVar publishes a fact of a served request (the request id, the
 	// engines, the tokens) for access logs and later handlers; nil: none.
 	SetVar func(ctx context.Context, name string, value any)
@@ -190,8 +196,12 @@ func New(cfg Config, o Options) (*Router, error) {
 		return nil, err
 	}
 	policy := o.Policy
+	r.policyName = o.PolicyName
 	if policy == nil {
-		policy = new(LeastLoaded)
+		policy, r.policyName = new(LeastLoaded), "least_loaded"
+	}
+	if r.policyName == "" {
+		r.policyName = fmt.Sprintf("%T", policy)
 	}
 	r.setPolicy(policy)
 	r.closed = make(chan struct{})

@@ -1,7 +1,6 @@
 package router
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -43,11 +42,15 @@ type EngineStatus struct {
 	PEStart int  `json:"pe_start"`
 	GPUs    int  `json:"gpus"`
 	// State is the fleet's: starting, ready, unhealthy, restarting,
-	// failed, stopped; "not started" before the mlc app started it.
-	State    string `json:"state"`
-	Restarts int    `json:"restarts"`
-	PID      int    `json:"pid,omitempty"`
-	InFlight int64  `json:"in_flight"`
+	// failed, stopped; "not started" before the mlc app starts it.
+	State string `json:"state"`
+	// Since is when the engine entered its state, Elapsed how long ago
+	// (rounded to the second, as the log's "still starting" lines).
+	Since    *time.Time `json:"since,omitempty"`
+	Elapsed  string     `json:"elapsed,omitempty"`
+	Restarts int        `json:"restarts"`
+	PID      int        `json:"pid,omitempty"`
+	InFlight int64      `json:"in_flight"`
 	// Requests counts the calls the routers made to the engine.
 	Requests int64 `json:"requests"`
 	// Breaker is the router's circuit breaker: closed, open, half-open.
@@ -95,7 +98,8 @@ type LoadStatus struct {
 type RouterStatus struct {
 	Model string `json:"model"`
 	Mode  string `json:"mode"`
-	// Policy is the selection policy's Go type; PrefixIndex says that
+	// Policy is the selection policy's module name (least_loaded,
+	// prefix_aware, ...); PrefixIndex says that
 	// the router keeps its engines' prefix indexes for it.
 	Policy      string `json:"policy"`
 	PrefixIndex bool   `json:"prefix_index,omitempty"`
@@ -145,11 +149,11 @@ func Statuses() []RouterStatus {
 
 // Status describes the router and its engines.
 func (r *Router) Status() RouterStatus {
-	st := RouterStatus{Model: r.Model, Mode: r.Mode, Policy: fmt.Sprintf("%T", r.policy), PrefixIndex: r.readsPrefixes, Queued: r.queued.Load(),
+	st := RouterStatus{Model: r.Model, Mode: r.Mode, Policy: r.policyName, PrefixIndex: r.readsPrefixes, Queued: r.queued.Load(),
 		Context: r.context, DefaultMaxTokens: r.DefaultMaxTokens, MaxTokensLimit: r.MaxTokensLimit}
 	qs := r.gate.queue.Stats()
 	st.Gate = GateStatus{Batch: r.gate.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.gate.queue.Snapshot()}
-	lf := r.handle.get()
+	lf := r.handle.shown()
 	st.Scale = scaleStatusOf(lf)
 	roles := r.EffectiveRoles()
 	starts := engine.DeviceIDStarts(endpointGPUs(r.Endpoints))
@@ -160,6 +164,7 @@ func (r *Router) Status() RouterStatus {
 			u := lf.upstreams[i]
 			state, pid := lf.Status(i)
 			es.State, es.PID, es.Restarts = state.String(), pid, lf.Restarts(i)
+			es.Since, es.Elapsed = sinceOf(lf.Since(i))
 			es.InFlight, es.Requests = u.inflight.Load(), u.requests.Load()
 			es.Breaker, es.Draining, es.Drain = u.breaker.state(pid).String(), lf.draining(), u.drainStatus()
 			es.Load, es.Scale = loadStatusOf(u), scaleStateOf(lf, i)
@@ -194,17 +199,27 @@ func discoveredStatus(d Discovered) []EngineStatus {
 	out := []EngineStatus{}
 	for _, u := range order {
 		state, pid := u.fleet.Status(u.index)
-		role := strings.Join(roles[u], "+")
-		if role == "" {
-			role = engine.RoleAny
+		role := engine.RoleAny // found by both sources, or by an any source
+		if len(roles[u]) == 1 {
+			role = roles[u][0]
 		}
 		es := EngineStatus{Addr: u.addr, Role: role, External: true, Dynamic: true, PEStart: int(u.pe.Load()), GPUs: 1,
 			State: state.String(), PID: pid, InFlight: u.inflight.Load(), Requests: u.requests.Load(), Breaker: u.breaker.state(pid).String(),
 			Drain: u.drainStatus()}
 		es.Load = loadStatusOf(u)
+		es.Since, es.Elapsed = sinceOf(u.fleet.Since(u.index))
 		out = append(out, es)
 	}
 	return out
+}
+
+// sinceOf is an engine's Since and Elapsed: nil and "" before its
+// first state.
+func sinceOf(t time.Time) (*time.Time, string) {
+	if t.IsZero() {
+		return nil, ""
+	}
+	return &t, time.Since(t).Round(time.Second).String()
 }
 
 // endpointGPUs returns the GPU count of each endpoint.
