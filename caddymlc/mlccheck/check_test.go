@@ -1,12 +1,17 @@
 package mlccheck
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap/zaptest"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
@@ -173,6 +178,25 @@ func TestOtherWorldFails(t *testing.T) {
 		if len(rows) != 1 || rows[0].Status != want || (want == Fail && !strings.Contains(rows[0].Reason, "uid")) {
 			t.Errorf("world of engine %d: %+v, want %s", i, rows, want)
 		}
+	}
+}
+
+// Against engines that are not running, the failure says to start them
+// (--start), and does not with --start.
+func TestStoppedEnginesHint(t *testing.T) {
+	ports := testnet.FreePorts(t, 2)
+	path := filepath.Join(t.TempDir(), "Caddyfile")
+	cf := caddyfile("model tiny", fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]))
+	if err := os.WriteFile(path, []byte(cf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	status, err := Run(context.Background(), Options{Config: path, Timeout: 10 * time.Second}, &out, zaptest.NewLogger(t))
+	if status != ExitFailed || err == nil || !strings.Contains(out.String(), "connection refused") || !strings.Contains(err.Error(), "--start") {
+		t.Fatalf("exit %d (%v), want 1 with the --start hint\n%s", status, err, out.String())
+	}
+	if h := refusedHint(&Report{Results: []Result{{Status: Fail, Reason: "dial tcp: connection refused"}}}, Options{Start: true}); h != "" {
+		t.Fatalf("hint %q with --start", h)
 	}
 }
 

@@ -181,9 +181,24 @@ func Run(ctx context.Context, opts Options, out io.Writer, log *zap.Logger) (int
 	case ctx.Err() != nil:
 		return ExitError, fmt.Errorf("interrupted: %w", context.Cause(ctx))
 	case !report.OK():
-		return ExitFailed, fmt.Errorf("%s failed", failedChecks(report))
+		return ExitFailed, fmt.Errorf("%s failed%s", failedChecks(report), refusedHint(report, opts))
 	}
 	return ExitPassed, nil
+}
+
+// refusedHint is what to do when engines refused the connection and
+// mlc-check did not start them: start them, or Caddy.
+func refusedHint(r *Report, opts Options) string {
+	if opts.Start {
+		return ""
+	}
+	for _, res := range r.Results {
+		if res.Status == Fail && strings.Contains(res.Reason, "connection refused") {
+			return fmt.Sprintf("; engines refused the connection: nothing listens there. Start them with --start "+
+				"(caddy mlc-check --config %s --start), or run Caddy with the config first and check with --wait 60s", opts.Config)
+		}
+	}
+	return ""
 }
 
 // failedChecks names the checks that failed, and their engines.
