@@ -2,6 +2,7 @@ package caddymlc
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -97,10 +98,12 @@ func (r *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	seen := map[string]bool{}
+	var modelLines []int
 	for d.NextBlock(0) {
 		name := d.Val()
 		switch name {
 		case "model":
+			modelLines = append(modelLines, d.Line())
 			if err := r.parseModel(d); err != nil {
 				return err
 			}
@@ -129,26 +132,41 @@ func (r *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			continue
 		}
-		if err := parseOption(&r.ModelConfig, d, seen); err != nil {
+		if err := parseOption(&r.ModelConfig, d, seen, topLevelOptions); err != nil {
 			return err
 		}
 	}
-	if _, err := r.models(); err != nil {
-		// A whole-block error points at the directive's line.
-		d.Reset()
-		d.Next()
-		return d.Err(err.Error())
+	return r.checkParsed(d, modelLines)
+}
+
+// checkParsed checks the block as a whole: an error points at the
+// directive's line, or at the line of the model it is about (modelLines:
+// the line of each model option, in order).
+func (r *Handler) checkParsed(d *caddyfile.Dispenser, modelLines []int) error {
+	models, err := r.models()
+	if err == nil {
+		for i, m := range models {
+			if err := m.builtinModelErr(); err != nil && i < len(modelLines) {
+				return fmt.Errorf("%v, at %s:%d", err, d.File(), modelLines[i])
+			} else if err != nil {
+				return d.Err(err.Error())
+			}
+		}
+		return nil
 	}
-	return nil
+	d.Reset()
+	d.Next()
+	return d.Err(err.Error())
 }
 
 // parseOption reads one option line into m; seen holds the options
-// already given in the same block.
-func parseOption(m *ModelConfig, d *caddyfile.Dispenser, seen map[string]bool) error {
+// already given in the same block, extra the other options of the block
+// (for the error of an unknown one).
+func parseOption(m *ModelConfig, d *caddyfile.Dispenser, seen map[string]bool, extra []string) error {
 	name := d.Val()
 	parse, ok := subdirectives[name]
 	if !ok {
-		return d.Errf("unknown subdirective %q", name)
+		return unknownOption(d, name, extra)
 	}
 	if seen[name] && name != "endpoint" && name != "dynamic" {
 		return d.Errf("%s given twice", name)
@@ -182,7 +200,7 @@ func (r *Handler) parseModel(d *caddyfile.Dispenser) error {
 	m := ModelConfig{Model: name}
 	seen := map[string]bool{}
 	for ok := true; ok; ok = d.NextBlock(nesting) {
-		if err := parseOption(&m, d, seen); err != nil {
+		if err := parseOption(&m, d, seen, []string{"default"}); err != nil {
 			return err
 		}
 	}
@@ -276,7 +294,7 @@ func parseMode(r *ModelConfig, d *caddyfile.Dispenser) error {
 	switch r.Mode = modeName(r.Mode); r.Mode {
 	case router.ModeDisagg, router.ModeWhole:
 	default:
-		return d.Errf("mode %q: want disagg or whole (round_robin, MLC's round-robin)", r.Mode)
+		return d.Errf("mode %q: want disagg or whole (round_robin, MLC's round-robin)%s", r.Mode, didYouMean(r.Mode, []string{router.ModeDisagg, router.ModeWhole}))
 	}
 	return nil
 }
@@ -306,7 +324,7 @@ func parsePrefixCache(r *ModelConfig, d *caddyfile.Dispenser) error {
 	case engine.PrefixCacheRadix, engine.PrefixCacheDisable:
 		r.PrefixCache = d.Val()
 	default:
-		return d.Errf("prefix_cache %q: want radix or disable", d.Val())
+		return choiceErr(d, "prefix_cache", d.Val(), []string{engine.PrefixCacheRadix, engine.PrefixCacheDisable})
 	}
 	if d.NextArg() {
 		return d.ArgErr()
@@ -378,12 +396,12 @@ func endpointOption(d *caddyfile.Dispenser, ep *engine.Endpoint) error {
 		case engine.RolePrefill, engine.RoleDecode, engine.RoleAny:
 			ep.Role = d.Val()
 		default:
-			return d.Errf("role %q: want prefill, decode or any", d.Val())
+			return choiceErr(d, "role", d.Val(), []string{engine.RolePrefill, engine.RoleDecode, engine.RoleAny})
 		}
 	case "external":
 		ep.External = true
 	default:
-		return d.Errf("endpoint option %q: want gpus <n>, role <role> or external", d.Val())
+		return d.Errf("endpoint option %q: want gpus <n>, role <role> or external%s", d.Val(), didYouMean(d.Val(), []string{"gpus", "role", "external"}))
 	}
 	return nil
 }
@@ -435,7 +453,12 @@ func parsePolicy(r *ModelConfig, d *caddyfile.Dispenser) error {
 	modID := policyNamespace + "." + name
 	info, err := caddy.GetModule(modID)
 	if err != nil {
-		return d.Errf("policy %q: no selection policy of that name (module %s)", name, modID)
+		var names []string
+		for _, m := range caddy.GetModules(policyNamespace) {
+			names = append(names, m.ID.Name())
+		}
+		return d.Errf("policy %q: no selection policy of that name (module %s)%s; the policies of this Caddy: %s",
+			name, modID, didYouMean(name, names), strings.Join(names, ", "))
 	}
 	var mod any = info.New()
 	if _, ok := mod.(caddyfile.Unmarshaler); ok {

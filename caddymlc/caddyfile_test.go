@@ -109,6 +109,18 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"policy missing", "model tiny\npolicy", "wrong argument count", 3},
 		{"policy twice", "model tiny\npolicy least_loaded\npolicy round_robin", "policy given twice", 4},
 		{"extra arg", "model tiny extra", "wrong argument count", 2},
+		{"duration with a space", "model tiny\nengine_timeout 15 s", "engine_timeout 15 s: write a duration as one word, without spaces: engine_timeout 15s", 3},
+		{"duration words", "model tiny\nqueue_timeout 15 seconds", "queue_timeout: want one duration, such as 15s", 3},
+		{"unknown did you mean", "model tiny\nendpont 127.0.0.1:1", `unknown subdirective "endpont" (did you mean "endpoint"?); the options: `, 3},
+		{"unknown lists", "model tiny\nbogus 1", "the options: body_timeout, budget, ", 3},
+		{"unknown in a model block", "model a {\n\tendpont h:1\n}", `(did you mean "endpoint"?)`, 3},
+		{"policy did you mean", "model tiny\npolicy leastloaded", `(did you mean "least_loaded"?); the policies of this Caddy: `, 3},
+		{"mode did you mean", "model tiny\nmode disag", `mode "disag": want disagg or whole (round_robin, MLC's round-robin) (did you mean "disagg"?)`, 3},
+		{"role did you mean", "model tiny\nendpoint a:1 role decod", `role "decod": want one of prefill, decode, any (did you mean "decode"?)`, 3},
+		{"tenant not a placeholder", "model tiny\ntenant X-Api-Key", `tenant "X-Api-Key": want a placeholder, read from each request, such as {http.request.header.X-Api-Key}`, 3},
+		{"priority not a placeholder", "model tiny\npriority high", `{http.request.header.high}`, 3},
+		{"unknown built-in model", "model tinny\nmode whole\nendpoint a:1", `model tinny: the built-in engine loads "tiny" or a model directory holding tokenizer.json, and "tinny" is neither (did you mean "tiny"?)`, 2},
+		{"unknown built-in model in a block", "model a {\npath tiny\nendpoint h:1 role any\n}\nmodel b {\npath nowhere\nendpoint h:2 role any\n}", `model b: the built-in engine loads "tiny"`, 6},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

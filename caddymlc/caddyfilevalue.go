@@ -34,7 +34,7 @@ func choiceOption(field func(*ModelConfig) *string, choices ...string) func(*Mod
 			return err
 		}
 		if !slices.Contains(choices, *dst) {
-			return d.Errf("%s %q: want one of %s", name, *dst, strings.Join(choices, ", "))
+			return choiceErr(d, name, *dst, choices)
 		}
 		return nil
 	}
@@ -84,16 +84,27 @@ func countArg(d *caddyfile.Dispenser, name string, dst *int, off bool) error {
 // durationArg reads the option's single argument, a positive duration,
 // into dst.
 func durationArg(d *caddyfile.Dispenser, name string, dst *caddy.Duration) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
+	args := d.RemainingArgs()
+	if len(args) != 1 {
+		return durationArgsErr(d, name, args)
 	}
+	s := args[0]
 	dur, err := positiveDuration(s)
 	if err != nil {
 		return d.Errf("%s %q: %v", name, s, err)
 	}
 	*dst = dur
 	return nil
+}
+
+// durationArgsErr is the error of a duration option not given one
+// word: a duration is written without spaces (15s, 1m30s).
+func durationArgsErr(d *caddyfile.Dispenser, name string, args []string) error {
+	joined := strings.Join(args, "")
+	if _, err := caddy.ParseDuration(joined); err == nil && len(args) > 1 {
+		return d.Errf("%s %s: write a duration as one word, without spaces: %s %s", name, strings.Join(args, " "), name, joined)
+	}
+	return d.Errf("%s: want one duration, such as 15s, 2m or 1h30m (a number and its unit, no space)", name)
 }
 
 // errNotPositive is the error of a duration of zero or less.

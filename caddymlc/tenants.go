@@ -190,7 +190,10 @@ func (t *Tenancy) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 		if name == "priority" {
 			dst = &t.Priority
 		}
-		return onceArg(d, seen, dst)
+		if err := onceArg(d, seen, dst); err != nil {
+			return err
+		}
+		return placeholderArg(d, name, *dst)
 	case "tenant_weight":
 		args := d.RemainingArgs()
 		if len(args) != 2 {
@@ -221,6 +224,28 @@ func (t *Tenancy) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 
 // parseBudget reads `budget <tenant> [tokens_per_minute <n>]
 // [requests_per_minute <n>] [shared]`.
+// placeholderArg refuses a tenant or priority that is not a placeholder
+// (every request would be the same tenant): a word that looks like a
+// header's name is shown as the header's placeholder.
+func placeholderArg(d *caddyfile.Dispenser, name, v string) error {
+	if strings.HasPrefix(v, "{") && strings.HasSuffix(v, "}") {
+		return nil
+	}
+	return d.Errf("%s %q: want a placeholder, read from each request, such as {http.request.header.%s} (a header), "+
+		"{http.auth.user.id} (after basic_auth) or {http.request.remote.host}", name, v, headerName(v, name))
+}
+
+// headerName is v if it could be a header's name, else an example.
+func headerName(v, option string) string {
+	if v != "" && !strings.ContainsAny(v, "{}. /:") {
+		return v
+	}
+	if option == "priority" {
+		return "X-Priority"
+	}
+	return "X-Api-Key"
+}
+
 func (t *Tenancy) parseBudget(d *caddyfile.Dispenser) error {
 	args := d.RemainingArgs()
 	if len(args) < 1 {

@@ -1,0 +1,105 @@
+package caddymlc
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+)
+
+// The Caddyfile's errors teach: a wrong word is answered with the words
+// that would do, and the nearest of them.
+
+// didYouMean is ` (did you mean "x"?)` for the choice nearest to word,
+// when one is near enough to be a typo (an edit for every three
+// letters, at least two), else "".
+func didYouMean(word string, choices []string) string {
+	best, bestDist := "", -1
+	for _, c := range choices {
+		if d := editDistance(strings.ToLower(word), strings.ToLower(c)); bestDist < 0 || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	if bestDist < 0 || bestDist > max(2, len(word)/3) {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance of a and b, by bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// choiceErr is the error of a value of option name that is not among
+// choices: it lists them, with the nearest.
+func choiceErr(d *caddyfile.Dispenser, name, got string, choices []string) error {
+	return d.Errf("%s %q: want one of %s%s", name, got, strings.Join(choices, ", "), didYouMean(got, choices))
+}
+
+// topLevelOptions are the options of mlc_router's block that a model
+// block does not take.
+var topLevelOptions = []string{"model", "tenant", "priority", "tenant_weight", "tenant_priority", "budget", "slo_ttft", "slo_tpot",
+	"tenant_slo", "priority_slo", "responses_store", "responses_ttl", "responses_max_size", "health_uri"}
+
+// unknownOption is the error of an option name that is none of the
+// block's: the block's options (with extra, those of the top level),
+// and the nearest.
+func unknownOption(d *caddyfile.Dispenser, name string, extra []string) error {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range subdirectives {
+			if !yield(k) {
+				return
+			}
+		}
+		for _, k := range extra {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	return d.Errf("unknown subdirective %q%s; the options: %s", name, didYouMean(name, names), strings.Join(names, ", "))
+}
+
+// builtinModelErr refuses a model the built-in engine cannot load when
+// it spawns engines: "tiny", or a directory (with tokenizer.json), and
+// for embeddings "tiny-embed" or a directory.
+func (m ModelConfig) builtinModelErr() error {
+	if m.Engine != nil && m.Engine.Kind != string(engine.KindBuiltin) || len(engine.Spawned(m.Endpoints)) == 0 {
+		return nil
+	}
+	isDir := func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
+	path := m.Path
+	if path == "" {
+		path = m.Model
+	}
+	if path != builtin.TinyModel && !isDir(path) {
+		return fmt.Errorf("model %s: the built-in engine loads %q or a model directory holding tokenizer.json, and %q is neither%s (set path, or engine mlc for an MLC model)",
+			m.Model, builtin.TinyModel, path, didYouMean(path, []string{builtin.TinyModel}))
+	}
+	if e := m.EmbeddingModel; e != "" && e != builtin.TinyEmbedModel && !isDir(e) {
+		return fmt.Errorf("model %s: embedding_model %q: the built-in engine loads %q or a model directory%s",
+			m.Model, e, builtin.TinyEmbedModel, didYouMean(e, []string{builtin.TinyEmbedModel}))
+	}
+	return nil
+}
