@@ -84,10 +84,10 @@ func TestRouterOverheadExcludesEngineWait(t *testing.T) {
 	reloadSite(t, port, fmt.Sprintf("\t\tmode whole\n\t\tendpoint %s external\n", srv.Listener.Addr()))
 	t.Cleanup(func() { stopCaddy(t) })
 	ttft := func() *dto.Histogram {
-		return metricHistogram(t, "caddy_mlc_time_to_first_token_seconds", "mode", router.ModeWhole)
+		return metricHistogram(t, "caddy_mlc_time_to_first_token_seconds", "model", "tiny", "mode", router.ModeWhole)
 	}
 	own := func() *dto.Histogram {
-		return metricHistogram(t, "caddy_mlc_router_overhead_seconds", "mode", router.ModeWhole)
+		return metricHistogram(t, "caddy_mlc_router_overhead_seconds", "model", "tiny", "mode", router.ModeWhole)
 	}
 	for _, stream := range []bool{false, true} {
 		ttftBefore, ownBefore := ttft(), own()
