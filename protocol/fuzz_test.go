@@ -57,6 +57,7 @@ func FuzzValidateChatRequest(f *testing.F) {
 		`{"messages":[{"role":"tool","content":"z","tool_call_id":"c"}],"logprobs":true,"top_logprobs":3}`,
 		`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
 		`{"messages":[{"role":"wizard","content":null}]}`,
+		`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":"r","tool_call_id":"c"}],"tools":[{"type":"function","function":{"name":"f","strict":true}}],"tool_choice":"required"}`,
 		`{"messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{},"debug_config":{"special_request":"query_engine_metrics"}}`,
 	} {
 		f.Add([]byte(s))
@@ -77,10 +78,45 @@ func FuzzValidateChatRequest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := mlcschema.CheckChatRequest(out); err != nil {
+		if err := mlcschema.CheckChatRequest(asMLCTakesTools(t, out)); err != nil {
 			t.Fatalf("valid request that MLC would reject: %v\n%s", err, out)
 		}
 	})
+}
+
+// asMLCTakesTools is a chat request with the tool calling the router
+// serves beyond MLC's models (TestValidateAcceptsBeyondMLC) written as
+// MLC takes it: a function without parameters gets empty ones,
+// tool_choice "required" is "auto", an assistant turn's tool_calls are
+// dropped (its content "" when it had none). The rest must be MLC's.
+func asMLCTakesTools(t *testing.T, body []byte) []byte {
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	if req["tool_choice"] == ToolChoiceRequired {
+		req["tool_choice"] = ToolChoiceAuto
+	}
+	tools, _ := req["tools"].([]any)
+	for _, tool := range tools {
+		if fn, ok := tool.(map[string]any)["function"].(map[string]any); ok && fn["parameters"] == nil {
+			fn["parameters"] = map[string]any{}
+		}
+	}
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		if m, ok := m.(map[string]any); ok && m["tool_calls"] != nil {
+			delete(m, "tool_calls")
+			if m["content"] == nil {
+				m["content"] = ""
+			}
+		}
+	}
+	out, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func FuzzDecodeEmbeddingRequest(f *testing.F) {
