@@ -77,9 +77,14 @@ func (k *keyring) Destruct() error {
 	return nil
 }
 
-// watch reads the file again whenever it changes, until ctx is done. A
-// panic while reading is logged and the watch goes on.
+// watch reads the file again whenever it changes, until ctx is done.
 func (k *keyring) watch(ctx context.Context, last fs.FileInfo) {
+	k.poll(ctx, "keys file read", func() { last = k.load(last) })
+}
+
+// poll calls read every keysPoll until ctx is done. A panic while
+// reading is logged and the polls go on.
+func (k *keyring) poll(ctx context.Context, what string, read func()) {
 	t := time.NewTicker(keysPoll)
 	defer t.Stop()
 	for {
@@ -88,7 +93,7 @@ func (k *keyring) watch(ctx context.Context, last fs.FileInfo) {
 			return
 		case <-t.C:
 		}
-		goroutine.Call(k.log.Load, "keys file read", func() { last = k.load(last) })
+		goroutine.Call(k.log.Load, what, read)
 	}
 }
 

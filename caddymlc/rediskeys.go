@@ -45,16 +45,7 @@ func openRedisKeyring(conn *cluster.Conn, log *zap.Logger) *redisKeyring {
 	k.read(ctx)
 	goroutine.Go(log, "keys in Redis", func() {
 		defer close(k.done)
-		t := time.NewTicker(keysPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			goroutine.Call(k.log.Load, "keys in Redis read", func() { k.read(ctx) })
-		}
+		k.poll(ctx, "keys in Redis read", func() { k.read(ctx) })
 	}, nil)
 	return k
 }
