@@ -65,8 +65,6 @@ type ToolCalling struct {
 	// it names.
 	Choice   string
 	Function string
-	// Names are the tools' names, as offered.
-	Names []string
 }
 
 // chatToolChoice reads a checked chat tool_choice: absent, "auto",
@@ -96,17 +94,7 @@ func (r *ChatCompletionRequest) ToolCalling(format string) *ToolCalling {
 	if len(r.Tools) == 0 || choice == ToolChoiceNone {
 		return nil
 	}
-	tc := &ToolCalling{Format: format, Choice: choice, Function: fn}
-	for _, raw := range r.Tools {
-		var t struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		}
-		_ = json.Unmarshal(raw, &t)
-		tc.Names = append(tc.Names, t.Function.Name)
-	}
-	return tc
+	return &ToolCalling{Format: format, Choice: choice, Function: fn}
 }
 
 // validateAssistantToolCalls checks an assistant message's tool_calls as

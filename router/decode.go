@@ -209,13 +209,14 @@ func (d *decoder) prepareChat(hreq *http.Request) (*protocol.CompletionRequest, 
 // chat request, and its prompt ids: the APIs built on chat (Messages,
 // Responses) answer through it too, so that their text is chat's.
 func (d *decoder) chatCompletion(creq *protocol.ChatCompletionRequest) (*protocol.CompletionRequest, []int, *protocol.Error) {
-	prompt, stops, apiErr := d.renderChat(creq)
+	tc := creq.ToolCalling(d.toolFormat)
+	prompt, stops, apiErr := d.renderChat(creq, tc)
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
 	req := creq.Completion(prompt)
 	req.Stop = append(append(protocol.StopList(nil), creq.Stop...), stops...)
-	req.ToolCalling = creq.ToolCalling(d.toolFormat)
+	req.ToolCalling = tc
 	req.Reasoning = d.reasons(creq)
 	return req, prompt, nil
 }
@@ -276,7 +277,7 @@ func (d *decoder) checkTopLogprobs(k *int) *protocol.Error {
 
 // renderChat returns the prompt ids of the conversation and the stop
 // strings its template implies.
-func (d *decoder) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []string, *protocol.Error) {
+func (d *decoder) renderChat(creq *protocol.ChatCompletionRequest, tc *protocol.ToolCalling) ([]int, []string, *protocol.Error) {
 	if d.tok == nil {
 		return nil, nil, d.noTokenizer("messages", "a chat completion")
 	}
@@ -289,7 +290,7 @@ func (d *decoder) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []str
 			return nil, nil, protocol.InvalidRequest("messages", "messages[%d]: want an object with a role and a content", i)
 		}
 	}
-	opts, apiErr := d.renderOptions(creq)
+	opts, apiErr := d.renderOptions(creq, tc)
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}
@@ -315,11 +316,12 @@ func (d *decoder) renderChat(creq *protocol.ChatCompletionRequest) ([]int, []str
 	return prompt, d.chatTmpl.StopStrings(), nil
 }
 
-// renderOptions are the template's options for creq: its variables, the
+// renderOptions are the template's options for creq (tc: how its answer is
+// read for calls, nil when it offers no tools): its variables, the
 // thinking switch set from the client's thinking (when the template has
 // one), and its tools unless tool_choice is "none" — offered only when
 // the router can read the calls back.
-func (d *decoder) renderOptions(creq *protocol.ChatCompletionRequest) (chat.Options, *protocol.Error) {
+func (d *decoder) renderOptions(creq *protocol.ChatCompletionRequest, tc *protocol.ToolCalling) (chat.Options, *protocol.Error) {
 	opts := chat.DefaultOptions()
 	opts.Vars = creq.ChatTemplateKwargs
 	if t, ok := d.chatTmpl.(chat.Inspectable); ok && creq.Thinking != nil && t.Reads(thinkingSwitch) {
@@ -331,7 +333,6 @@ func (d *decoder) renderOptions(creq *protocol.ChatCompletionRequest) (chat.Opti
 			opts.Vars[thinkingSwitch] = *creq.Thinking
 		}
 	}
-	tc := creq.ToolCalling(d.toolFormat)
 	if tc == nil {
 		return opts, nil
 	}

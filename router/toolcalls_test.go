@@ -19,8 +19,10 @@ import (
 // tokenizer, engines and parser.
 
 // weatherTool is chat's function tool of the tests.
-var weatherTool = map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "description": "the weather of a city",
-	"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}
+func weatherTool() map[string]any {
+	return map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "description": "the weather of a city",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}
+}
 
 // weatherCall is the scripted answer: text, then two calls (the space
 // that ends the text, and the new line between the calls, are their
@@ -58,13 +60,13 @@ type answer struct {
 }
 
 // wantCalls are weatherCall's calls as every API carries them.
-var wantCalls = []string{`get_weather {"city":"Paris"}`, `get_weather {"city":"Lyon, France"}`}
+const wantCalls = `get_weather {"city":"Paris"}` + "\n" + `get_weather {"city":"Lyon, France"}`
 
 func TestToolCallsChatWhole(t *testing.T) {
 	c := startToolCore(t)
 	counted := testutil.ToFloat64(c.r.metrics.toolCalls.WithLabelValues("tiny", "chat"))
 	status, raw := callJSON(t, http.MethodPost, c.base+protocol.PathChatCompletions, map[string]any{
-		"messages": []map[string]any{{"role": "user", "content": "what is the weather in Paris?"}}, "tools": []any{weatherTool}, "max_tokens": 200})
+		"messages": []map[string]any{{"role": "user", "content": "what is the weather in Paris?"}}, "tools": []any{weatherTool()}, "max_tokens": 200})
 	var out protocol.ChatCompletionResponse
 	if status != http.StatusOK || json.Unmarshal(raw, &out) != nil || len(out.Choices) != 1 {
 		t.Fatalf("%d %s", status, raw)
@@ -77,7 +79,7 @@ func TestToolCallsChatWhole(t *testing.T) {
 		}
 		got = append(got, tc.Function.Name+" "+tc.Function.Arguments)
 	}
-	if ch.Message.Content != "Let me look." || deref(ch.FinishReason) != protocol.FinishToolCalls || strings.Join(got, "\n") != strings.Join(wantCalls, "\n") {
+	if ch.Message.Content != "Let me look." || deref(ch.FinishReason) != protocol.FinishToolCalls || strings.Join(got, "\n") != wantCalls {
 		t.Fatalf("content %q, calls %q, finish %q; want %q, %q, tool_calls", ch.Message.Content, got, deref(ch.FinishReason), "Let me look.", wantCalls)
 	}
 	if n := testutil.ToFloat64(c.r.metrics.toolCalls.WithLabelValues("tiny", "chat")) - counted; n != 2 {
@@ -112,7 +114,7 @@ func TestToolCallsResumePreempted(t *testing.T) {
 		read   func(*testing.T, []byte) answer
 		finish string
 	}{
-		{protocol.PathChatCompletions, map[string]any{"messages": []map[string]any{{"role": "user", "content": q}}, "tools": []any{weatherTool}, "max_tokens": 200, "stream": true}, chatStreamAnswer, protocol.FinishToolCalls},
+		{protocol.PathChatCompletions, map[string]any{"messages": []map[string]any{{"role": "user", "content": q}}, "tools": []any{weatherTool()}, "max_tokens": 200, "stream": true}, chatStreamAnswer, protocol.FinishToolCalls},
 		{protocol.PathMessages, map[string]any{"messages": []map[string]any{{"role": "user", "content": q}}, "tools": []any{msgTool}, "max_tokens": 200, "stream": true}, messagesStreamAnswer, protocol.StopToolUse},
 		{protocol.PathResponses, map[string]any{"input": q, "tools": []any{respTool}, "max_output_tokens": 200, "stream": true}, responsesStreamAnswer, protocol.ResponseCompleted},
 	} {
@@ -125,7 +127,7 @@ func TestToolCallsResumePreempted(t *testing.T) {
 			t.Fatalf("%s: %d %s", api.path, status, raw)
 		}
 		got := api.read(t, raw)
-		if got.text != "Let me look." || strings.Join(got.calls, "\n") != strings.Join(wantCalls, "\n") || got.finish != api.finish {
+		if got.text != "Let me look." || strings.Join(got.calls, "\n") != wantCalls || got.finish != api.finish {
 			t.Errorf("%s: text %q, calls %q, end %q; want %q, %q, %q", api.path, got.text, got.calls, got.finish, "Let me look.", wantCalls, api.finish)
 		}
 	}
@@ -267,8 +269,8 @@ func TestToolCallSinkAnyCut(t *testing.T) {
 		text, reason string
 		want         answer
 	}{
-		{weatherCall, protocol.FinishStop, answer{"Let me look.", wantCalls, protocol.FinishToolCalls}},
-		{weatherCall + "\n", protocol.FinishStop, answer{"Let me look.", wantCalls, protocol.FinishToolCalls}},
+		{weatherCall, protocol.FinishStop, answer{"Let me look.", strings.Split(wantCalls, "\n"), protocol.FinishToolCalls}},
+		{weatherCall + "\n", protocol.FinishStop, answer{"Let me look.", strings.Split(wantCalls, "\n"), protocol.FinishToolCalls}},
 		{"no call here. \n", protocol.FinishStop, answer{"no call here. \n", nil, protocol.FinishStop}},
 		{"cut <tool_call>{\"name\": \"f\", \"argu", protocol.FinishLength, answer{"cut <tool_call>{\"name\": \"f\", \"argu", nil, protocol.FinishLength}},
 		{`<tool_call>{"name": "f", "arguments": {bad}}</tool_call>`, protocol.FinishStop, answer{`<tool_call>{"name": "f", "arguments": {bad}}</tool_call>`, nil, protocol.FinishStop}},

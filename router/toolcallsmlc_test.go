@@ -169,7 +169,8 @@ func routerToolPrompt(t *testing.T, template json.RawMessage, body map[string]an
 		t.Fatal(err)
 	}
 	d := decoder{Config: &Config{Model: "gorilla"}, chatTmpl: tmpl, toolFormat: format}
-	opts, e := d.renderOptions(&creq)
+	tc := creq.ToolCalling(format)
+	opts, e := d.renderOptions(&creq, tc)
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -183,5 +184,5 @@ func routerToolPrompt(t *testing.T, template json.RawMessage, body map[string]an
 	if err != nil {
 		t.Fatal(err)
 	}
-	return prompt, creq.ToolCalling(format)
+	return prompt, tc
 }
