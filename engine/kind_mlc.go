@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -58,7 +58,7 @@ func (mlcDriver) NVSHMEMPython(s Spec) string { return s.Program }
 func (mlcDriver) ContextWindow(model string, engineArgs []string) int {
 	n, ok := overrideInt(engineArgs, "context_window_size")
 	if !ok {
-		n, _ = builtin.ChatConfigContextWindow(model) // unreadable: unknown
+		n, _ = chat.ContextWindow(model) // unreadable: unknown
 	}
 	if total, ok := overrideInt(engineArgs, "max_total_seq_length"); ok && n > 0 && total > 0 {
 		n = min(n, total)

@@ -300,11 +300,11 @@ func (a *autoscaler) signals(now time.Time, rs []*Router) scaleSignals {
 		}
 		s.inFlight += int(u.inflight.Load())
 		l := u.load.Load()
-		if ready, _ := u.status(); !ready || l == nil || now.Sub(l.at) > loadStale || l.pagesTotal == 0 {
+		if ready, _ := u.status(); !ready || l == nil || now.Sub(l.at) > loadStale || l.PagesTotal == 0 {
 			continue
 		}
-		s.kvUsed = max(s.kvUsed, float64(l.pagesTotal-l.pagesFree-l.pagesCached)/float64(l.pagesTotal))
-		s.blocked = s.blocked || l.blocked > 0
+		s.kvUsed = max(s.kvUsed, float64(l.PagesTotal-l.PagesFree-l.PagesCached)/float64(l.PagesTotal))
+		s.blocked = s.blocked || l.Blocked > 0
 	}
 	for _, r := range rs {
 		s.waiting += r.gate.queue.Stats().Waiting + int(r.queued.Load())

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // externalFleet starts a live fleet of n external engines that answer
@@ -189,11 +190,11 @@ func TestPickTiers(t *testing.T) {
 	// pages) is passed over; so is one that reports only what waits, as
 	// an engine without the blocked count does.
 	withoutBlocked, ok := parseLoad(map[string]json.RawMessage{"waiting": json.RawMessage("1")})
-	if !ok || withoutBlocked.blocked != 1 {
+	if !ok || withoutBlocked.Blocked != 1 {
 		t.Fatalf("an engine reporting 1 waiting and no blocked count: %+v, %v", withoutBlocked, ok)
 	}
-	for _, l := range []engineLoad{{waiting: 2, blocked: 1}, withoutBlocked} {
-		l.at, l.pagesFree, l.pagesTotal = time.Now(), 100, 100
+	for _, l := range []engineLoad{{EngineLoad: protocol.EngineLoad{Waiting: 2, Blocked: 1}}, withoutBlocked} {
+		l.at, l.PagesFree, l.PagesTotal = time.Now(), 100, 100
 		u1.load.Store(&l)
 		for range 4 {
 			if got := pick(pickOptions{needPages: 1}); got != 0 {
@@ -205,8 +206,8 @@ func TestPickTiers(t *testing.T) {
 	// not saturation: the engine stays in the tier and takes its turn.
 	// Engine 1 has less of it than engine 0, so it is chosen unless
 	// counted as saturated.
-	u0.load.Store(&engineLoad{at: time.Now(), waiting: 5, blocked: 0, pagesFree: 100, pagesTotal: 100})
-	u1.load.Store(&engineLoad{at: time.Now(), waiting: 3, blocked: 0, pagesFree: 100, pagesTotal: 100})
+	u0.load.Store(&engineLoad{at: time.Now(), EngineLoad: protocol.EngineLoad{Waiting: 5, Blocked: 0, PagesFree: 100, PagesTotal: 100}})
+	u1.load.Store(&engineLoad{at: time.Now(), EngineLoad: protocol.EngineLoad{Waiting: 3, Blocked: 0, PagesFree: 100, PagesTotal: 100}})
 	for range 4 {
 		if got := pick(pickOptions{needPages: 1}); got != 1 {
 			t.Fatalf("chose engine %d: engine 1 has new work queued but nothing blocked, and less than engine 0", got)
@@ -216,8 +217,8 @@ func TestPickTiers(t *testing.T) {
 	// An engine whose pages are in its prefix cache has room: it evicts
 	// them for new work. One without free or cached pages for the call
 	// has none.
-	u0.load.Store(&engineLoad{at: time.Now(), pagesFree: 0, pagesCached: 100, pagesTotal: 100})
-	u1.load.Store(&engineLoad{at: time.Now(), pagesFree: 10, pagesCached: 0, pagesTotal: 100})
+	u0.load.Store(&engineLoad{at: time.Now(), EngineLoad: protocol.EngineLoad{PagesFree: 0, PagesCached: 100, PagesTotal: 100}})
+	u1.load.Store(&engineLoad{at: time.Now(), EngineLoad: protocol.EngineLoad{PagesFree: 10, PagesCached: 0, PagesTotal: 100}})
 	for range 4 {
 		if got := pick(pickOptions{needPages: 50}); got != 0 {
 			t.Fatalf("chose engine %d: engine 0 has 100 cached pages to evict, engine 1 only 10 free", got)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -81,41 +82,24 @@ func (u *Upstream) report(extra map[string]json.RawMessage, own int64) bool {
 	l.at, l.ownAtPoll = time.Now(), max(own, 0)
 	u.load.Store(&l)
 	u.unreported.Store(0)
-	if l.pagesTotal > 0 {
+	if l.PagesTotal > 0 {
 		g := u.kvGauges()
-		g[0].Set(float64(max(l.pagesTotal-l.pagesFree-l.pagesCached, 0)))
-		g[1].Set(float64(l.pagesCached))
-		g[2].Set(float64(l.pagesFree))
+		g[0].Set(float64(max(l.PagesTotal-l.PagesFree-l.PagesCached, 0)))
+		g[1].Set(float64(l.PagesCached))
+		g[2].Set(float64(l.PagesFree))
 	}
 	if ce := u.fleet.Log().Check(zap.DebugLevel, "engine load"); ce != nil {
-		ce.Write(addrField(u), zap.Int("running", l.running), zap.Int("waiting", l.waiting), zap.Int("blocked", l.blocked),
-			zap.Int("prepared", l.prepared), zap.Int("kv_pages_free", l.pagesFree))
+		ce.Write(addrField(u), zap.Int(protocol.ExtraRunning, l.Running), zap.Int(protocol.ExtraWaiting, l.Waiting),
+			zap.Int(protocol.ExtraBlocked, l.Blocked), zap.Int(protocol.ExtraPrepared, l.Prepared), zap.Int(protocol.ExtraPagesFree, l.PagesFree))
 	}
 	return true
 }
 
 // parseLoad reads the load fields of a query_engine_metrics answer; ok is
-// false when the engine reports none of them. An engine that reports what
-// waits but not what of it is blocked has all of it taken as blocked.
+// false when the engine reports none of them.
 func parseLoad(extra map[string]json.RawMessage) (engineLoad, bool) {
-	l := engineLoad{blocked: -1}
-	found := false
-	// An array, not a map: this runs at every request's end.
-	for _, f := range [...]struct {
-		key string
-		dst *int
-	}{
-		{"running", &l.running}, {"waiting", &l.waiting}, {"blocked", &l.blocked}, {"prepared", &l.prepared},
-		{"kv_pages_free", &l.pagesFree}, {"kv_pages_cached", &l.pagesCached}, {"kv_pages_total", &l.pagesTotal},
-	} {
-		if n, ok := intExtra(extra, f.key); ok {
-			*f.dst, found = n, true
-		}
-	}
-	if l.blocked < 0 {
-		l.blocked = l.waiting
-	}
-	return l, found
+	l, ok := protocol.ParseEngineLoad(extra)
+	return engineLoad{EngineLoad: l}, ok
 }
 
 // intExtra reads an integer field of usage.extra.

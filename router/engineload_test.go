@@ -31,7 +31,7 @@ func TestLoadReportsSparePolls(t *testing.T) {
 		t.Fatal("a report with the load fields was not taken")
 	}
 	l := u.load.Load()
-	if l.running != 3 || l.waiting != 2 || l.blocked != 1 || l.pagesFree != 40 || l.ownAtPoll != 1 {
+	if l.Running != 3 || l.Waiting != 2 || l.Blocked != 1 || l.PagesFree != 40 || l.ownAtPoll != 1 {
 		t.Fatalf("recorded %+v", l)
 	}
 	if u.pollDue(l.at.Add(engine.LoadPollInterval / 2)) {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // hookRecorder is a selection policy for the tests: least_loaded's
@@ -150,7 +152,7 @@ func TestPolicySeesCandidates(t *testing.T) {
 	release, _ := u0.hold()
 	defer release()
 	now := time.Now()
-	u1.load.Store(&engineLoad{at: now, running: 3, waiting: 1, pagesFree: 10, pagesCached: 20, pagesTotal: 100})
+	u1.load.Store(&engineLoad{at: now, EngineLoad: protocol.EngineLoad{Running: 3, Waiting: 1, PagesFree: 10, PagesCached: 20, PagesTotal: 100}})
 	l := r.pick("", pickOptions{})
 	defer l.release(nil)
 	if len(seen) != 2 || l.Upstream != seen[0].Engine.internal() {
@@ -168,7 +170,7 @@ func TestPolicySeesCandidates(t *testing.T) {
 		t.Fatalf("engine 1 seen as %+v", c1)
 	}
 	// A report older than three poll intervals says nothing of now.
-	u1.load.Store(&engineLoad{at: now.Add(-loadStale), running: 3, pagesTotal: 100})
+	u1.load.Store(&engineLoad{at: now.Add(-loadStale), EngineLoad: protocol.EngineLoad{Running: 3, PagesTotal: 100}})
 	l2 := r.pick("", pickOptions{})
 	defer l2.release(nil)
 	for _, c := range seen {

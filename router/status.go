@@ -79,8 +79,8 @@ func loadStatusOf(u *Upstream) *LoadStatus {
 	if l == nil {
 		return nil
 	}
-	return &LoadStatus{Running: l.running, Waiting: l.waiting, Blocked: l.blocked, Prepared: l.prepared,
-		KVPagesFree: l.pagesFree, KVPages: l.pagesTotal, At: l.at}
+	return &LoadStatus{Running: l.Running, Waiting: l.Waiting, Blocked: l.Blocked, Prepared: l.Prepared,
+		KVPagesFree: l.PagesFree, KVPages: l.PagesTotal, At: l.at}
 }
 
 // LoadStatus is an engine's own report of its load.

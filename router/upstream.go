@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -70,29 +71,16 @@ func (u *Upstream) lastToken() time.Time { return time.Unix(0, u.lastTokenAt.Loa
 // that moment, so that the requests of other Caddy replicas can be told
 // from ours.
 type engineLoad struct {
-	at      time.Time
-	running int // sequences prefilling or decoding
-	waiting int // sequences and prep_recvs queued
-	// blocked is the part of waiting the engine's last step could not
-	// start, short of KV pages: what saturation means. The rest has only
-	// arrived and starts at the next step. An engine that does not
-	// report it has all its waiting work taken as blocked (parseLoad).
-	blocked   int
-	prepared  int // reservations waiting for start_generate
-	pagesFree int
-	// pagesCached are pages the prefix cache keeps with no sequence
-	// using them: the engine evicts them for new work, so they are room
-	// as free pages are.
-	pagesCached int
-	pagesTotal  int
-	ownAtPoll   int64 // our inflight when the answer came
+	protocol.EngineLoad
+	at        time.Time
+	ownAtPoll int64 // our inflight when the answer came
 }
 
 // prefixCapacity is how many KV pages the engine's prefix cache can hold
 // at most: its KV capacity, when it reports one.
 func (u *Upstream) prefixCapacity() int {
 	if l := u.load.Load(); l != nil {
-		return l.pagesTotal
+		return l.PagesTotal
 	}
 	return 0
 }
@@ -161,7 +149,7 @@ func (l *engineLoad) others(now time.Time) float64 {
 	if age >= loadStale {
 		return 0
 	}
-	theirs := float64(int64(l.running+l.waiting+l.prepared) - l.ownAtPoll)
+	theirs := float64(int64(l.Running+l.Waiting+l.Prepared) - l.ownAtPoll)
 	return max(theirs, 0) * (1 - float64(age)/float64(loadStale))
 }
 
@@ -171,9 +159,9 @@ func (u *Upstream) view(now time.Time, role string, tier Tier) Candidate {
 		InFlight: int(u.inflight.Load()), Prefilling: int(u.prefilling.Load()), PrefixHit: -1}
 	if l := u.load.Load(); l != nil && now.Sub(l.at) < loadStale {
 		c.Others = l.others(now)
-		c.Load = EngineLoad{At: l.at, Running: l.running, Waiting: l.waiting, Blocked: l.blocked, Prepared: l.prepared,
-			PagesUsed: max(l.pagesTotal-l.pagesFree-l.pagesCached, 0), PagesFree: l.pagesFree,
-			PagesCached: l.pagesCached, PagesTotal: l.pagesTotal}
+		c.Load = EngineLoad{At: l.at, Running: l.Running, Waiting: l.Waiting, Blocked: l.Blocked, Prepared: l.Prepared,
+			PagesUsed: max(l.PagesTotal-l.PagesFree-l.PagesCached, 0), PagesFree: l.PagesFree,
+			PagesCached: l.PagesCached, PagesTotal: l.PagesTotal}
 	}
 	return c
 }
@@ -192,8 +180,8 @@ func (u *Upstream) internal() *Upstream { return u }
 // poll's while to the other engines, in bursts.
 func (u *Upstream) saturated(now time.Time, needPages int) bool {
 	l := u.load.Load()
-	if l == nil || now.Sub(l.at) > loadStale || l.pagesTotal == 0 {
+	if l == nil || now.Sub(l.at) > loadStale || l.PagesTotal == 0 {
 		return false
 	}
-	return l.blocked > 0 || l.pagesFree+l.pagesCached < needPages
+	return l.Blocked > 0 || l.PagesFree+l.PagesCached < needPages
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -49,7 +50,7 @@ func loadEmbedder(model string) (*embedder, error) {
 		tokModel = TinyModel
 	} else {
 		seedName = filepath.Base(filepath.Clean(model))
-		window, err := ChatConfigContextWindow(model)
+		window, err := chat.ContextWindow(model)
 		if err != nil {
 			return nil, fmt.Errorf("embedding model %q: %w", model, err)
 		}

@@ -56,15 +56,10 @@ func (m Metrics) extra() map[string]json.RawMessage {
 // loadExtra is the load part of extra: what a router balances on, which
 // every request's final usage carries too.
 func (m Metrics) loadExtra() map[string]json.RawMessage {
-	return map[string]json.RawMessage{
-		"running":         jsonInt(m.Running),
-		"waiting":         jsonInt(m.Waiting),
-		"blocked":         jsonInt(m.Blocked),
-		"prepared":        jsonInt(m.Prepared),
-		"kv_pages_cached": jsonInt(m.Pages.Cached),
-		"kv_pages_free":   jsonInt(m.Pages.Free),
-		"kv_pages_total":  jsonInt(m.Pages.Total),
-	}
+	return protocol.EngineLoad{
+		Running: m.Running, Waiting: m.Waiting, Blocked: m.Blocked, Prepared: m.Prepared,
+		PagesCached: m.Pages.Cached, PagesFree: m.Pages.Free, PagesTotal: m.Pages.Total,
+	}.Extra()
 }
 
 // metricsCompletion answers debug_config.special_request
