@@ -59,18 +59,18 @@ func keysPath(p string) string {
 
 // provisionAuth takes the keys file's keyring (opening it, or joining
 // the one an earlier config opened), when there is a keys file.
-func (r *Handler) provisionAuth(app *App) error {
-	if r.AuthFailures < -1 {
-		return fmt.Errorf("mlc_router: auth_failures %d: want a positive number or off", r.AuthFailures)
+func (h *Handler) provisionAuth(app *App) error {
+	if h.AuthFailures < -1 {
+		return fmt.Errorf("mlc_router: auth_failures %d: want a positive number or off", h.AuthFailures)
 	}
-	file := r.Keys
+	file := h.Keys
 	if file == "" && app != nil {
 		file = app.Keys
 	}
 	if file == "" {
 		return nil
 	}
-	key, open, err := keysSource(file, app, r.logger.Named("keys"))
+	key, open, err := keysSource(file, app, h.logger.Named("keys"))
 	if err != nil {
 		return err
 	}
@@ -78,22 +78,22 @@ func (r *Handler) provisionAuth(app *App) error {
 	if err != nil {
 		return fmt.Errorf("mlc_router: keys: %w", err)
 	}
-	r.held = append(r.held, key)
+	h.held = append(h.held, key)
 	if k, ok := val.(*redisKeyring); ok {
-		r.keys = k.keyring
+		h.keys = k.keyring
 	} else {
-		r.keys = val.(*keyring)
+		h.keys = val.(*keyring)
 	}
 	if loaded {
-		r.keys.log.Store(r.logger.Named("keys"))
+		h.keys.log.Store(h.logger.Named("keys"))
 	}
-	limit := r.AuthFailures
+	limit := h.AuthFailures
 	if limit == 0 {
 		limit = DefaultAuthFailures
 	}
-	r.failures = newFailureLimiter(limit, r.logger.Named("keys"))
+	h.failures = newFailureLimiter(limit, h.logger.Named("keys"))
 	if app != nil && app.cluster != nil && limit > 0 {
-		r.stopFailures = r.failures.shareOver(app.cluster.conn)
+		h.stopFailures = h.failures.shareOver(app.cluster.conn)
 	}
 	return nil
 }
@@ -130,26 +130,26 @@ func presentedKey(req *http.Request) string {
 // authenticate checks the request's key, when keys are configured: it
 // returns the request with its key's name as tenant and its models as
 // the allowed ones, or nil when it answered (401, 429).
-func (r *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.Request {
-	if r.keys == nil {
+func (h *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.Request {
+	if h.keys == nil {
 		return req
 	}
 	addr := clientAddr(req)
 	now := time.Now()
-	if wait, held := r.failures.held(addr, now); held {
+	if wait, held := h.failures.held(addr, now); held {
 		e := protocol.Errorf(http.StatusTooManyRequests, "rate_limit_exceeded", "too many requests with a bad API key from this address; try again later").WithCode("rate_limit_exceeded")
 		e.RetryAfter = wait
 		writeAPIError(w, req, e)
 		return nil
 	}
-	key, why := r.keys.lookup(presentedKey(req), now)
+	key, why := h.keys.lookup(presentedKey(req), now)
 	if why != "" {
 		authFailures().WithLabelValues(why).Inc()
-		r.failures.fail(addr, now)
+		h.failures.fail(addr, now)
 		writeAPIError(w, req, keyError(why))
 		return nil
 	}
-	ctx := router.WithFacts(req.Context(), r.factsFor(req, key.Name))
+	ctx := router.WithFacts(req.Context(), h.factsFor(req, key.Name))
 	if len(key.Models) > 0 {
 		ctx = router.WithAllowedModels(ctx, key.Models)
 	}

@@ -92,7 +92,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    model <name> { ... }
 //	    <options for every model>
 //	}
-func (r *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -104,46 +104,46 @@ func (r *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch name {
 		case "model":
 			modelLines = append(modelLines, d.Line())
-			if err := r.parseModel(d); err != nil {
+			if err := h.parseModel(d); err != nil {
 				return err
 			}
 			continue
 		case "tenant", "priority", "tenant_weight", "tenant_priority", "budget", "slo_ttft", "slo_tpot", "tenant_slo", "priority_slo":
-			if err := r.Tenancy.parse(d, seen); err != nil {
+			if err := h.Tenancy.parse(d, seen); err != nil {
 				return err
 			}
 			continue
 		case "keys", "auth_failures":
-			if err := r.Auth.parse(d, seen); err != nil {
+			if err := h.Auth.parse(d, seen); err != nil {
 				return err
 			}
 			continue
 		case "responses_store", "responses_ttl", "responses_max_size":
-			if err := r.Responses.parse(d, seen); err != nil {
+			if err := h.Responses.parse(d, seen); err != nil {
 				return err
 			}
 			continue
 		case "health_uri":
-			if err := onceArg(d, seen, &r.HealthURI); err != nil {
+			if err := onceArg(d, seen, &h.HealthURI); err != nil {
 				return err
 			}
-			if !strings.HasPrefix(r.HealthURI, "/") {
-				return d.Errf("health_uri %q: want a path", r.HealthURI)
+			if !strings.HasPrefix(h.HealthURI, "/") {
+				return d.Errf("health_uri %q: want a path", h.HealthURI)
 			}
 			continue
 		}
-		if err := parseOption(&r.ModelConfig, d, seen, topLevelOptions); err != nil {
+		if err := parseOption(&h.ModelConfig, d, seen, topLevelOptions); err != nil {
 			return err
 		}
 	}
-	return r.checkParsed(d, modelLines)
+	return h.checkParsed(d, modelLines)
 }
 
 // checkParsed checks the block as a whole: an error points at the
 // directive's line, or at the line of the model it is about (modelLines:
 // the line of each model option, in order).
-func (r *Handler) checkParsed(d *caddyfile.Dispenser, modelLines []int) error {
-	models, err := r.models()
+func (h *Handler) checkParsed(d *caddyfile.Dispenser, modelLines []int) error {
+	models, err := h.models()
 	if err == nil {
 		for i, m := range models {
 			if err := m.builtinModelErr(); err != nil && i < len(modelLines) {
@@ -179,7 +179,7 @@ func parseOption(m *ModelConfig, d *caddyfile.Dispenser, seen map[string]bool, e
 // <name> { <options> }` (one model of several, with its own engines). A
 // model block's errors point at its lines, and its endpoints may not be
 // another model's.
-func (r *Handler) parseModel(d *caddyfile.Dispenser) error {
+func (h *Handler) parseModel(d *caddyfile.Dispenser) error {
 	line := d.Line()
 	var name string
 	if !d.NextArg() {
@@ -191,10 +191,10 @@ func (r *Handler) parseModel(d *caddyfile.Dispenser) error {
 	}
 	nesting := d.Nesting()
 	if !d.NextBlock(nesting) {
-		if r.Model != "" {
+		if h.Model != "" {
 			return d.Errf("model given twice (several models take a block each: model <name> { ... })")
 		}
-		r.Model = name
+		h.Model = name
 		return nil
 	}
 	m := ModelConfig{Model: name}
@@ -204,7 +204,7 @@ func (r *Handler) parseModel(d *caddyfile.Dispenser) error {
 			return err
 		}
 	}
-	for _, other := range r.Models {
+	for _, other := range h.Models {
 		if other.Model == name {
 			return d.Errf("model %s given twice", name)
 		}
@@ -216,7 +216,7 @@ func (r *Handler) parseModel(d *caddyfile.Dispenser) error {
 			}
 		}
 	}
-	r.Models = append(r.Models, m)
+	h.Models = append(h.Models, m)
 	return nil
 }
 

@@ -295,8 +295,8 @@ func (m ModelConfig) withDefaults() ModelConfig {
 
 // Validate checks the configuration. The Caddyfile adapter runs the same
 // checks, so a Caddyfile error points at its line.
-func (r *Handler) Validate() error {
-	_, err := r.models()
+func (h *Handler) Validate() error {
+	_, err := h.models()
 	return err
 }
 

@@ -4,4 +4,4 @@ package caddymlc
 // options it inherits from the handler and the defaults applied, exactly
 // as Provision takes them; the error is Validate's. It is for tools that
 // read a config without running it (caddy mlc-check).
-func (r *Handler) EffectiveModels() ([]ModelConfig, error) { return r.models() }
+func (h *Handler) EffectiveModels() ([]ModelConfig, error) { return h.models() }

@@ -9,23 +9,23 @@ import (
 // models returns the models the config serves, each with the inline
 // options it does not set itself and the defaults applied, checked: one
 // model for the single-model form, Models otherwise.
-func (r *Handler) models() ([]ModelConfig, error) {
-	if len(r.Models) == 0 {
-		m := r.ModelConfig.withDefaults()
+func (h *Handler) models() ([]ModelConfig, error) {
+	if len(h.Models) == 0 {
+		m := h.ModelConfig.withDefaults()
 		if err := m.validate(); err != nil {
 			return nil, err
 		}
 		return []ModelConfig{m}, nil
 	}
-	if r.Model != "" || len(r.Endpoints) > 0 || r.Dynamic != nil || r.Path != "" || r.EmbeddingModel != "" || r.EmbeddingModelName != "" {
+	if h.Model != "" || len(h.Endpoints) > 0 || h.Dynamic != nil || h.Path != "" || h.EmbeddingModel != "" || h.EmbeddingModelName != "" {
 		return nil, errors.New("mlc_router: with model blocks, name every model in its own block, with its own endpoints")
 	}
-	out := make([]ModelConfig, 0, len(r.Models))
+	out := make([]ModelConfig, 0, len(h.Models))
 	names := map[string]bool{}
 	owner := map[string]string{} // endpoint address -> model
 	defaults := 0
-	for _, m := range r.Models {
-		m = inherit(m, r.ModelConfig).withDefaults()
+	for _, m := range h.Models {
+		m = inherit(m, h.ModelConfig).withDefaults()
 		if err := m.validate(); err != nil {
 			return nil, fmt.Errorf("model %s: %w", m.Model, err)
 		}

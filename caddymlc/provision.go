@@ -16,43 +16,43 @@ import (
 // Provision applies defaults, registers each model's engine fleet with
 // the mlc app (which starts it with the config), loads the selection
 // policies and the dynamic sources, and makes each model's routing core.
-func (r *Handler) Provision(ctx caddy.Context) error {
-	ms, err := r.models()
+func (h *Handler) Provision(ctx caddy.Context) error {
+	ms, err := h.models()
 	if err != nil {
 		return err
 	}
-	r.logger = ctx.Logger()
+	h.logger = ctx.Logger()
 	limitUnsentOnAccept(ctx)
 	appVal, err := ctx.App("mlc")
 	if err != nil {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
 	app := appVal.(*App)
-	if err := r.provisionAuth(app); err != nil {
+	if err := h.provisionAuth(app); err != nil {
 		return err
 	}
-	r.warnCredentialTenant()
+	h.warnCredentialTenant()
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}
-	budgets, err := r.provisionBudgets(app.cluster)
+	budgets, err := h.provisionBudgets(app.cluster)
 	if err != nil {
 		return err
 	}
 	cores := make([]*router.Router, 0, len(ms))
 	for _, m := range ms {
-		s, err := r.provisionModel(ctx, app, m, budgets)
+		s, err := h.provisionModel(ctx, app, m, budgets)
 		if err != nil {
 			return err
 		}
-		r.served = append(r.served, s)
+		h.served = append(h.served, s)
 		cores = append(cores, s.core)
 	}
-	r.front = router.NewModels(cores, defaultModel(ms))
-	if err := r.provisionResponses(app.cluster); err != nil {
+	h.front = router.NewModels(cores, defaultModel(ms))
+	if err := h.provisionResponses(app.cluster); err != nil {
 		return err
 	}
-	for _, s := range r.served {
+	for _, s := range h.served {
 		app.adopt(s)
 	}
 	return nil
@@ -69,10 +69,10 @@ type served struct {
 }
 
 // provisionModel registers the fleet of one model and makes its core.
-func (r *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, budgets *budget.Limiter) (*served, error) {
-	s := &served{owner: r, cfg: m, logger: r.logger}
-	if len(r.Models) > 0 {
-		s.logger = r.logger.With(zap.String("model", m.Model))
+func (h *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, budgets *budget.Limiter) (*served, error) {
+	s := &served{owner: h, cfg: m, logger: h.logger}
+	if len(h.Models) > 0 {
+		s.logger = h.logger.With(zap.String("model", m.Model))
 	}
 	var handle *router.Handle
 	if len(m.Endpoints) > 0 {
@@ -90,7 +90,7 @@ func (r *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 	if err != nil {
 		return nil, err
 	}
-	queue, err := r.provisionQueue(m)
+	queue, err := h.provisionQueue(m)
 	if err != nil {
 		return nil, err
 	}
@@ -111,51 +111,51 @@ func (r *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 }
 
 // coreConfig is the routing core's part of the configuration.
-func (r ModelConfig) coreConfig() router.Config {
+func (m ModelConfig) coreConfig() router.Config {
 	return router.Config{
-		Model:             r.Model,
-		Path:              r.Path,
-		EmbeddingModel:    r.EmbeddingModel,
-		EmbeddingModelLib: r.EmbeddingModelLib,
-		EmbeddingName:     r.EmbeddingModelName,
-		Mode:              r.Mode,
-		PDBalanceFactor:   r.PDBalanceFactor,
-		MaxPrefillQueue:   r.MaxPrefillQueue,
-		MaxInflight:       r.MaxInflight,
-		Endpoints:         r.Endpoints,
-		EngineKind:        engine.Kind(r.Engine.Kind),
-		EngineArgs:        r.EngineArgs,
-		MaxAttempts:       r.MaxAttempts,
-		ToolParser:        r.ToolParser,
-		RefuseMaxTokens:   r.MaxTokensPolicy == MaxTokensRefuse,
-		DefaultMaxTokens:  r.DefaultMaxTokens,
-		MaxTokensLimit:    r.MaxTokensLimit,
-		MaxBodySize:       r.MaxBodySize,
-		EngineTimeout:     time.Duration(r.EngineTimeout),
-		QueueTimeout:      time.Duration(r.QueueTimeout),
-		QueueSize:         r.QueueSize,
-		BodyTimeout:       time.Duration(r.BodyTimeout),
-		ClientTimeout:     time.Duration(r.ClientTimeout),
-		SLOAdmission:      r.SLOAdmission.core(),
+		Model:             m.Model,
+		Path:              m.Path,
+		EmbeddingModel:    m.EmbeddingModel,
+		EmbeddingModelLib: m.EmbeddingModelLib,
+		EmbeddingName:     m.EmbeddingModelName,
+		Mode:              m.Mode,
+		PDBalanceFactor:   m.PDBalanceFactor,
+		MaxPrefillQueue:   m.MaxPrefillQueue,
+		MaxInflight:       m.MaxInflight,
+		Endpoints:         m.Endpoints,
+		EngineKind:        engine.Kind(m.Engine.Kind),
+		EngineArgs:        m.EngineArgs,
+		MaxAttempts:       m.MaxAttempts,
+		ToolParser:        m.ToolParser,
+		RefuseMaxTokens:   m.MaxTokensPolicy == MaxTokensRefuse,
+		DefaultMaxTokens:  m.DefaultMaxTokens,
+		MaxTokensLimit:    m.MaxTokensLimit,
+		MaxBodySize:       m.MaxBodySize,
+		EngineTimeout:     time.Duration(m.EngineTimeout),
+		QueueTimeout:      time.Duration(m.QueueTimeout),
+		QueueSize:         m.QueueSize,
+		BodyTimeout:       time.Duration(m.BodyTimeout),
+		ClientTimeout:     time.Duration(m.ClientTimeout),
+		SLOAdmission:      m.SLOAdmission.core(),
 	}
 }
 
 // FleetSpec is the engine fleet of an effective model (see
 // EffectiveModels), as the mlc app starts it: built-in engines are this
 // binary's mlc-engine subcommand.
-func (r ModelConfig) FleetSpec() (engine.Spec, error) {
+func (m ModelConfig) FleetSpec() (engine.Spec, error) {
 	spec := engine.Spec{
-		Model:             r.Path,
-		ModelLib:          r.ModelLib,
-		EmbeddingModel:    r.EmbeddingModel,
-		EmbeddingModelLib: r.EmbeddingModelLib,
-		Kind:              engine.Kind(r.Engine.Kind),
-		EngineArgs:        r.EngineArgs,
-		PrefixCacheMode:   r.PrefixCache,
-		Endpoints:         r.Endpoints,
-		StartupTimeout:    time.Duration(r.StartupTimeout),
+		Model:             m.Path,
+		ModelLib:          m.ModelLib,
+		EmbeddingModel:    m.EmbeddingModel,
+		EmbeddingModelLib: m.EmbeddingModelLib,
+		Kind:              engine.Kind(m.Engine.Kind),
+		EngineArgs:        m.EngineArgs,
+		PrefixCacheMode:   m.PrefixCache,
+		Endpoints:         m.Endpoints,
+		StartupTimeout:    time.Duration(m.StartupTimeout),
 	}
-	if err := r.Engine.configure(&spec); err != nil {
+	if err := m.Engine.configure(&spec); err != nil {
 		return spec, err
 	}
 	spec = spec.Normalize()

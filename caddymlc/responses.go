@@ -130,45 +130,45 @@ func (s sharedStore) Destruct() error { return s.Close() }
 // earlier config opened) and gives it to the front: on the cluster's
 // Redis when cl is not nil (the cluster option) and responses_store
 // names no file.
-func (r *Handler) provisionResponses(cl *clusterLink) error {
-	if err := r.Responses.validate(); err != nil {
+func (h *Handler) provisionResponses(cl *clusterLink) error {
+	if err := h.Responses.validate(); err != nil {
 		return err
 	}
 	switch {
-	case r.ResponsesStore == storeRedis && cl == nil:
+	case h.ResponsesStore == storeRedis && cl == nil:
 		return fmt.Errorf("mlc_router: responses_store redis needs the mlc app's cluster option (mlc { cluster { redis <host:port> } })")
-	case cl != nil && (r.ResponsesStore == storeRedis || r.ResponsesStore == ""):
+	case cl != nil && (h.ResponsesStore == storeRedis || h.ResponsesStore == ""):
 		// Nothing to open or close: the store is the cluster's
 		// connection, which the app holds.
-		r.front.StoreResponses(redisResponses{cluster.NewResponseStore(cl.conn, time.Duration(r.ResponsesTTL))}, int(r.ResponsesMaxSize))
+		h.front.StoreResponses(redisResponses{cluster.NewResponseStore(cl.conn, time.Duration(h.ResponsesTTL))}, int(h.ResponsesMaxSize))
 		return nil
 	}
-	path := r.responsesPath()
+	path := h.responsesPath()
 	if path == "" {
 		return nil
 	}
-	ttl := time.Duration(r.ResponsesTTL)
+	ttl := time.Duration(h.ResponsesTTL)
 	key := "mlc-responses/" + path
 	val, loaded, err := shared.LoadOrNew(key, func() (caddy.Destructor, error) {
 		s, err := respstore.Open(path, ttl)
 		return sharedStore{s}, err
 	})
 	switch {
-	case err != nil && r.ResponsesStore == "":
+	case err != nil && h.ResponsesStore == "":
 		// The default store is a convenience: a data directory Caddy
 		// cannot write must not keep the models from being served.
-		r.logger.Warn("the Responses API keeps no responses: its default store cannot be opened (set responses_store)",
+		h.logger.Warn("the Responses API keeps no responses: its default store cannot be opened (set responses_store)",
 			zap.String("path", path), zap.Error(err))
 		return nil
 	case err != nil:
 		return fmt.Errorf("mlc_router: %w", err)
 	}
-	r.held = append(r.held, key)
+	h.held = append(h.held, key)
 	s := val.(sharedStore)
 	if loaded {
 		s.SetTTL(ttl)
 	}
-	r.front.StoreResponses(s.SQLite, int(r.ResponsesMaxSize))
+	h.front.StoreResponses(s.SQLite, int(h.ResponsesMaxSize))
 	return nil
 }
 

@@ -66,23 +66,23 @@ type Tenancy struct {
 const maxTenantBytes = 256
 
 // facts reads who req is for and its latency targets.
-func (r *Handler) facts(req *http.Request) router.Facts { return r.factsFor(req, "") }
+func (h *Handler) facts(req *http.Request) router.Facts { return h.factsFor(req, "") }
 
 // factsFor is facts for tenant, when not empty (the name of the
 // request's API key), else for the tenant placeholder's.
-func (r *Handler) factsFor(req *http.Request, tenant string) router.Facts {
+func (h *Handler) factsFor(req *http.Request, tenant string) router.Facts {
 	f := router.Facts{Tenant: tenant}
 	repl, _ := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl != nil && r.Tenant != "" && tenant == "" {
-		f.Tenant = r.tenantOf(repl)
+	if repl != nil && h.Tenant != "" && tenant == "" {
+		f.Tenant = h.tenantOf(repl)
 	}
-	f.Band = r.TenantPriorities[f.Tenant]
-	if repl != nil && r.Priority != "" {
-		if band, err := strconv.Atoi(strings.TrimSpace(repl.ReplaceAll(r.Priority, ""))); err == nil {
+	f.Band = h.TenantPriorities[f.Tenant]
+	if repl != nil && h.Priority != "" {
+		if band, err := strconv.Atoi(strings.TrimSpace(repl.ReplaceAll(h.Priority, ""))); err == nil {
 			f.Band = band
 		}
 	}
-	f.Targets = r.targets(req, repl, f)
+	f.Targets = h.targets(req, repl, f)
 	return f
 }
 
@@ -90,9 +90,9 @@ func (r *Handler) factsFor(req *http.Request, tenant string) router.Facts {
 // when it reads a credential (an API key header, a cookie), the value's
 // digest, so that no consumer downstream (metrics, logs, /mlc/engines,
 // traces, Redis, the responses store) ever holds the credential.
-func (r *Handler) tenantOf(repl *caddy.Replacer) string {
-	t := repl.ReplaceAll(r.Tenant, "")
-	if t != "" && credentialPlaceholder(r.Tenant) != "" {
+func (h *Handler) tenantOf(repl *caddy.Replacer) string {
+	t := repl.ReplaceAll(h.Tenant, "")
+	if t != "" && credentialPlaceholder(h.Tenant) != "" {
 		return tenantDigest(t)
 	}
 	if len(t) > maxTenantBytes {
@@ -104,10 +104,10 @@ func (r *Handler) tenantOf(repl *caddy.Replacer) string {
 // warnCredentialTenant warns, when the config is loaded or validated,
 // that the tenant placeholder reads a credential: it is digested, and
 // nothing checks it (the keys option does).
-func (r *Handler) warnCredentialTenant() {
-	if p := credentialPlaceholder(r.Tenant); p != "" && r.keys == nil {
-		r.logger.Warn("tenant reads a credential: each value is shown only as its digest (key:<12 hex digits>), and no key is checked; "+
-			"use keys to check API keys and name their tenants (docs/keys.md)", zap.String("tenant", r.Tenant), zap.String("placeholder", p))
+func (h *Handler) warnCredentialTenant() {
+	if p := credentialPlaceholder(h.Tenant); p != "" && h.keys == nil {
+		h.logger.Warn("tenant reads a credential: each value is shown only as its digest (key:<12 hex digits>), and no key is checked; "+
+			"use keys to check API keys and name their tenants (docs/keys.md)", zap.String("tenant", h.Tenant), zap.String("placeholder", p))
 	}
 }
 
@@ -120,8 +120,8 @@ const budgetsKey = "mlc-budgets"
 
 // provisionQueue returns the fair queue of model m, kept across reloads
 // and updated to this config.
-func (r *Handler) provisionQueue(m ModelConfig) (*fair.Queue, error) {
-	cfg := fair.Config{MaxWaiting: m.QueueSize, Timeout: time.Duration(m.QueueTimeout), Weights: r.TenantWeights}
+func (h *Handler) provisionQueue(m ModelConfig) (*fair.Queue, error) {
+	cfg := fair.Config{MaxWaiting: m.QueueSize, Timeout: time.Duration(m.QueueTimeout), Weights: h.TenantWeights}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("mlc_router: %w", err)
 	}
@@ -130,7 +130,7 @@ func (r *Handler) provisionQueue(m ModelConfig) (*fair.Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mlc_router: %w", err)
 	}
-	r.held = append(r.held, key)
+	h.held = append(h.held, key)
 	q := val.(*fair.Queue)
 	if loaded {
 		if err := q.Update(cfg); err != nil {
@@ -146,12 +146,12 @@ func (r *Handler) provisionQueue(m ModelConfig) (*fair.Queue, error) {
 // while Redis is away; the budgets are kept apart from those of another
 // cluster option (or none), so that a reload that changes it starts them
 // on the new store.
-func (r *Handler) provisionBudgets(link *clusterLink) (*budget.Limiter, error) {
-	if len(r.Budgets) == 0 {
+func (h *Handler) provisionBudgets(link *clusterLink) (*budget.Limiter, error) {
+	if len(h.Budgets) == 0 {
 		return nil, nil
 	}
 	key := budgetsKey
-	opts := budget.Options{Rules: r.Budgets}
+	opts := budget.Options{Rules: h.Budgets}
 	if link != nil {
 		key = fmt.Sprintf("%s/%s/%d", budgetsKey, link.key, link.replicas)
 		opts.Store, opts.Fallback, opts.Replicas = cluster.NewBudgetStore(link.conn), budget.NewMemoryStore(), link.replicas
@@ -162,10 +162,10 @@ func (r *Handler) provisionBudgets(link *clusterLink) (*budget.Limiter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mlc_router: budgets: %w", err)
 	}
-	r.held = append(r.held, key)
+	h.held = append(h.held, key)
 	l := val.(*budget.Limiter)
 	if loaded {
-		if err := l.SetRules(r.Budgets); err != nil {
+		if err := l.SetRules(h.Budgets); err != nil {
 			return nil, fmt.Errorf("mlc_router: budgets: %w", err)
 		}
 	}
@@ -173,11 +173,11 @@ func (r *Handler) provisionBudgets(link *clusterLink) (*budget.Limiter, error) {
 }
 
 // releaseShared lets go of the queues and budgets this config held.
-func (r *Handler) releaseShared() {
-	for _, key := range r.held {
+func (h *Handler) releaseShared() {
+	for _, key := range h.held {
 		_, _ = shared.Delete(key)
 	}
-	r.held = nil
+	h.held = nil
 }
 
 // parse reads one tenancy line of the Caddyfile; seen holds the options

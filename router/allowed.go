@@ -57,7 +57,7 @@ func (m *Models) routeAllowed(w http.ResponseWriter, req *http.Request, a api) *
 		return nil
 	}
 	ctx := req.Context()
-	if permits(ctx, r.Model) || (req.URL.Path == protocol.PathEmbeddings && slices.ContainsFunc(r.embeddingNames(), func(n string) bool { return permits(ctx, n) })) {
+	if permits(ctx, r.Model) || (req.URL.Path == protocol.PathEmbeddings && slices.ContainsFunc(r.dec.embeddingNames(), func(n string) bool { return permits(ctx, n) })) {
 		return r
 	}
 	m.def.refuse(w, req, a, modelNotFound(r.Model, allowed(ctx, m.names()), allowed(ctx, m.embeddingNames())))

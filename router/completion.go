@@ -140,7 +140,7 @@ func answerOf(err error) *protocol.Error {
 // choice returns the job that generates choice i.
 func (c *completion) choice(i int) *choiceJob {
 	r := c.r
-	j := &choiceJob{c: c, index: i, tok: r.tok, maxAttempts: r.MaxAttempts, metrics: r.metrics,
+	j := &choiceJob{c: c, index: i, tok: r.dec.tok, maxAttempts: r.MaxAttempts, metrics: r.metrics,
 		stop: stopscan.New(c.req.Stop), logprobs: newChoiceLogprobs(c.req.Logprobs != nil)}
 	if c.req.Stream {
 		j.itl = c.r.itl

@@ -37,8 +37,8 @@ func loadEmbeddingBounds(kind engine.Kind, model, lib string) embeddingBounds {
 
 // serveEmbeddings answers POST /v1/embeddings.
 func (r *Router) serveEmbeddings(w http.ResponseWriter, hreq *http.Request) {
-	lift := r.readDeadline(w)
-	b, release, apiErr := r.readBody(hreq)
+	lift := r.dec.readDeadline(w)
+	b, release, apiErr := r.dec.readBody(hreq)
 	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
 		lift()
 	}
@@ -46,7 +46,7 @@ func (r *Router) serveEmbeddings(w http.ResponseWriter, hreq *http.Request) {
 		r.refuse(w, hreq, embeddingsAPI, apiErr)
 		return
 	}
-	req, asked, apiErr := r.prepareEmbeddings(b)
+	req, asked, apiErr := r.dec.prepareEmbeddings(b)
 	release()
 	if apiErr != nil {
 		r.refuse(w, hreq, embeddingsAPI, apiErr)

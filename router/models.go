@@ -67,7 +67,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if r == nil {
 			return
 		}
-		r.decoder.serveCountTokens(w, req)
+		r.dec.serveCountTokens(w, req)
 	case path == protocol.PathModels:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
 			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, allowed(req.Context(), append(m.names(), m.embeddingNames()...))...))
@@ -116,7 +116,7 @@ func (m *Models) route(w http.ResponseWriter, req *http.Request, a api) *Router 
 	for _, r := range m.routers {
 		limit = max(limit, r.MaxBodySize)
 	}
-	lift := m.def.readDeadline(w)
+	lift := m.def.dec.readDeadline(w)
 	b, apiErr := protocol.ReadBody(req.Body, limit)
 	if apiErr != nil {
 		if apiErr.Status != http.StatusRequestTimeout {
@@ -208,7 +208,7 @@ type readiness struct {
 func (m *Models) embeddingNames() []string {
 	var out []string
 	for _, r := range m.routers {
-		out = append(out, r.embeddingNames()...)
+		out = append(out, r.dec.embeddingNames()...)
 	}
 	return out
 }

@@ -100,7 +100,7 @@ type Config struct {
 type Router struct {
 	Config
 
-	decoder
+	dec    decoder
 	logger *zap.Logger
 	handle *Handle
 	roles  map[string][]int // endpoint indexes by the role a call needs
@@ -192,7 +192,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		r.vars = func(context.Context, string, any) {}
 	}
 	var err error
-	if r.decoder, err = newDecoder(&r.Config, r.logger); err != nil {
+	if r.dec, err = newDecoder(&r.Config, r.logger); err != nil {
 		return nil, err
 	}
 	policy := o.Policy

@@ -96,8 +96,8 @@ var (
 // attempts, and writes the answer with the API's sink.
 func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	begin := time.Now()
-	lift := r.readDeadline(w)
-	req, prompt, apiErr := a.prepare(&r.decoder, hreq)
+	lift := r.dec.readDeadline(w)
+	req, prompt, apiErr := a.prepare(&r.dec, hreq)
 	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
 		lift()
 	}
@@ -105,7 +105,7 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 		apiErr = r.boundMaxTokens(len(prompt), req)
 	}
 	if apiErr == nil {
-		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.context)
+		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.dec.context)
 	}
 	if apiErr != nil {
 		r.refuse(w, hreq, a, apiErr)
@@ -154,8 +154,8 @@ func (r *Router) boundMaxTokens(prompt int, req *protocol.CompletionRequest) *pr
 		}
 		req.MaxTokens = new(limit)
 	}
-	if !r.RefuseMaxTokens && r.context > 0 && prompt < r.context && *req.MaxTokens > r.context-prompt {
-		req.MaxTokens = new(r.context - prompt)
+	if !r.RefuseMaxTokens && r.dec.context > 0 && prompt < r.dec.context && *req.MaxTokens > r.dec.context-prompt {
+		req.MaxTokens = new(r.dec.context - prompt)
 	}
 	return nil
 }
@@ -213,8 +213,8 @@ func (r *Router) cost(prompt int, req *protocol.CompletionRequest) int64 {
 	switch {
 	case req.MaxTokens != nil:
 		gen = *req.MaxTokens
-	case r.context > 0:
-		gen = max(r.context-prompt, 0)
+	case r.dec.context > 0:
+		gen = max(r.dec.context-prompt, 0)
 	}
 	return int64(prompt + req.NOr()*gen)
 }

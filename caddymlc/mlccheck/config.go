@@ -42,26 +42,26 @@ type handler struct {
 }
 
 // addr is the host:port of endpoint i.
-func (r *handler) addr(i int) string { return r.cfg.Endpoints[i].Addr() }
+func (h *handler) addr(i int) string { return h.cfg.Endpoints[i].Addr() }
 
 // url is the base URL of endpoint i.
-func (r *handler) url(i int) string { return r.cfg.Endpoints[i].URL() }
+func (h *handler) url(i int) string { return h.cfg.Endpoints[i].URL() }
 
 // disagg reports whether the router disaggregates.
-func (r *handler) disagg() bool { return r.cfg.Mode == router.ModeDisagg }
+func (h *handler) disagg() bool { return h.cfg.Mode == router.ModeDisagg }
 
 // radix reports whether the engines run a prefix cache.
-func (r *handler) radix() bool { return r.cfg.PrefixCache == engine.PrefixCacheRadix }
+func (h *handler) radix() bool { return h.cfg.PrefixCache == engine.PrefixCacheRadix }
 
 // mlc reports whether the engines serve MLC's API only (MLC's own).
-func (r *handler) mlc() bool { return r.kind.Driver().Traits().Extensions == engine.ExtensionsNone }
+func (h *handler) mlc() bool { return h.kind.Driver().Traits().Extensions == engine.ExtensionsNone }
 
 // name says which model of which handler this is, for the report.
-func (r *handler) name() string {
-	if r.cfg.Path != r.cfg.Model {
-		return fmt.Sprintf("%s, model %s (path %s)", r.path, r.cfg.Model, r.cfg.Path)
+func (h *handler) name() string {
+	if h.cfg.Path != h.cfg.Model {
+		return fmt.Sprintf("%s, model %s (path %s)", h.path, h.cfg.Model, h.cfg.Path)
 	}
-	return fmt.Sprintf("%s, model %s", r.path, r.cfg.Model)
+	return fmt.Sprintf("%s, model %s", h.path, h.cfg.Model)
 }
 
 // findRouters returns every model of every mlc_router handler of a JSON

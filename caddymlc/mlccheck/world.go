@@ -138,9 +138,9 @@ func short(digest string) string {
 }
 
 // peOwner is the endpoint whose GPUs hold PE pe in the config, or -1.
-func (r *handler) peOwner(pe int) int {
-	for j := range len(r.starts) - 1 {
-		if pe >= r.starts[j] && pe < r.starts[j+1] {
+func (h *handler) peOwner(pe int) int {
+	for j := range len(h.starts) - 1 {
+		if pe >= h.starts[j] && pe < h.starts[j+1] {
 			return j
 		}
 	}
