@@ -43,7 +43,7 @@ func serveEngines(w http.ResponseWriter, r *http.Request) error {
 		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed", r.Method)}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	return json.NewEncoder(w).Encode(router.Statuses())
+	return json.NewEncoder(w).Encode(liveNow().Statuses())
 }
 
 // drainEngine takes an engine out of rotation: ?grace= (a Caddy
@@ -56,7 +56,7 @@ func drainEngine(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	addr := r.PathValue("addr")
-	return drainAnswer(w, addr, router.DrainEngine(addr, grace))
+	return drainAnswer(w, addr, liveNow().DrainEngine(addr, grace))
 }
 
 // graceOf is the request's ?grace= (a Caddy duration), -1 without one:
@@ -81,7 +81,7 @@ func restartModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := router.RestartModel(r.PathValue("model"), grace)
+	st, err := liveNow().RestartModel(r.PathValue("model"), grace)
 	switch {
 	case errors.Is(err, router.ErrNoModel):
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
@@ -98,7 +98,7 @@ func restartModel(w http.ResponseWriter, r *http.Request) error {
 // serveRestart answers the model's last rolling restart.
 func serveRestart(w http.ResponseWriter, r *http.Request) error {
 	model := r.PathValue("model")
-	st, ok := router.RollOf(model)
+	st, ok := liveNow().RollOf(model)
 	if !ok {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no rolling restart of %s", model)}
 	}
@@ -109,7 +109,7 @@ func serveRestart(w http.ResponseWriter, r *http.Request) error {
 // undrainEngine puts an engine back in rotation.
 func undrainEngine(w http.ResponseWriter, r *http.Request) error {
 	addr := r.PathValue("addr")
-	return drainAnswer(w, addr, router.UndrainEngine(addr))
+	return drainAnswer(w, addr, liveNow().UndrainEngine(addr))
 }
 
 // drainState is the answer of a drain or an undrain.
@@ -127,7 +127,7 @@ func drainAnswer(w http.ResponseWriter, addr string, err error) error {
 	if err != nil {
 		return err
 	}
-	st, err := router.EngineDrainState(addr)
+	st, err := liveNow().EngineDrainState(addr)
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
 	}

@@ -53,6 +53,8 @@ type App struct {
 	held    []string                       // keys whose fleets this config holds
 	// watching: this config holds the process's descriptor watch.
 	watching bool
+	// live is what the routers share, kept across reloads (live.go).
+	live *router.Live
 	// cluster is the connection of the Cluster option; nil without it.
 	cluster *clusterLink
 }
@@ -67,11 +69,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.handles = map[string]*router.Handle{}
+	a.live = acquireLive()
 	if a.Cluster != nil {
 		if err := cluster.RegisterMetrics(ctx.GetMetricsRegistry()); err != nil {
 			return fmt.Errorf("mlc: metrics: %w", err)
 		}
-		link, err := provisionCluster(a.Cluster, a.logger)
+		link, err := provisionCluster(a.Cluster, a.live, a.logger)
 		if err != nil {
 			return fmt.Errorf("mlc: %w", err)
 		}
@@ -84,6 +87,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 // closes it.
 func (a *App) Cleanup() error {
 	a.cluster.release()
+	if a.live != nil {
+		releaseLive()
+	}
 	return nil
 }
 
@@ -172,7 +178,7 @@ func (a *App) checkPorts() error {
 func (a *App) acquire(key string, h *router.Handle, scale *router.ScaleConfig) (*router.LiveFleet, error) {
 	spec := h.Spec()
 	val, loaded, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
-		lf, err := router.NewLiveFleet(spec, a.logger.Named("engine"))
+		lf, err := router.NewLiveFleet(a.live, spec, a.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // Cluster is the mlc app's cluster option: several Caddy replicas with the
@@ -98,6 +99,7 @@ type clusterLink struct {
 // runs on it: closed when no config holds it any more.
 type pooledConn struct {
 	*cluster.Conn
+	live       *router.Live // whose loads and prefixes it shares
 	share      sync.Once
 	stopShare  func()
 	shareMu    sync.Mutex
@@ -134,7 +136,7 @@ func (c *Cluster) validate() error {
 
 // provisionCluster connects (lazily: nothing is dialled before Start) to
 // the option's Redis, or joins the connection a running config holds.
-func provisionCluster(c *Cluster, log *zap.Logger) (*clusterLink, error) {
+func provisionCluster(c *Cluster, live *router.Live, log *zap.Logger) (*clusterLink, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -163,7 +165,7 @@ func provisionCluster(c *Cluster, log *zap.Logger) (*clusterLink, error) {
 		return nil, err
 	}
 	val, _, err := clusterConns.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return &pooledConn{Conn: cluster.New(opts), subscribed: map[string]bool{}, loads: map[string]func(){}}, nil
+		return &pooledConn{Conn: cluster.New(opts), live: live, subscribed: map[string]bool{}, loads: map[string]func(){}}, nil
 	})
 	if err != nil {
 		return nil, err

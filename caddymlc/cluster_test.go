@@ -19,7 +19,6 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/redistest"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // The mlc global option is the mlc app's config.
@@ -331,7 +330,7 @@ func TestClusterSharesPrefixes(t *testing.T) {
 	// Replica A's indexes are bounded by its engines' KV capacity, which it
 	// learns from their load reports: until then it keeps nothing it hears.
 	waitFor(t, "replica A to know its engines' KV capacity", func() bool {
-		for _, e := range router.Statuses()[0].Engines {
+		for _, e := range liveNow().Statuses()[0].Engines {
 			if e.Load == nil || e.Load.KVPages == 0 {
 				return false
 			}
@@ -350,7 +349,7 @@ func TestClusterSharesPrefixes(t *testing.T) {
 	}
 	aRequests := func() []int64 {
 		var out []int64
-		for _, e := range router.Statuses()[0].Engines {
+		for _, e := range liveNow().Statuses()[0].Engines {
 			out = append(out, e.Requests)
 		}
 		return out
@@ -377,7 +376,7 @@ func TestClusterSharesPrefixes(t *testing.T) {
 		// the load it saw there may outweigh the prefix.
 		answered := time.Now()
 		waitFor(t, "replica A to see the engines idle", func() bool {
-			for _, e := range router.Statuses()[0].Engines {
+			for _, e := range liveNow().Statuses()[0].Engines {
 				if e.Load == nil || !e.Load.At.After(answered) || e.Load.Running+e.Load.Waiting > 0 {
 					return false
 				}

@@ -203,7 +203,7 @@ func (d *dynamicSet) refresh(ctx context.Context) {
 	d.keepGone(byRole)
 	if old := *d.engines.Load(); changed || !sameEngines(old, byRole) {
 		d.engines.Store(&byRole)
-		router.EnginesChanged()
+		d.r.live.EnginesChanged()
 	}
 }
 
@@ -221,7 +221,7 @@ func (d *dynamicSet) acquire(addr string) (*router.LiveFleet, error) {
 	spec := engine.Spec{Model: d.r.cfg.Path, Kind: engine.Kind(d.r.cfg.Engine.Kind),
 		Endpoints: []engine.Endpoint{{Host: host, Port: port, GPUs: 1, External: true}}}.Normalize()
 	val, _, err := dynamicFleets.LoadOrNew("mlc-dynamic-"+addr, func() (caddy.Destructor, error) {
-		lf, err := router.NewLiveFleet(spec, d.r.logger.Named("engine"))
+		lf, err := router.NewLiveFleet(d.r.live, spec, d.r.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}

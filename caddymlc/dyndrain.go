@@ -69,5 +69,5 @@ func (d *dynamicSet) forget(u *router.Upstream) {
 		next[role] = slices.DeleteFunc(slices.Clone(us), func(v *router.Upstream) bool { return v == u })
 	}
 	d.engines.Store(&next)
-	router.EnginesChanged()
+	d.r.live.EnginesChanged()
 }

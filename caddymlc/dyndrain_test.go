@@ -12,7 +12,7 @@ import (
 
 // dynamicEngine is the discovered engine at addr in GET /mlc/engines.
 func dynamicEngine(addr string) (router.EngineStatus, bool) {
-	for _, rs := range router.Statuses() {
+	for _, rs := range liveNow().Statuses() {
 		for _, e := range rs.Engines {
 			if e.Dynamic && e.Addr == addr {
 				return e, true

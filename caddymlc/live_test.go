@@ -36,7 +36,7 @@ func liveFleets() []*engine.Fleet {
 // router, as /mlc/engines shows it.
 func liveInflight() []int64 {
 	var out []int64
-	for _, r := range router.Statuses() {
+	for _, r := range liveNow().Statuses() {
 		for _, e := range r.Engines {
 			out = append(out, e.InFlight)
 		}

@@ -2,14 +2,13 @@ package caddymlc
 
 import (
 	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // With the cluster option, the replicas share how many requests each
 // runs on a model's engines (see router/peerload.go): every 100 ms each
-// publishes its count (router.InFlight) on the channel
+// publishes its count (router.Live.InFlight) on the channel
 // <prefix>:<model>:inflight, and sets its gates' capacity from the sum of
-// the others' (router.SetPeerLoad), off the request's path. A replica not
+// the others' (router.Live.SetPeerLoad), off the request's path. A replica not
 // heard from for 500 ms (Redis out of reach included) counts for nothing:
 // each gate then owns the engines' whole batch, as without the cluster.
 
@@ -23,6 +22,6 @@ func (l *clusterLink) shareLoad(model string) {
 		return // closed, or shared already
 	}
 	p.loads[model] = p.ShareCount(p.Key(model, "inflight"),
-		func() int { return router.InFlight(model) },
-		func(peers cluster.Peers) { router.SetPeerLoad(model, peers.Sum, peers.Busy) })
+		func() int { return p.live.InFlight(model) },
+		func(peers cluster.Peers) { p.live.SetPeerLoad(model, peers.Sum, peers.Busy) })
 }

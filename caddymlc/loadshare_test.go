@@ -9,7 +9,6 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/redistest"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // waitCapacity waits until the running router's gate lets want requests
@@ -18,7 +17,7 @@ func waitCapacity(t *testing.T, want int, why string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st := router.Statuses()
+		st := liveNow().Statuses()
 		if len(st) == 1 && st[0].Gate.Capacity == want {
 			return
 		}

@@ -180,11 +180,11 @@ func TestLogprobsAcrossAResumedAttempt(t *testing.T) {
 // flight.
 func servingEngine(t *testing.T) int {
 	t.Helper()
-	for i, e := range router.Statuses()[0].Engines {
+	for i, e := range liveNow().Statuses()[0].Engines {
 		if e.Role != "prefill" && e.InFlight == 1 {
 			return i
 		}
 	}
-	t.Fatalf("no engine is generating: %+v", router.Statuses())
+	t.Fatalf("no engine is generating: %+v", liveNow().Statuses())
 	return -1
 }

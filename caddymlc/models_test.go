@@ -15,7 +15,6 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // threeModels is a Caddyfile of one mlc_router serving three models: tiny
@@ -69,7 +68,7 @@ func modelsSite(t *testing.T, ports []int, dir, engineArgs string) {
 func modelPIDs(t *testing.T) map[string][]int {
 	t.Helper()
 	out := map[string][]int{}
-	for _, r := range router.Statuses() {
+	for _, r := range liveNow().Statuses() {
 		for _, e := range r.Engines {
 			out[r.Model] = append(out[r.Model], e.PID)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
 
@@ -44,7 +43,7 @@ func TestPolicyJSON(t *testing.T) {
 			}
 			loadConfig(t, cfg)
 			t.Cleanup(func() { stopCaddy(t) })
-			st := router.Statuses()
+			st := liveNow().Statuses()
 			if len(st) != 1 || st[0].Policy != tc.want || st[0].PrefixIndex != tc.prefixes {
 				t.Fatalf("status %+v, want policy %s (reads prefixes %v)", st, tc.want, tc.prefixes)
 			}

@@ -39,7 +39,7 @@ func (l *clusterLink) sharePrefixes() {
 	p.share.Do(func() {
 		p.shareMu.Lock()
 		defer p.shareMu.Unlock()
-		p.stopShare = router.SetPrefixSink(&prefixPublisher{conn: p.Conn})
+		p.stopShare = p.live.SetPrefixSink(&prefixPublisher{conn: p.Conn})
 	})
 }
 
@@ -59,6 +59,6 @@ func (l *clusterLink) applyPrefixes(model string) {
 				evs = append(evs, ev)
 			}
 		}
-		router.ApplyPrefixEvents(model, evs)
+		p.live.ApplyPrefixEvents(model, evs)
 	})
 }

@@ -66,11 +66,12 @@ type served struct {
 	logger  *zap.Logger
 	dynamic *dynamicSet
 	core    *router.Router
+	live    *router.Live // the app's
 }
 
 // provisionModel registers the fleet of one model and makes its core.
 func (h *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, budgets *budget.Limiter) (*served, error) {
-	s := &served{owner: h, cfg: m, logger: h.logger}
+	s := &served{owner: h, cfg: m, logger: h.logger, live: app.live}
 	if len(h.Models) > 0 {
 		s.logger = h.logger.With(zap.String("model", m.Model))
 	}
@@ -94,7 +95,7 @@ func (h *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 	if err != nil {
 		return nil, err
 	}
-	opts := router.Options{Logger: s.logger, Handle: handle, Policy: policy, PolicyName: policyName(policy), SetVar: caddyhttp.SetVar, Queue: queue, Budgets: budgets}
+	opts := router.Options{Live: app.live, Logger: s.logger, Handle: handle, Policy: policy, PolicyName: policyName(policy), SetVar: caddyhttp.SetVar, Queue: queue, Budgets: budgets}
 	if s.dynamic != nil {
 		opts.Discovered = s.dynamic
 	}

@@ -21,7 +21,7 @@ import (
 // modelStatus is the model's router in GET /mlc/engines.
 func modelStatus(t *testing.T, model string) router.RouterStatus {
 	t.Helper()
-	for _, rs := range router.Statuses() {
+	for _, rs := range liveNow().Statuses() {
 		if rs.Model == model {
 			return rs
 		}
@@ -33,7 +33,7 @@ func modelStatus(t *testing.T, model string) router.RouterStatus {
 // scaleStatus is the autoscaling of the model tiny in /mlc/engines.
 func scaleStatus(t testing.TB) router.ScaleStatus {
 	t.Helper()
-	for _, rs := range router.Statuses() {
+	for _, rs := range liveNow().Statuses() {
 		if rs.Model == "tiny" && rs.Scale != nil {
 			return *rs.Scale
 		}

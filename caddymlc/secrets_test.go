@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // keyedSite is a router whose tenant is the Authorization header (as
@@ -121,7 +120,7 @@ func TestTenantKeyNeverShown(t *testing.T) {
 		}
 	}
 	waitLogged(t, k.accessLog, len(everyAPI()))
-	places := map[string][]byte{"metrics": metricsText(t), "/mlc/engines": mustMarshal(t, router.Statuses())}
+	places := map[string][]byte{"metrics": metricsText(t), "/mlc/engines": mustMarshal(t, liveNow().Statuses())}
 	for name, paths := range map[string][]string{"log": {k.logs}, "access log": {k.accessLog}, "store": {k.store, k.store + "-wal"}} {
 		for _, path := range paths {
 			b, err := os.ReadFile(path)

@@ -38,7 +38,7 @@ http://127.0.0.1:%d {
 	go func() { loaded <- caddy.Load(cfg, true) }()
 	var e router.EngineStatus
 	waitFor(t, "the engine to show as starting", func() bool {
-		st := router.Statuses()
+		st := liveNow().Statuses()
 		if len(st) != 1 || len(st[0].Engines) != 1 {
 			return false
 		}
@@ -57,7 +57,7 @@ http://127.0.0.1:%d {
 		t.Fatal("the load succeeded with its only engine killed while it started")
 		stopCaddy(t)
 	}
-	if st := router.Statuses(); len(st) != 0 {
+	if st := liveNow().Statuses(); len(st) != 0 {
 		t.Fatalf("routers left after the failed load: %+v", st)
 	}
 }

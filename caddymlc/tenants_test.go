@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // tenantSite starts two built-in engines of batch 8 in whole mode, with
@@ -122,7 +121,7 @@ func TestTenantsShareFairly(t *testing.T) {
 			aTimes, aWG := flood(ctx, s.base, "A", 0, 48, 96)
 			t.Cleanup(aWG.Wait) // after the deferred cancel, on every way out
 			waitFor(t, "A's flood to saturate the engines", func() bool {
-				st := router.Statuses()
+				st := liveNow().Statuses()
 				return len(st) == 1 && st[0].Gate.Waiting > 8
 			})
 			since := time.Now()
@@ -151,7 +150,7 @@ func TestTenantsShareFairly(t *testing.T) {
 				}
 			}
 			waitFor(t, "A's streams", func() bool { got, _ := aTimes(since); return len(got) >= 8 })
-			st := router.Statuses()[0].Gate
+			st := liveNow().Statuses()[0].Gate
 			cancel()
 			aWG.Wait()
 			a, errs := aTimes(since)

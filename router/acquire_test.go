@@ -13,7 +13,7 @@ import (
 // queueRouter is a router with no fleet yet, as when Caddy starts the
 // http app before the mlc app.
 func queueRouter(timeout time.Duration, size int) *Router {
-	return &Router{routerState: new(routerState), handle: &Handle{}, metrics: sharedMetrics(),
+	return &Router{live: NewLive(), routerState: new(routerState), handle: &Handle{}, metrics: sharedMetrics(),
 		policy: LeastLoaded{}, roles: map[string][]int{}, Config: Config{QueueTimeout: timeout, QueueSize: size}}
 }
 
@@ -33,7 +33,7 @@ func TestQueueWaitsForTheFleet(t *testing.T) {
 	lf := externalFleet(t, 1)
 	r.roles = RoleIndexes(ModeWhole, lf.spec.Endpoints)
 	r.handle.lf.Store(lf)
-	engineChanges.notify()
+	r.live.changes.notify()
 	if l, err := <-got, <-errc; err != nil || l == nil || l.Upstream != lf.upstreams[0] {
 		t.Fatalf("acquire after attach: %v %v", l, err)
 	} else {

@@ -28,6 +28,10 @@ import (
 // gate admits a router's requests: its tenants' budgets, and the fair
 // queue in front of its generating engines.
 type gate struct {
+	live *Live
+	// ungated is the hold of every request when there is no queue and
+	// no budgets.
+	ungated admitted
 	model   string
 	queue   *fair.Queue
 	batch   int             // each generating engine's; 0: unknown, no queue
@@ -45,7 +49,7 @@ type gate struct {
 // can know it: only the router's own engines run its command line; an
 // external or discovered one's batch is its operator's (max_inflight).
 func newGate(cfg *Config, o Options, ready func() int, log *zap.Logger, metrics *routerMetrics) (gate, error) {
-	g := gate{model: cfg.Model, queue: o.Queue, budgets: o.Budgets, ready: ready, slo: cfg.SLOAdmission, logger: log, metrics: metrics}
+	g := gate{live: o.Live, model: cfg.Model, queue: o.Queue, budgets: o.Budgets, ready: ready, slo: cfg.SLOAdmission, logger: log, metrics: metrics}
 	if g.queue == nil {
 		var err error
 		if g.queue, err = fair.New(fair.Config{MaxWaiting: cfg.QueueSize, Timeout: cfg.QueueTimeout}); err != nil {
@@ -69,10 +73,6 @@ type admitted struct {
 	waited time.Duration
 }
 
-// ungated is the hold of every request of a router with no queue and no
-// budgets.
-var ungated admitted
-
 // admit holds back a request predicted to miss its latency target (if
 // the gate admits against targets), reserves the request's tokens in its
 // tenant's budget and waits for its turn at the engines. prompt is its
@@ -85,7 +85,7 @@ func (g *gate) admit(ctx context.Context, w http.ResponseWriter, f Facts, prompt
 		return nil, err
 	}
 	if g.budgets == nil && g.batch <= 0 {
-		return &ungated, nil // nothing to wait for or to pay: no cost on the request's path
+		return &g.ungated, nil // nothing to wait for or to pay: no cost on the request's path
 	}
 	ctx, span := startSpan(ctx, "mlc.admission", attribute.String("mlc.model", g.model), attribute.String("mlc.tenant", f.Tenant),
 		attribute.Int("mlc.band", f.Band), attribute.Int64("mlc.tokens", tokens))
@@ -166,7 +166,7 @@ func (g *gate) refreshLimits() {
 		g.queue.SetLimits(fair.Unlimited)
 		return
 	}
-	peers := peersOf(g.model)
+	peers := g.live.peersOf(g.model)
 	l := fair.Limits{Requests: capacity(ready, g.batch, peers), Tokens: -1}
 	if peers.inFlight > 0 {
 		l.Borrow = 1 // see fair.Limits.Borrow
@@ -178,7 +178,7 @@ func (g *gate) refreshLimits() {
 // until the router closes.
 func (g *gate) followEngines(closed <-chan struct{}) {
 	for {
-		changed := engineChanges.wait()
+		changed := g.live.changes.wait()
 		g.refreshLimits()
 		select {
 		case <-changed:

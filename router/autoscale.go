@@ -129,8 +129,8 @@ func (a *autoscaler) interval() time.Duration {
 // tick takes one decision and starts its action.
 func (a *autoscaler) tick(ctx context.Context) {
 	defer goroutine.Recover(a.lf.Log(), "autoscaler tick", nil)
-	rs := routersOf(a.lf)
-	if a.acting.Load() || a.lf.draining() || len(rs) == 0 || rollRunning(rs[0].Model) {
+	rs := a.lf.routers()
+	if a.acting.Load() || a.lf.draining() || len(rs) == 0 || a.lf.live.rollRunning(rs[0].Model) {
 		return
 	}
 	now := a.now()
@@ -226,7 +226,7 @@ func (a *autoscaler) up(ctx context.Context, i int) error {
 	}
 	a.setState(i, "")
 	closeIdleTo(a.lf.upstreams[i])
-	engineChanges.notify()
+	a.lf.wake()
 	return nil
 }
 
@@ -353,12 +353,13 @@ func (a *autoscaler) status() *ScaleStatus {
 	return st
 }
 
-// routersOf are the live routers whose engines are lf's.
-func routersOf(lf *LiveFleet) []*Router {
-	live.Lock()
-	defer live.Unlock()
+// routers are the live routers whose engines are lf's.
+func (lf *LiveFleet) routers() []*Router {
+	lv := lf.live
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
 	var out []*Router
-	for r := range live.routers {
+	for r := range lv.routers {
 		if r.handle.get() == lf {
 			out = append(out, r)
 		}
@@ -368,8 +369,8 @@ func routersOf(lf *LiveFleet) []*Router {
 }
 
 // rollRunning reports that a rolling restart of the model runs.
-func rollRunning(model string) bool {
-	st, ok := RollOf(model)
+func (lv *Live) rollRunning(model string) bool {
+	st, ok := lv.RollOf(model)
 	return ok && st.State == "running"
 }
 

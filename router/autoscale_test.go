@@ -29,7 +29,7 @@ func TestAutoscalerDownDrainsThenStops(t *testing.T) {
 	finish := exactDrainStreams(t, c, want, maxTokens)
 	gone := c.fleet.upstreams[1]
 	on := gone.inflight.Load()
-	a.act(context.Background(), "tiny", 1, scaleDecision{-1, scaleIdle}, a.signals(time.Now(), routersOf(c.fleet)))
+	a.act(context.Background(), "tiny", 1, scaleDecision{-1, scaleIdle}, a.signals(time.Now(), c.fleet.routers()))
 	finish()
 	if on == 0 {
 		t.Fatal("no stream ran on the engine scaled down: the test tested nothing")
@@ -51,7 +51,7 @@ func TestAutoscalerDownDrainsThenStops(t *testing.T) {
 	}
 
 	before := gone.requests.Load()
-	a.act(context.Background(), "tiny", 1, scaleDecision{+1, scaleQueue}, a.signals(time.Now(), routersOf(c.fleet)))
+	a.act(context.Background(), "tiny", 1, scaleDecision{+1, scaleQueue}, a.signals(time.Now(), c.fleet.routers()))
 	waitScaled(t, a, func() bool { ready, _ := gone.status(); return ready && a.state(1) == "" })
 	for i := range 4 {
 		if got := c.complete(c.base, greedy(drainPrompt(i), 8)); !strings.HasPrefix(want[i], got) {
@@ -80,7 +80,7 @@ func waitScaled(t *testing.T, a *autoscaler, cond func() bool) {
 	t.Helper()
 	deadline := time.After(time.Minute)
 	for {
-		changed := engineChanges.wait()
+		changed := a.lf.live.changes.wait()
 		if !a.acting.Load() && cond() {
 			return
 		}

@@ -281,7 +281,7 @@ func (r *Router) acquire(ctx context.Context, role string, o pickOptions) (*leas
 	timeout := time.NewTimer(time.Duration(r.QueueTimeout))
 	defer timeout.Stop()
 	for {
-		changed := engineChanges.wait()
+		changed := r.live.changes.wait()
 		if r.handedOver() {
 			return nil, errDraining
 		}

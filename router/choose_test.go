@@ -36,7 +36,7 @@ func fleetServing(t *testing.T, n int, h http.Handler) *LiveFleet {
 		p, _ := strconv.Atoi(port)
 		eps = append(eps, engine.Endpoint{Host: host, Port: p, GPUs: 1, External: true})
 	}
-	lf, err := NewLiveFleet(engine.Spec{Model: "tiny", Endpoints: eps}.Normalize(), zap.NewNop())
+	lf, err := NewLiveFleet(NewLive(), engine.Spec{Model: "tiny", Endpoints: eps}.Normalize(), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,8 @@ type decoder struct {
 	context    int // tokens one sequence may hold; 0: unknown (engine.Driver.ContextWindow)
 	// embedBounds is what the router knows of the embedding model.
 	embedBounds embeddingBounds
+	// largeSlots are the process's slots for large bodies (Live).
+	largeSlots chan struct{}
 }
 
 // newDecoder loads what decoding cfg's requests needs: the model's
@@ -43,8 +45,8 @@ type decoder struct {
 // can the router; other engines may load models the router cannot read
 // (an HF:// name, say): the router then serves token-id prompts only, and
 // says so.
-func newDecoder(cfg *Config, log *zap.Logger) (decoder, error) {
-	d := decoder{Config: cfg}
+func newDecoder(cfg *Config, log *zap.Logger, largeSlots chan struct{}) (decoder, error) {
+	d := decoder{Config: cfg, largeSlots: largeSlots}
 	tok, err := tokenizer.ForModel(cfg.Path)
 	switch {
 	case err == nil:
@@ -102,8 +104,8 @@ func (d *decoder) readBody(hreq *http.Request) (body []byte, release func(), e *
 	ctx, cancel := context.WithTimeout(hreq.Context(), time.Duration(d.QueueTimeout))
 	defer cancel()
 	select {
-	case largeSlots <- struct{}{}:
-		return b, func() { <-largeSlots }, nil
+	case d.largeSlots <- struct{}{}:
+		return b, func() { <-d.largeSlots }, nil
 	case <-ctx.Done():
 		if hreq.Context().Err() != nil {
 			return nil, nil, protocol.Errorf(protocol.StatusClientClosedRequest, protocol.ErrTypeServer, "request canceled")
@@ -467,9 +469,9 @@ func (d *decoder) embeddingNames() []string {
 // a body below it decodes and tokenizes in well under a millisecond.
 const largeBody = 64 << 10
 
-// largeSlots bounds the large requests prepared at once: half the CPUs,
-// at least one, so that the rest keep serving.
-var largeSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+// newLargeSlots bounds the large requests prepared at once: half the
+// CPUs, at least one, so that the rest keep serving.
+func newLargeSlots() chan struct{} { return make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)) }
 
 // probeBytesPerToken sizes the prefix of a long prompt that is tokenized
 // first: context tokens times this many bytes. Text averages about four

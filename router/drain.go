@@ -66,7 +66,7 @@ func (u *Upstream) Drain(grace time.Duration) {
 	}
 	d.mu.Unlock()
 	u.fleet.Log().Info("engine draining", addrField(u), zap.Duration("grace", grace), zap.Int64("in_flight", u.inflight.Load()))
-	engineChanges.notify()
+	u.fleet.wake()
 	if grace <= 0 {
 		u.migrate(gen)
 	}
@@ -93,7 +93,7 @@ func (u *Upstream) undrain() {
 	}
 	d.mu.Unlock()
 	u.publishDrain()
-	engineChanges.notify()
+	u.fleet.wake()
 }
 
 // draining reports that the engine takes no new attempt.
@@ -216,11 +216,11 @@ func (l *lease) unbind() {
 
 // enginesAt returns the engines at addr that the live routers use: one,
 // or, in the moment of a reload, one per fleet that has it.
-func enginesAt(addr string) []*Upstream {
-	live.Lock()
-	defer live.Unlock()
+func (lv *Live) enginesAt(addr string) []*Upstream {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
 	var out []*Upstream
-	for r := range live.routers {
+	for r := range lv.routers {
 		for _, u := range r.candidates("") {
 			if u.addr == addr && !slices.Contains(out, u) {
 				out = append(out, u)
@@ -233,8 +233,8 @@ func enginesAt(addr string) []*Upstream {
 // DrainEngine drains the engine at addr (Upstream.Drain) for grace, or,
 // when grace is negative, for its fleet's drain grace (Caddy's
 // grace_period, else DefaultDrainGrace).
-func DrainEngine(addr string, grace time.Duration) error {
-	us := enginesAt(addr)
+func (lv *Live) DrainEngine(addr string, grace time.Duration) error {
+	us := lv.enginesAt(addr)
 	if len(us) == 0 {
 		return fmt.Errorf("%w: %s", ErrNoEngine, addr)
 	}
@@ -249,8 +249,8 @@ func DrainEngine(addr string, grace time.Duration) error {
 }
 
 // UndrainEngine puts the engine at addr back in rotation.
-func UndrainEngine(addr string) error {
-	us := enginesAt(addr)
+func (lv *Live) UndrainEngine(addr string) error {
+	us := lv.enginesAt(addr)
 	if len(us) == 0 {
 		return fmt.Errorf("%w: %s", ErrNoEngine, addr)
 	}
@@ -262,8 +262,8 @@ func UndrainEngine(addr string) error {
 
 // EngineDrainState is the drain state of the engine at addr: "",
 // DrainDraining or DrainDrained.
-func EngineDrainState(addr string) (string, error) {
-	us := enginesAt(addr)
+func (lv *Live) EngineDrainState(addr string) (string, error) {
+	us := lv.enginesAt(addr)
 	if len(us) == 0 {
 		return "", fmt.Errorf("%w: %s", ErrNoEngine, addr)
 	}

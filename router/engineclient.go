@@ -54,6 +54,7 @@ type engineClient struct {
 	http    *http.Client
 	timeout time.Duration
 	log     *zap.Logger // for what is nobody's fault but the router's (out of descriptors)
+	noFDs   *descriptorLog
 }
 
 // callee is an engine as the engine client sees it: where a call goes.
@@ -74,7 +75,7 @@ type callee interface {
 	lastToken() time.Time
 }
 
-func newEngineClient(timeout time.Duration, log *zap.Logger) *engineClient {
+func newEngineClient(timeout time.Duration, log *zap.Logger, noFDs *descriptorLog) *engineClient {
 	tr := &http.Transport{
 		Proxy:               nil, // engines are reached directly, never through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -85,7 +86,7 @@ func newEngineClient(timeout time.Duration, log *zap.Logger) *engineClient {
 		IdleConnTimeout:    engineIdleTimeout,
 		DisableCompression: true,
 	}
-	return &engineClient{http: &http.Client{Transport: tr}, timeout: timeout, log: log}
+	return &engineClient{http: &http.Client{Transport: tr}, timeout: timeout, log: log, noFDs: noFDs}
 }
 
 // close drops idle connections.
@@ -267,7 +268,7 @@ func (c *engineClient) failure(cl *call, err error) error {
 	case cause != nil:
 		ee.err = cause // the client left or the attempt was given up
 	case descriptors.Exhausted(err):
-		return noDescriptors(c.log, err) // the router's trouble, not the engine's
+		return noDescriptors(c.log, c.noFDs, err) // the router's trouble, not the engine's
 	default:
 		ee.retry, ee.verdict = true, verdictFailed
 	}

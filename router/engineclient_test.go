@@ -44,7 +44,7 @@ func TestStreamsKeepTheirConnection(t *testing.T) {
 
 	lf := externalFleet(t, 1)
 	u := &Upstream{fleet: lf, index: 0, addr: srv.Listener.Addr().String(), url: srv.URL}
-	c := newEngineClient(5*time.Second, zap.NewNop())
+	c := newEngineClient(5*time.Second, zap.NewNop(), new(descriptorLog))
 	t.Cleanup(c.close)
 	const calls = 5
 	for i := range calls {

@@ -62,7 +62,7 @@ func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, po
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.fleet, err = NewLiveFleet(spec, zap.NewNop()); err != nil {
+	if c.fleet, err = NewLiveFleet(NewLive(), spec, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.fleet.LaunchNow(); err != nil {
@@ -73,7 +73,7 @@ func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, po
 	defaults(&cfg)
 	handle := NewHandle(spec)
 	handle.Set(c.fleet)
-	if c.r, err = New(cfg, Options{Handle: handle, Policy: policy}); err != nil {
+	if c.r, err = New(cfg, Options{Live: c.fleet.live, Handle: handle, Policy: policy}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.r.Close)

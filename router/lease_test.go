@@ -154,7 +154,7 @@ func TestTheLeaseOwnerReportsEveryOutcome(t *testing.T) {
 			}))
 			log := &routeLog{}
 			r := testRouter(t, lf, log)
-			r.client = newEngineClient(300*time.Millisecond, zap.NewNop())
+			r.client = newEngineClient(300*time.Millisecond, zap.NewNop(), new(descriptorLog))
 			t.Cleanup(r.client.close)
 			u := lf.upstreams[0]
 			_, pid := u.status()

@@ -33,6 +33,7 @@ type LiveFleet struct {
 	*engine.Fleet
 	spec      engine.Spec
 	upstreams []*Upstream
+	live      *Live
 
 	logger   atomic.Pointer[zap.Logger]
 	grace    atomic.Int64 // drain grace, nanoseconds
@@ -42,13 +43,13 @@ type LiveFleet struct {
 }
 
 // NewLiveFleet makes the fleet of spec, its engines not started yet.
-func NewLiveFleet(spec engine.Spec, log *zap.Logger) (*LiveFleet, error) {
+func NewLiveFleet(live *Live, spec engine.Spec, log *zap.Logger) (*LiveFleet, error) {
 	f, err := engine.New(spec, engine.Options{Logger: log,
-		OnStateChange: func(int, engine.State, engine.State) { engineChanges.notify() }})
+		OnStateChange: func(int, engine.State, engine.State) { live.changes.notify() }})
 	if err != nil {
 		return nil, fmt.Errorf("mlc: %w", err)
 	}
-	lf := &LiveFleet{Fleet: f, spec: spec}
+	lf := &LiveFleet{Fleet: f, spec: spec, live: live}
 	lf.logger.Store(log)
 	lf.grace.Store(int64(DefaultDrainGrace))
 	starts := spec.DeviceIDStarts()
@@ -63,14 +64,8 @@ func NewLiveFleet(spec engine.Spec, log *zap.Logger) (*LiveFleet, error) {
 // Log is the fleet's logger: the newest config's that holds it.
 func (lf *LiveFleet) Log() *zap.Logger { return lf.logger.Load() }
 
-// engineChanges wakes the requests that wait for an engine: an engine's
-// state changed, a fleet was attached or drains, a breaker opened, a
-// router was handed over, dynamic engines came or went. One notifier for
-// all: a wake-up is cheap, a missed one is a stall.
-var engineChanges notifier
-
 // wake tells the routers waiting for an engine to look again.
-func (lf *LiveFleet) wake() { engineChanges.notify() }
+func (lf *LiveFleet) wake() { lf.live.changes.notify() }
 
 // held counts calls in flight on the whole fleet, for the drain.
 func (lf *LiveFleet) held(delta int64) {
@@ -163,7 +158,7 @@ func (h *Handle) Spec() engine.Spec { return h.spec }
 // Set attaches the running fleet.
 func (h *Handle) Set(f *LiveFleet) {
 	h.lf.Store(f)
-	engineChanges.notify()
+	f.wake()
 }
 
 // get returns the fleet, or nil before the config started.
@@ -226,10 +221,6 @@ func (lf *LiveFleet) waitIdle(d time.Duration) bool {
 // errDraining is returned to an attempt whose router's engines drain: it
 // goes to the router that replaced it.
 var errDraining = errors.New("engines draining after a reload")
-
-// EnginesChanged wakes the requests that wait for an engine: something
-// outside the router changed what they may find (a config started).
-func EnginesChanged() { engineChanges.notify() }
 
 // ForgetPEs marks the first NVSHMEM PE of the fleet's engines unknown
 // until they report it: engines a dynamic source found.

@@ -70,7 +70,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.dec.serveCountTokens(w, req)
 	case path == protocol.PathModels:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
-			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(servedSince, ownedBy, allowed(req.Context(), append(m.names(), m.embeddingNames()...))...))
+			protocol.WriteJSON(w, http.StatusOK, protocol.NewModelList(m.def.live.since, ownedBy, allowed(req.Context(), append(m.names(), m.embeddingNames()...))...))
 		}
 	case strings.HasPrefix(path, protocol.PathModels+"/") && len(path) > len(protocol.PathModels)+1:
 		if allowMethod(w, req, http.MethodGet, http.MethodHead) {
@@ -156,7 +156,7 @@ func (m *Models) serveModel(w http.ResponseWriter, req *http.Request, id string)
 		modelNotFound(id, allowed(req.Context(), m.names()), allowed(req.Context(), m.embeddingNames())).Write(w)
 		return
 	}
-	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelCard(servedSince, ownedBy, id))
+	protocol.WriteJSON(w, http.StatusOK, protocol.NewModelCard(m.def.live.since, ownedBy, id))
 }
 
 // modelNotFound is OpenAI's answer to a model it does not serve, naming

@@ -34,7 +34,7 @@ func NoDescriptorsError() *protocol.Error {
 
 // descriptorLog rate-limits the log of running out of descriptors: once
 // every descriptorLogEvery, with how many requests it cost meanwhile.
-var descriptorLog struct {
+type descriptorLog struct {
 	last    atomic.Int64 // unix nanoseconds of the last line
 	dropped atomic.Int64 // requests refused since
 }
@@ -47,7 +47,7 @@ const descriptorLogEvery = 10 * time.Second
 // would take healthy engines out of rotation) and is not retried on
 // another engine, which would need a descriptor too; service returns on
 // its own as connections close.
-func noDescriptors(log *zap.Logger, err error) *protocol.Error {
+func noDescriptors(log *zap.Logger, descriptorLog *descriptorLog, err error) *protocol.Error {
 	metrics := sharedMetrics()
 	metrics.dropped.WithLabelValues(dropNoDescriptors).Inc()
 	n := descriptorLog.dropped.Add(1)

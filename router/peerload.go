@@ -2,8 +2,6 @@ package router
 
 import (
 	"maps"
-	"sync"
-	"sync/atomic"
 
 	"github.com/caddy-mlc/caddy-mlc/router/fair"
 )
@@ -27,22 +25,14 @@ type peerLoad struct {
 	busy     int // how many of them run any
 }
 
-// peerLoads are the other replicas' loads by model, replaced whole on a
-// change (every 100 ms at most) and read without a lock by every gate's
-// refresh, which the request's path calls.
-var peerLoads struct {
-	sync.Mutex // serialises the writers
-	byModel    atomic.Pointer[map[string]peerLoad]
-}
-
 // SetPeerLoad records that the other replicas run inFlight requests on
 // model's engines, busy of them running any, and sets the capacity of
 // model's gates from it. SetPeerLoad(model, 0, 0): none.
-func SetPeerLoad(model string, inFlight, busy int) {
-	peerLoads.Lock()
+func (lv *Live) SetPeerLoad(model string, inFlight, busy int) {
+	lv.peerMu.Lock()
 	p := peerLoad{inFlight: max(inFlight, 0), busy: max(busy, 0)}
 	var old map[string]peerLoad
-	if m := peerLoads.byModel.Load(); m != nil {
+	if m := lv.peers.Load(); m != nil {
 		old = *m
 	}
 	changed := old[model] != p
@@ -56,20 +46,20 @@ func SetPeerLoad(model string, inFlight, busy int) {
 		} else {
 			next[model] = p
 		}
-		peerLoads.byModel.Store(&next)
+		lv.peers.Store(&next)
 	}
-	peerLoads.Unlock()
+	lv.peerMu.Unlock()
 	if !changed {
 		return
 	}
-	for _, r := range liveRouters(model) {
+	for _, r := range lv.routersOf(model) {
 		r.gate.refreshLimits()
 	}
 }
 
 // peersOf returns what the other replicas run on model's engines.
-func peersOf(model string) peerLoad {
-	if m := peerLoads.byModel.Load(); m != nil {
+func (lv *Live) peersOf(model string) peerLoad {
+	if m := lv.peers.Load(); m != nil {
 		return (*m)[model]
 	}
 	return peerLoad{}
@@ -78,10 +68,10 @@ func peersOf(model string) peerLoad {
 // InFlight returns the requests model's gates have let through to the
 // engines and that have not ended, over every live router of model (a
 // queue kept across a reload counted once).
-func InFlight(model string) int {
+func (lv *Live) InFlight(model string) int {
 	n := 0
 	seen := map[*fair.Queue]bool{}
-	for _, r := range liveRouters(model) {
+	for _, r := range lv.routersOf(model) {
 		q := r.gate.queue
 		if q == nil || seen[q] || r.gate.batch <= 0 {
 			continue
@@ -92,12 +82,12 @@ func InFlight(model string) int {
 	return n
 }
 
-// liveRouters returns the live routers of model.
-func liveRouters(model string) []*Router {
-	live.Lock()
-	defer live.Unlock()
+// routersOf returns the live routers of model.
+func (lv *Live) routersOf(model string) []*Router {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
 	var out []*Router
-	for r := range live.routers {
+	for r := range lv.routers {
 		if r.Model == model {
 			out = append(out, r)
 		}

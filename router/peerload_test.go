@@ -36,24 +36,24 @@ func TestPeerLoadSetsTheGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Router{Config: Config{Model: model}, routerState: new(routerState)}
-	r.gate = gate{model: model, queue: q, batch: 4, ready: func() int { return 2 }, logger: zap.NewNop()}
-	addLive(r)
-	t.Cleanup(func() { removeLive(r); SetPeerLoad(model, 0, 0) })
+	lv := NewLive()
+	r := &Router{Config: Config{Model: model}, live: lv, routerState: new(routerState)}
+	r.gate = gate{live: lv, model: model, queue: q, batch: 4, ready: func() int { return 2 }, logger: zap.NewNop()}
+	lv.add(r)
 	r.gate.refreshLimits()
 	limit := func() int { return q.Stats().Limits.Requests }
 	if got := limit(); got != 8 {
 		t.Fatalf("alone: capacity %d, want 8", got)
 	}
-	SetPeerLoad(model, 3, 1)
+	lv.SetPeerLoad(model, 3, 1)
 	if got := limit(); got != 5 {
 		t.Fatalf("others running 3: capacity %d, want 5", got)
 	}
-	SetPeerLoad(model, 20, 3)
+	lv.SetPeerLoad(model, 20, 3)
 	if got := limit(); got != 2 {
 		t.Fatalf("three others running 20: capacity %d, want 2", got)
 	}
-	SetPeerLoad(model, 0, 0)
+	lv.SetPeerLoad(model, 0, 0)
 	if got := limit(); got != 8 {
 		t.Fatalf("the others gone: capacity %d, want 8", got)
 	}
@@ -65,13 +65,13 @@ func TestPeerLoadSetsTheGate(t *testing.T) {
 		}
 		tickets = append(tickets, tk)
 	}
-	if got := InFlight(model); got != 3 {
+	if got := lv.InFlight(model); got != 3 {
 		t.Fatalf("InFlight = %d, want 3", got)
 	}
 	for _, tk := range tickets {
 		q.Finish(tk, 1)
 	}
-	if got := InFlight(model); got != 0 {
+	if got := lv.InFlight(model); got != 0 {
 		t.Fatalf("InFlight after they end = %d, want 0", got)
 	}
 }

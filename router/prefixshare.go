@@ -3,7 +3,6 @@ package router
 import (
 	"encoding/binary"
 	"errors"
-	"sync/atomic"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 )
@@ -50,27 +49,23 @@ type PrefixSink interface {
 	PrefixLearned(model string, ev PrefixEvent)
 }
 
-// prefixSink is the process's sink; nil (the usual case, one replica)
-// costs a tracker one atomic load.
-var prefixSink atomic.Pointer[sinkBox]
-
 type sinkBox struct{ PrefixSink }
 
 // SetPrefixSink makes s the process's PrefixSink (nil: none). It returns
 // a function that removes s, unless another sink replaced it since.
-func SetPrefixSink(s PrefixSink) (remove func()) {
+func (lv *Live) SetPrefixSink(s PrefixSink) (remove func()) {
 	if s == nil {
-		prefixSink.Store(nil)
+		lv.prefixSink.Store(nil)
 		return func() {}
 	}
 	box := &sinkBox{s}
-	prefixSink.Store(box)
-	return func() { prefixSink.CompareAndSwap(box, nil) }
+	lv.prefixSink.Store(box)
+	return func() { lv.prefixSink.CompareAndSwap(box, nil) }
 }
 
 // share hands the tracker's change on the route's engine to the sink.
 func share(r *Route, kind PrefixEventKind, chain []uint64, tokens, predicted int) {
-	box := prefixSink.Load()
+	box := r.Engine.internal().fleet.live.prefixSink.Load()
 	if box == nil {
 		return
 	}
@@ -82,8 +77,8 @@ func share(r *Route, kind PrefixEventKind, chain []uint64, tokens, predicted int
 // policy's). An event of an engine this process does not route to is
 // ignored; every index stays bounded by its engine's capacity, as its own
 // changes keep it.
-func ApplyPrefixEvents(model string, evs []PrefixEvent) {
-	engines := prefixEngines(model)
+func (lv *Live) ApplyPrefixEvents(model string, evs []PrefixEvent) {
+	engines := lv.prefixEngines(model)
 	if len(engines) == 0 {
 		return
 	}
@@ -125,9 +120,9 @@ func (k PrefixEventKind) String() string {
 
 // prefixEngines returns the engines of model's routers that keep a prefix
 // index, by address.
-func prefixEngines(model string) map[string][]*Upstream {
-	live.Lock()
-	defer live.Unlock()
+func (lv *Live) prefixEngines(model string) map[string][]*Upstream {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
 	var out map[string][]*Upstream
 	seen := map[*Upstream]bool{}
 	add := func(u *Upstream) {
@@ -140,7 +135,7 @@ func prefixEngines(model string) map[string][]*Upstream {
 		}
 		out[u.addr] = append(out[u.addr], u)
 	}
-	for r := range live.routers {
+	for r := range lv.routers {
 		if r.Model != model || !r.readsPrefixes {
 			continue
 		}

@@ -40,9 +40,9 @@ func indexState(p *prefixIndex) (pages []uint64, held []bool, limit int) {
 // own.
 func TestPrefixEventsReplayTheTrackersSteps(t *testing.T) {
 	sink := &prefixRecorder{}
-	remove := SetPrefixSink(sink)
-	defer remove()
 	s := startCore(t, 1, Config{Mode: ModeWhole}, PrefixAware{})
+	remove := s.r.live.SetPrefixSink(sink)
+	defer remove()
 	prompt := seq(5, 4*kvPageTokens+3)
 	s.complete(s.base, greedy(prompt, 4))
 	s.complete(s.base, greedy(append(seq(5, 2*kvPageTokens), seq(900, 40)...), 4))
@@ -84,11 +84,11 @@ func TestPrefixEventsReplayTheTrackersSteps(t *testing.T) {
 		}
 		decoded = append(decoded, ev)
 	}
-	ApplyPrefixEvents("other-model", decoded) // not this router's: ignored
+	s.r.live.ApplyPrefixEvents("other-model", decoded) // not this router's: ignored
 	if pages, _, _ := indexState(&u.prefixes); len(pages) != 0 {
 		t.Fatal("events of another model changed the index")
 	}
-	ApplyPrefixEvents("tiny", decoded)
+	s.r.live.ApplyPrefixEvents("tiny", decoded)
 	pages, held, limit := indexState(&u.prefixes)
 	if !slices.Equal(pages, wantPages) || !slices.Equal(held, wantHeld) || limit != wantLimit {
 		t.Fatalf("replayed index:\n%x %v %d\nthe router's:\n%x %v %d", pages, held, limit, wantPages, wantHeld, wantLimit)
@@ -98,8 +98,8 @@ func TestPrefixEventsReplayTheTrackersSteps(t *testing.T) {
 // A router whose policy keeps no index shares nothing.
 func TestNoPrefixEventsWithoutTheIndex(t *testing.T) {
 	sink := &prefixRecorder{}
-	defer SetPrefixSink(sink)()
 	s := startCore(t, 1, Config{Mode: ModeWhole}, LeastLoaded{})
+	defer s.r.live.SetPrefixSink(sink)()
 	s.complete(s.base, greedy(seq(5, 40), 4))
 	sink.mu.Lock()
 	defer sink.mu.Unlock()

@@ -103,7 +103,7 @@ func (p *proc) failed() {
 	if p.breaker.failure(p.pid) {
 		p.fleet.Log().Warn("engine taken out of rotation after failures in a row",
 			addrField(p.Upstream), zap.Int("pid", p.pid), zap.Int("failures", breakerThreshold))
-		engineChanges.notify()
+		p.fleet.wake()
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -35,61 +34,52 @@ type RollStatus struct {
 	Ended     time.Time `json:"ended,omitzero"`
 }
 
-// rolls are the rolling restarts, the last of each model.
-var rolls struct {
-	sync.Mutex
-	byModel map[string]*RollStatus
-}
-
 // RestartModel starts, in the background, a rolling restart of the
 // spawned engines of the model (see rollingRestart): grace is each
 // engine's drain grace, a negative one its fleet's. It returns the plan;
 // RollOf follows it.
-func RestartModel(model string, grace time.Duration) (RollStatus, error) {
-	engines := modelEngines(model)
+func (lv *Live) RestartModel(model string, grace time.Duration) (RollStatus, error) {
+	engines := lv.modelEngines(model)
 	if len(engines) == 0 {
 		return RollStatus{}, fmt.Errorf("%w: %s", ErrNoModel, model)
 	}
-	rolls.Lock()
-	defer rolls.Unlock()
-	if st := rolls.byModel[model]; st != nil && st.State == "running" {
+	lv.rollMu.Lock()
+	defer lv.rollMu.Unlock()
+	if st := lv.rolls[model]; st != nil && st.State == "running" {
 		return *st, fmt.Errorf("%w: %s", ErrRolling, model)
 	}
 	st := &RollStatus{Model: model, State: "running", Started: time.Now(), Restarted: []string{}}
 	for _, u := range engines {
 		st.Engines = append(st.Engines, u.addr)
 	}
-	if rolls.byModel == nil {
-		rolls.byModel = map[string]*RollStatus{}
-	}
-	rolls.byModel[model] = st
+	lv.rolls[model] = st
 	log := engines[0].fleet.Log()
 	log.Info("rolling restart", zap.String("model", model), zap.Strings("engines", st.Engines))
 	plan := *st
 	goroutine.Go(log, "rolling restart", func() {
 		err := rollingRestart(context.Background(), engines, grace, func(current string, restarted bool) {
-			rolls.Lock()
-			defer rolls.Unlock()
+			lv.rollMu.Lock()
+			defer lv.rollMu.Unlock()
 			st.Current = current
 			if restarted {
 				st.Restarted = append(st.Restarted, current)
 				st.Current = ""
 			}
 		})
-		endRoll(st, err)
+		lv.endRoll(st, err)
 		if err != nil {
 			log.Error("rolling restart stopped", zap.String("model", model), zap.Error(err))
 			return
 		}
 		log.Info("rolling restart done", zap.String("model", model), zap.Duration("took", time.Since(st.Started).Round(time.Millisecond)))
-	}, func(p any) { endRoll(st, fmt.Errorf("panic: %v", p)) })
+	}, func(p any) { lv.endRoll(st, fmt.Errorf("panic: %v", p)) })
 	return plan, nil
 }
 
 // endRoll records the end of a rolling restart.
-func endRoll(st *RollStatus, err error) {
-	rolls.Lock()
-	defer rolls.Unlock()
+func (lv *Live) endRoll(st *RollStatus, err error) {
+	lv.rollMu.Lock()
+	defer lv.rollMu.Unlock()
 	st.State, st.Ended = "done", time.Now()
 	if err != nil {
 		st.State, st.Error = "failed", err.Error()
@@ -97,10 +87,10 @@ func endRoll(st *RollStatus, err error) {
 }
 
 // RollOf returns the last rolling restart of the model.
-func RollOf(model string) (RollStatus, bool) {
-	rolls.Lock()
-	defer rolls.Unlock()
-	st := rolls.byModel[model]
+func (lv *Live) RollOf(model string) (RollStatus, bool) {
+	lv.rollMu.Lock()
+	defer lv.rollMu.Unlock()
+	st := lv.rolls[model]
 	if st == nil {
 		return RollStatus{}, false
 	}
@@ -111,11 +101,11 @@ func RollOf(model string) (RollStatus, bool) {
 
 // modelEngines returns the spawned engines of the fleets that serve the
 // model (not those of a fleet a reload replaced), in fleet order.
-func modelEngines(model string) []*Upstream {
-	live.Lock()
-	defer live.Unlock()
+func (lv *Live) modelEngines(model string) []*Upstream {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
 	var out []*Upstream
-	for r := range live.routers {
+	for r := range lv.routers {
 		if r.Model != model {
 			continue
 		}
@@ -205,9 +195,10 @@ func (u *Upstream) restart(ctx context.Context, grace time.Duration) error {
 // closeIdleTo drops the routers' idle connections, after the engine u
 // restarted: they went to its old process.
 func closeIdleTo(u *Upstream) {
-	live.Lock()
-	defer live.Unlock()
-	for r := range live.routers {
+	lv := u.fleet.live
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	for r := range lv.routers {
 		if slices.Contains(r.candidates(""), u) {
 			r.client.close()
 		}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,7 @@ type Router struct {
 	Config
 
 	dec    decoder
+	live   *Live
 	logger *zap.Logger
 	handle *Handle
 	roles  map[string][]int // endpoint indexes by the role a call needs
@@ -140,6 +142,8 @@ type Tokenizer interface {
 
 // Options are what a Router uses besides its config.
 type Options struct {
+	// Live is what the process's routers share (the mlc app's); required.
+	Live   *Live
 	Logger *zap.Logger
 	// Handle is the router's way to its fleet of spawned or listed
 	// engines; nil for a router with only discovered engines.
@@ -181,7 +185,10 @@ func New(cfg Config, o Options) (*Router, error) {
 	if cfg.Path == "" {
 		cfg.Path = cfg.Model
 	}
-	r := &Router{Config: cfg, logger: o.Logger, handle: o.Handle, dynamic: o.Discovered, vars: o.SetVar, routerState: new(routerState)}
+	if o.Live == nil {
+		return nil, errors.New("mlc_router: no Live in the options")
+	}
+	r := &Router{Config: cfg, live: o.Live, logger: o.Logger, handle: o.Handle, dynamic: o.Discovered, vars: o.SetVar, routerState: new(routerState)}
 	if r.logger == nil {
 		r.logger = zap.NewNop()
 	}
@@ -192,7 +199,7 @@ func New(cfg Config, o Options) (*Router, error) {
 		r.vars = func(context.Context, string, any) {}
 	}
 	var err error
-	if r.dec, err = newDecoder(&r.Config, r.logger); err != nil {
+	if r.dec, err = newDecoder(&r.Config, r.logger, r.live.largeSlots); err != nil {
 		return nil, err
 	}
 	policy := o.Policy
@@ -205,7 +212,7 @@ func New(cfg Config, o Options) (*Router, error) {
 	}
 	r.setPolicy(policy)
 	r.closed = make(chan struct{})
-	r.client = newEngineClient(cfg.EngineTimeout, r.logger)
+	r.client = newEngineClient(cfg.EngineTimeout, r.logger, &r.live.noFDs)
 	r.metrics = sharedMetrics()
 	r.itl = r.metrics.itl.WithLabelValues(cfg.Model, cfg.Mode)
 	r.strategy = newStrategy(r)
@@ -219,7 +226,7 @@ func New(cfg Config, o Options) (*Router, error) {
 	if r.gate.batch > 0 {
 		goroutine.Go(r.logger, "gate capacity", func() { r.gate.followEngines(r.closed) }, nil)
 	}
-	addLive(r)
+	r.live.add(r)
 	return r, nil
 }
 
@@ -245,14 +252,14 @@ func (r *Router) HandOver(next *Router) { r.next.Store(next) }
 // Retire says r's config stopped: its new work goes to its successor.
 func (r *Router) Retire() {
 	r.retired.Store(true)
-	engineChanges.notify()
+	r.live.changes.notify()
 }
 
 // Close drops idle engine connections; the fleet's owner stops the
 // engines.
 func (r *Router) Close() {
 	close(r.closed)
-	removeLive(r)
+	r.live.remove(r)
 	r.client.close()
 }
 

@@ -25,10 +25,6 @@ const apiPrefix = "/v1/"
 // ownedBy is the owned_by of the served model.
 const ownedBy = "caddy-mlc"
 
-// servedSince is the created time of the served model: when this process
-// began serving, the same in every answer.
-var servedSince = time.Now().Unix()
-
 // Handles reports whether the router answers path: the OpenAI API under
 // /v1/ (its unknown paths with a 404) and the engines' microserving paths
 // (always a 404). Everything else belongs to the next handler.

@@ -5,59 +5,193 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-// The bounds that keep the core readable in one pass (issue 32): a
-// Router a reader can hold in mind, functions that fit a screen, a
-// README that fits one before it scrolls.
 const (
-	maxRouterMethods = 30
-	maxRouterFiles   = 6
-	maxFuncLines     = 60
-	maxReadmeLines   = 250
+	modulePath     = "github.com/caddy-mlc/caddy-mlc"
+	maxReadmeLines = 250
 )
 
-// TestPackageShape counts what a reader meets: Router's methods and the
-// files they are in, the functions longer than a screen in router/ and
-// caddymlc/, and the README's lines.
-func TestPackageShape(t *testing.T) {
-	fset := token.NewFileSet()
-	methods, files := 0, map[string]bool{}
-	for _, dir := range []string{".", "../caddymlc"} {
-		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(paths) == 0 {
-			t.Fatalf("%s: no Go files (%v)", dir, err)
+// layers ranks the module's packages, by path prefix, lowest first: a
+// package imports none ranked above its own. Caddy is imported only above
+// the core (caddyLayer). Tools, examples and test kits are not ranked.
+func layers() []struct {
+	prefix string
+	rank   int
+} {
+	return []struct {
+		prefix string
+		rank   int
+	}{
+		{"internal/testkit", -1},
+		{"internal/cluster", 4}, // the adapter's cluster glue
+		{"internal", 0},
+		{"protocol", 1},
+		{"engine", 2},
+		{"router", 3},
+		{"fleet", 4},
+		{"cluster", 4},
+		{"respstore", 4},
+		{"caddymlc", 5},
+	}
+}
+
+const caddyLayer = 5
+
+// rankOf is the layer of the package in dir (relative to the module's
+// root), -1 for one not ranked.
+func rankOf(dir string) int {
+	for _, l := range layers() {
+		if dir == l.prefix || strings.HasPrefix(dir, l.prefix+"/") {
+			return l.rank
 		}
-		for _, p := range paths {
-			if strings.HasSuffix(p, "_test.go") {
-				continue
+	}
+	return -1
+}
+
+// TestLayering checks every import of the module's code: the core
+// (internal, protocol, engine, router, and the packages beside router)
+// imports no Caddy, and no package imports one of a higher layer.
+func TestLayering(t *testing.T) {
+	fset := token.NewFileSet()
+	checked := 0
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && p != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel("..", filepath.Dir(p))
+		rel = filepath.ToSlash(rel)
+		rank := rankOf(rel)
+		if rank < 0 {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			checked++
+			if strings.HasPrefix(path, "github.com/caddyserver/") && rank < caddyLayer {
+				t.Errorf("%s imports %s: the core imports no Caddy", p, path)
+			}
+			if dep, ok := strings.CutPrefix(path, modulePath+"/"); ok {
+				if r := rankOf(dep); r > rank {
+					t.Errorf("%s (layer %d) imports %s (layer %d): an upward import", p, rank, dep, r)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Fatal("no imports checked")
+	}
+}
+
+// sharedCollector reports the package-level variables of router/ allowed
+// all the same: Prometheus collectors, one per name in a process, as
+// Caddy's own modules keep theirs.
+func sharedCollector(name string) bool {
+	switch name {
+	case "metricsOnce", "metrics", "scaleMetricsOnce", "scaleMetricsVal":
+		return true
+	}
+	return false
+}
+
+// TestNoPackageState fails on a package-level var of router/ (its
+// subpackages included) or of the lifecycle package that may hold
+// mutable state: one is allowed only when it is blank (an interface
+// check), an error made once, a compiled regexp, or a composite literal
+// read as a constant.
+func TestNoPackageState(t *testing.T) {
+	fset := token.NewFileSet()
+	// What the routers share is a Live, which its owner passes down.
+	for _, root := range []string{".", "../fleet"} {
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
 			}
 			f, err := parser.ParseFile(fset, p, nil, 0)
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
-			for _, d := range f.Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok {
+			for _, decl := range f.Decls {
+				g, ok := decl.(*ast.GenDecl)
+				if !ok || g.Tok != token.VAR {
 					continue
 				}
-				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLines {
-					t.Errorf("%s: %s is %d lines (at most %d)", p, fd.Name.Name, n, maxFuncLines)
-				}
-				if dir == "." && receiverName(fd) == "Router" {
-					methods++
-					files[p] = true
+				for _, spec := range g.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, name := range vs.Names {
+						if name.Name == "_" || (filepath.Dir(p) == "." && sharedCollector(name.Name)) {
+							continue
+						}
+						if i >= len(vs.Values) || !constantLike(vs.Values[i]) {
+							t.Errorf("%s: package-level var %s may hold mutable state: make it a field of what owns it", fset.Position(name.Pos()), name.Name)
+						}
+					}
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	if methods > maxRouterMethods || len(files) > maxRouterFiles {
-		t.Errorf("Router has %d methods in %d files (at most %d in %d): %v", methods, len(files), maxRouterMethods, maxRouterFiles, files)
+}
+
+// constantLike reports whether e is a value made once and only read: an
+// error (errors.New, fmt.Errorf), a compiled regexp, or a composite
+// literal.
+func constantLike(e ast.Expr) bool {
+	switch v := e.(type) {
+	case *ast.CompositeLit:
+		return true
+	case *ast.CallExpr:
+		sel, ok := v.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return false
+		}
+		pkg, ok := sel.X.(*ast.Ident)
+		if !ok {
+			return false
+		}
+		switch pkg.Name + "." + sel.Sel.Name {
+		case "errors.New", "fmt.Errorf", "regexp.MustCompile":
+			return true
+		}
 	}
+	return false
+}
+
+// TestReadmeFitsAScreen keeps the README to what a newcomer reads before
+// it scrolls; the rest belongs in docs/.
+func TestReadmeFitsAScreen(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -65,20 +199,4 @@ func TestPackageShape(t *testing.T) {
 	if n := bytes.Count(readme, []byte("\n")); n > maxReadmeLines {
 		t.Errorf("README.md is %d lines (at most %d): move the rest to docs/", n, maxReadmeLines)
 	}
-	t.Logf("Router: %d methods in %d files; README %d lines", methods, len(files), bytes.Count(readme, []byte("\n")))
-}
-
-// receiverName is the type of fd's receiver, "" for a function.
-func receiverName(fd *ast.FuncDecl) string {
-	if fd.Recv == nil {
-		return ""
-	}
-	t := fd.Recv.List[0].Type
-	if s, ok := t.(*ast.StarExpr); ok {
-		t = s.X
-	}
-	if id, ok := t.(*ast.Ident); ok {
-		return id.Name
-	}
-	return ""
 }

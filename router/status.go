@@ -3,34 +3,11 @@ package router
 import (
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/router/fair"
 )
-
-// live holds the provisioned routers of the running configs, for the
-// status API and tests.
-var live struct {
-	sync.Mutex
-	routers map[*Router]struct{}
-}
-
-func addLive(r *Router) {
-	live.Lock()
-	defer live.Unlock()
-	if live.routers == nil {
-		live.routers = map[*Router]struct{}{}
-	}
-	live.routers[r] = struct{}{}
-}
-
-func removeLive(r *Router) {
-	live.Lock()
-	defer live.Unlock()
-	delete(live.routers, r)
-}
 
 // EngineStatus is one engine as operators see it (GET /mlc/engines).
 type EngineStatus struct {
@@ -136,11 +113,11 @@ type GateStatus struct {
 
 // Statuses describes every live router and its engines (the admin
 // API's GET /mlc/engines).
-func Statuses() []RouterStatus {
-	live.Lock()
-	defer live.Unlock()
+func (lv *Live) Statuses() []RouterStatus {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
 	out := []RouterStatus{}
-	for r := range live.routers {
+	for r := range lv.routers {
 		out = append(out, r.Status())
 	}
 	slices.SortStableFunc(out, func(a, b RouterStatus) int { return strings.Compare(a.Model, b.Model) })
