@@ -155,6 +155,9 @@ func (r *Router) choose(role string, tier Tier, cs []candidate, req *Request, no
 	if i < 0 || i >= len(cs) {
 		i = 0
 	}
+	if chain != nil {
+		r.metrics.countPrefixHit(r.Model, views[i], len(req.Prompt))
+	}
 	return cs[(first+i)%len(cs)]
 }
 

@@ -54,6 +54,9 @@ type routerMetrics struct {
 	// prefixEvents counts other replicas' prefix index changes applied
 	// here, by kind.
 	prefixEvents *prometheus.CounterVec
+	// prefixPrompt and prefixHit are the prompt tokens a prefix-reading
+	// policy routed and those its pick was expected to hold (prefixhits.go).
+	prefixPrompt, prefixHit *prometheus.CounterVec
 	// latency are the engines' latency models' (latency.go).
 	latency latencyMetrics
 	// slo counts requests with targets by whether they met them,
@@ -97,6 +100,7 @@ func sharedMetrics() *routerMetrics {
 			rateLimited:    newCounterVec("rate_limited_total", "Requests refused with a 429 for a spent budget, by tenant (the top tenants by traffic; the rest as other) and budget (tokens, requests).", "tenant", "limit"),
 			prefixEvents:   newCounterVec("prefix_events_applied_total", "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished).", "kind"),
 		}
+		metrics.prefixPrompt, metrics.prefixHit = newPrefixHitCounters()
 		metrics.latency, metrics.slo, metrics.sloRefused = newLatencyMetrics(), newSLORequests(), newSLORefused()
 		metrics.tenants = fair.NewLabels(tenantLabels, metrics.forgetTenant)
 	})
@@ -117,7 +121,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.toolCalls, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped,
-		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.slo, m.sloRefused}, append(scaleCollectors(), m.latency.collectors()...)...) {
+		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.prefixPrompt, m.prefixHit, m.slo, m.sloRefused}, append(scaleCollectors(), m.latency.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {
