@@ -27,6 +27,7 @@ func init() {
 	caddy.RegisterModule(SLOAwareSelection{})
 	caddy.RegisterModule(new(App))
 	caddy.RegisterModule(adminAPI{})
+	caddy.RegisterModule(fleetPage{})
 	caddy.RegisterModule(DescriptorReserve{})
 	httpcaddyfile.RegisterHandlerDirective("mlc_router", parseCaddyfile)
 	httpcaddyfile.RegisterDirectiveOrder("mlc_router", httpcaddyfile.Before, "reverse_proxy")
