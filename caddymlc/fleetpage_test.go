@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,13 +195,7 @@ func TestFleetPageInChromium(t *testing.T) {
 		t.Fatalf("the page shows the engine in rotation, /mlc/engines %q", st)
 	}
 	if path := os.Getenv("CADDY_MLC_SCREENSHOT"); path != "" {
-		png, err := chromedp.Run(p.tab, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		p.screenshot(s, decode, path)
 	}
 
 	before := enginePIDs(t, admin)
@@ -253,5 +248,28 @@ func (p fleetPageDriver) waitText(sel, want string) {
 	expr := fmt.Sprintf(`document.querySelector(%q)?.textContent === %q`, sel, want)
 	if _, err := chromedp.Run(p.tab, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
 		p.t.Fatalf("waiting for %s to read %q (it reads %q): %v", sel, want, p.text(sel), err)
+	}
+}
+
+// screenshot writes a PNG of the page to path while streams run on the
+// engines (the page shows them in flight), then ends the streams.
+func (p fleetPageDriver) screenshot(s *site, decode, path string) {
+	p.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			_, _ = s.stream(ctx, s.base, greedy(fmt.Sprintf("the %d keepers of the winter light", i), 4000))
+		})
+	}
+	defer wg.Wait()
+	defer cancel()
+	p.waitText(fmt.Sprintf(`tr[data-engine=%q] [data-field="in-flight"]`, decode), "3")
+	png, err := chromedp.Run(p.tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		p.t.Fatal(err)
 	}
 }
