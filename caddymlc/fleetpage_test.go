@@ -212,6 +212,7 @@ func TestFleetPageInChromium(t *testing.T) {
 	for _, addr := range []string{prefill, decode} {
 		p.waitText(row(addr, "state"), "ready")
 	}
+	p.waitContains("#events", decode+": restarted (1 so far)") // the page's recent events
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Errorf("the page reported errors:\n%s", strings.Join(errs, "\n"))
 	}
@@ -241,13 +242,26 @@ func (p fleetPageDriver) text(sel string) string {
 	return s
 }
 
+// waitContains waits until the first element sel selects has a text
+// content that contains want.
+func (p fleetPageDriver) waitContains(sel, want string) {
+	p.t.Helper()
+	p.poll(fmt.Sprintf(`document.querySelector(%q)?.textContent.includes(%q)`, sel, want), sel, "contain "+strconv.Quote(want))
+}
+
 // waitText waits until the first element sel selects has the text
 // content want (the page refreshes itself every 2 s).
 func (p fleetPageDriver) waitText(sel, want string) {
 	p.t.Helper()
-	expr := fmt.Sprintf(`document.querySelector(%q)?.textContent === %q`, sel, want)
+	p.poll(fmt.Sprintf(`document.querySelector(%q)?.textContent === %q`, sel, want), sel, "read "+strconv.Quote(want))
+}
+
+// poll waits, a minute at most, until the page's expression expr is true:
+// that sel's text content does what.
+func (p fleetPageDriver) poll(expr, sel, what string) {
+	p.t.Helper()
 	if _, err := chromedp.Run(p.tab, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
-		p.t.Fatalf("waiting for %s to read %q (it reads %q): %v", sel, want, p.text(sel), err)
+		p.t.Fatalf("waiting for %s to %s (it reads %q): %v", sel, what, p.text(sel), err)
 	}
 }
 
