@@ -133,7 +133,8 @@ func counterOf(text, name string, labels ...string) float64 {
 // The main job's shape (two built-in engines, disaggregated) with the
 // fleet page open in Chromium: the page shows both engines with their
 // roles and states and the decode engine's prefix hit rate as /metrics
-// has it; its drain button drains the engine and the page shows it, its
+// has it (and its Prometheus parser reads escaped labels); its drain
+// button drains the engine and the page shows it, its
 // undrain button puts it back, its rolling restart restarts both engines;
 // the page reports no console error throughout. With
 // CADDY_MLC_SCREENSHOT=file, a screenshot of the page is written there
@@ -183,6 +184,8 @@ func TestFleetPageInChromium(t *testing.T) {
 	if v, err := strconv.ParseFloat(shown, 64); err != nil || math.Abs(v-100*hit/prompt) > 0.5001 {
 		t.Errorf("the page shows a prefix hit rate of %q%%, /metrics %.1f%%", shown, 100*hit/prompt)
 	}
+
+	p.checkParser()
 
 	p.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-action="drain"][data-engine=%q]`, decode))))
 	p.waitText(row(decode, "drain"), router.DrainDrained)
@@ -285,5 +288,25 @@ func (p fleetPageDriver) screenshot(s *site, decode, path string) {
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		p.t.Fatal(err)
+	}
+}
+
+// checkParser has the page read Prometheus text whose label values hold
+// the format's escapes and its separators (a tenant is a client's header).
+func (p fleetPageDriver) checkParser() {
+	p.t.Helper()
+	const text = "# HELP x y\n" +
+		`caddy_mlc_rate_limited_total{tenant="a\"b,c}=d\\",limit="tokens"} 3` + "\n" +
+		"caddy_mlc_queued_requests 2.5e+00\n" +
+		`caddy_mlc_queue_wait_seconds_bucket{le="+Inf"} 7 1700000000000` + "\n"
+	got, err := chromedp.Run(p.tab, chromedp.Evaluate[string](fmt.Sprintf(`JSON.stringify(parseProm(%q))`, text)))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	const want = `[{"name":"caddy_mlc_rate_limited_total","labels":{"tenant":"a\"b,c}=d\\","limit":"tokens"},"value":3},` +
+		`{"name":"caddy_mlc_queued_requests","labels":{},"value":2.5},` +
+		`{"name":"caddy_mlc_queue_wait_seconds_bucket","labels":{"le":"+Inf"},"value":7}]`
+	if got != want {
+		p.t.Errorf("the page parses Prometheus text as\n%s\nwant\n%s", got, want)
 	}
 }
