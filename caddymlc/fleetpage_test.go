@@ -130,15 +130,15 @@ func counterOf(text, name string, labels ...string) float64 {
 	return sum
 }
 
-// The main job's shape (two built-in engines, disaggregated) with the
-// fleet page open in Chromium: the page shows both engines with their
-// roles and states and the decode engine's prefix hit rate as /metrics
-// has it (and its Prometheus parser reads escaped labels); its drain
-// button drains the engine and the page shows it, its
-// undrain button puts it back, its rolling restart restarts both engines;
-// the page reports no console error throughout. With
-// CADDY_MLC_SCREENSHOT=file, a screenshot of the page is written there
-// (docs/fleet-page.png).
+// The main job's shape (two built-in engines, disaggregated; policy
+// prefix_aware, for a prefix hit rate) with the fleet page open in
+// Chromium: the page shows both engines with their roles and states and
+// the decode engine's prefix hit rate as /metrics has it (and its
+// Prometheus parser reads escaped labels); its drain button drains the
+// engine and the page shows it, its undrain button puts it back, its
+// rolling restart restarts both engines and the page's events say so; the
+// page reports no console error throughout. With CADDY_MLC_SCREENSHOT=file,
+// a screenshot of the page is written there (docs/fleet-page.png).
 func TestFleetPageInChromium(t *testing.T) {
 	browsertest.Chromium(t)
 	ports := freePorts(t, 4)
