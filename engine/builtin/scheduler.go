@@ -102,17 +102,23 @@ func (e *Engine) matchPrefix(s *sequence) {
 }
 
 // prefill computes prompt positions of sequences that have not started
-// decoding, up to prefill_chunk_size positions in all.
+// decoding, up to prefill_chunk_size positions in all, shared among them
+// (see prefillShares): a short prompt that comes while a long one
+// prefills gets its first token within a step or two instead of waiting
+// for the long one's last chunk. However a prompt is chunked, its
+// positions are computed in order, so its text is the same.
 func (e *Engine) prefill() {
-	budget := e.opts.Overrides.PrefillChunkSize
-	for _, s := range slices.Clone(e.running) {
-		if budget == 0 {
-			return
+	var pending []*sequence
+	for _, s := range e.running {
+		if s.state == seqRunning && !s.decoding && s.kvLen < s.target() {
+			pending = append(pending, s)
 		}
-		if s.state != seqRunning || s.decoding {
-			continue
+	}
+	for i, n := range prefillShares(pending, e.opts.Overrides.PrefillChunkSize) {
+		s := pending[i]
+		if n == 0 || s.state != seqRunning {
+			continue // preempted by an earlier sequence's reservation
 		}
-		n := min(budget, s.target()-s.kvLen)
 		if !e.reserve(s, s.kvLen+n) {
 			continue
 		}
@@ -120,7 +126,6 @@ func (e *Engine) prefill() {
 		for range n {
 			e.forward(s, s.kvLen+1 == s.target() && !s.req.computeOnly)
 		}
-		budget -= n
 		e.stats.prefillTokens += int64(n)
 		if s.kvLen < s.target() {
 			continue
@@ -138,6 +143,32 @@ func (e *Engine) prefill() {
 		e.pool.Insert(s.tokens[:s.kvLen], s.pages)
 		e.sample(s)
 	}
+}
+
+// prefillShares divides a step's budget of prompt positions among the
+// sequences still prefilling, by water-filling: each gets what it has
+// left or an equal share of what remains, the smallest asks served
+// first, so that what a short prompt does not need goes to the longer
+// ones. Every sequence gets at least budget/len(seqs) (a long prompt is
+// never starved by a stream of short ones), and a prompt shorter than
+// that finishes its prefill in this step. shares[i] is seqs[i]'s.
+func prefillShares(seqs []*sequence, budget int) []int {
+	shares := make([]int, len(seqs))
+	order := make([]int, len(seqs))
+	for i := range order {
+		order[i] = i
+	}
+	left := func(i int) int { return seqs[i].target() - seqs[i].kvLen }
+	slices.SortStableFunc(order, func(a, b int) int { return left(a) - left(b) })
+	for k, i := range order {
+		if budget <= 0 {
+			break
+		}
+		n := min(left(i), max(budget/(len(order)-k), 1))
+		shares[i] = n
+		budget -= n
+	}
+	return shares
 }
 
 // decode feeds the last token of every decoding sequence and samples.
