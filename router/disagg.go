@@ -80,11 +80,13 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 	}
 	if local != "" {
 		d.r.metrics.localPrefills.WithLabelValues(local).Inc()
-		return startAttempt(ctx, d.r.client, dec, protocol.PathCompletions, localRequest(whole), req.Stream)
+		lctx := d.r.planPrefill(ctx, dec.Upstream, d.r.readsLatency, len(q.Prompt))
+		return startAttempt(lctx, d.r.client, dec, protocol.PathCompletions, localRequest(whole), req.Stream)
 	}
 	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
 	t0 := time.Now()
-	if a, err = startAttempt(ctx, d.r.client, dec, protocol.PathStartGenerate, gen, req.Stream); err != nil {
+	gctx := d.r.planPrefill(ctx, dec.Upstream, d.r.readsLatency, len(q.Prompt)-end)
+	if a, err = startAttempt(gctx, d.r.client, dec, protocol.PathStartGenerate, gen, req.Stream); err != nil {
 		// The engine may have started the generation, which holds the
 		// reservation now: only the release extension is safe.
 		d.releaseUnknown(dec, req)
@@ -130,7 +132,8 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 		return end, "", nil // the decode engine's prefix cache holds the window
 	}
 	pre.routed()
-	if sendErr = d.remoteSend(pre.bind(ctx), pre, dec, req, recv, end); sendErr == nil {
+	sctx := d.r.planPrefill(pre.bind(ctx), pre.Upstream, d.r.readsLatency, end-recv.PrefixMatchedLength, dec.url)
+	if sendErr = d.remoteSend(sctx, pre, dec, req, recv, end); sendErr == nil {
 		pre.finish(nil)
 		return end, "", nil
 	}

@@ -106,6 +106,7 @@ type engineError struct {
 	retry     bool
 	preempted bool
 	timeout   bool
+	prefill   bool // the prefill outran its allowance on an engine that answered its probes
 	verdict   verdict
 	bad       string
 	apiErr    *protocol.Error
@@ -129,7 +130,7 @@ func (e *engineError) Unwrap() error { return e.err }
 
 // blames reports whether the error counts against the engine's health.
 func (e *engineError) blames() bool {
-	return e.retry && !e.preempted && !errors.Is(e.err, errEngineDrained)
+	return e.retry && !e.preempted && !e.prefill && !errors.Is(e.err, errEngineDrained)
 }
 
 // errEngineSilent is the cause of a call cancelled by its watchdog.
@@ -157,6 +158,11 @@ type call struct {
 	began  time.Time
 	wait   *engineWait // the choice's clock of time spent waiting on engines
 	span   trace.Span  // the call's, when the request is traced
+	// prefill is what the watchdog allows the engine's prefill, probing
+	// it with probe (prefill.go); ended stops the watchdog's probes.
+	prefill prefillPlan
+	probe   *http.Client
+	ended   atomic.Bool
 }
 
 // callKind is what a call waits for.
@@ -180,7 +186,7 @@ func (c *engineClient) start(ctx context.Context, t callee, path string, body an
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", op, err)
 	}
-	cl := &call{t: t, op: op, began: time.Now(), quiet: c.timeout, kind: kind, wait: engineWaitOf(ctx)}
+	cl := &call{t: t, op: op, began: time.Now(), quiet: c.timeout, kind: kind, wait: engineWaitOf(ctx), prefill: prefillOf(ctx), probe: c.http}
 	ctx, cl.span = startSpan(ctx, callName(ctx, op), attribute.String("mlc.engine", t.Addr()), attribute.String("mlc.call", op))
 	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
 	cl.dog = time.AfterFunc(c.timeout, cl.bark)
@@ -231,7 +237,17 @@ func (cl *call) progress() { cl.dog.Reset(cl.quiet) }
 
 // bark is the watchdog's: the engine was silent for the timeout.
 func (cl *call) bark() {
+	if cl.ended.Load() {
+		return
+	}
 	switch {
+	case cl.prefill.allow > 0 && cl.kind != callWhole && !cl.moved.Load():
+		// A prompt being prefilled: working while the engine answers
+		// its probes, until the allowance runs out.
+		if cause := cl.watchPrefill(); cause != nil {
+			cl.cancel(cause)
+		}
+		return
 	case cl.kind == callWhole:
 		if cl.t.alive() {
 			cl.dog.Reset(cl.quiet) // still generating, by its health
@@ -263,6 +279,8 @@ func (c *engineClient) failure(cl *call, err error) error {
 		ee.retry, ee.timeout = true, true
 		ee.verdict, ee.bad = verdictBadAnswer, "no answer, or no token, within the engine timeout"
 		ee.err = fmt.Errorf("%w for %v", errEngineSilent, time.Since(cl.began).Round(time.Millisecond))
+	case errors.Is(cause, errPrefillOverrun):
+		cl.overrun(ee)
 	case errors.Is(cause, errEngineDrained):
 		ee.retry, ee.err = true, cause // the engine's drain ended: it moves, nobody's fault
 	case cause != nil:
@@ -285,6 +303,7 @@ func (cl *call) fail(err error) {
 
 // end stops the watchdog and releases the call's connection.
 func (cl *call) end() {
+	cl.ended.Store(true)
 	cl.span.End()
 	cl.dog.Stop()
 	if cl.resp != nil {

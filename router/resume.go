@@ -39,6 +39,9 @@ type choiceJob struct {
 	delivered strings.Builder // text the client has of this choice
 	avoid     map[string]bool // engine processes that failed this choice (see avoidKey)
 	preempted string          // the engine process that preempted the last attempt (see avoidNext)
+	// prefillOverruns counts the attempts whose prefill outran its
+	// allowance: one is retried (see prefillRetry).
+	prefillOverruns int
 	st        stats
 	started   time.Time
 	lastText  time.Time           // when the client got text last
@@ -111,7 +114,7 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 		delivered := j.resumeFrom()
 		actx, span := j.startSpan(ctx, n, cause)
 		finished := false
-		a, err := j.c.r.serving().strategy.start(actx, req, j.avoidNext())
+		a, err := j.c.r.serving().strategy.start(withPrefillScale(actx, 1+j.prefillOverruns), req, j.avoidNext())
 		if err != nil {
 			j.blame(err) // the engine failed before it generated
 		} else {
@@ -165,6 +168,9 @@ func (j *choiceJob) retry(ctx context.Context, err error, n int) (string, error)
 		return "", none.apiError() // it waited in the queue already
 	}
 	cause := retryCause(err)
+	if apiErr := j.prefillRetry(cause, err); apiErr != nil {
+		return "", apiErr
+	}
 	switch {
 	case cause == "":
 		return "", err
@@ -200,6 +206,7 @@ const (
 	causeFailure = "failure" // an engine failed: refused, broke a stream, answered 5xx
 	causeTimeout = "timeout" // an engine stayed silent for the engine timeout
 	causeMigrate = "migrate" // an operator's drain of the engine ended its grace
+	causePrefill = "prefill" // a prefill outran its allowance on an engine that kept answering
 )
 
 // retryCause returns why an attempt that ended with err may be retried,
@@ -215,6 +222,8 @@ func retryCause(err error) string {
 		return ""
 	case ee.preempted:
 		return causePreempt
+	case ee.prefill:
+		return causePrefill
 	case ee.timeout:
 		return causeTimeout
 	}

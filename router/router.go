@@ -93,6 +93,19 @@ type Config struct {
 	QueueSize     int
 	BodyTimeout   time.Duration
 	ClientTimeout time.Duration
+
+	// PrefillRate is the prefill speed, in prompt tokens a second,
+	// assumed of an engine whose latency model cannot say (0:
+	// DefaultPrefillRate); MaxPrefillTime bounds the time allowed a
+	// prompt's prefill (0: DefaultMaxPrefillTime). See prefill.go.
+	PrefillRate    float64
+	MaxPrefillTime time.Duration
+	// RequestTimeout bounds a request's whole time, all attempts and
+	// waits included (0: none): a 504 in the API's shape.
+	RequestTimeout time.Duration
+	// KeepAlive is how often a stream that waits for text tells its
+	// client so (0: never; see keepalive.go).
+	KeepAlive time.Duration
 }
 
 // Router routes one model's requests to its engines. The adapter makes it

@@ -92,6 +92,8 @@ var (
 // attempts, and writes the answer with the API's sink.
 func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	begin := time.Now()
+	hreq, cancel := r.withRequestTimeout(hreq)
+	defer cancel()
 	lift := r.dec.readDeadline(w)
 	req, prompt, apiErr := a.prepare(&r.dec, hreq)
 	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
@@ -103,6 +105,9 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	if apiErr == nil {
 		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.dec.context)
 	}
+	if apiErr == nil {
+		apiErr = r.checkPrefillTime(len(prompt), r.gate.predict)
+	}
 	if apiErr != nil {
 		r.refuse(w, hreq, a, apiErr)
 		return
@@ -112,14 +117,16 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	g, err := r.gate.admit(hreq.Context(), w, f, len(prompt), r.cost(len(prompt), req), begin)
 	if err != nil {
 		r.attain.record(r.metrics, r.Model, f, false)
-		r.refuse(w, hreq, a, answerOf(err))
+		r.refuse(w, hreq, a, answerOf(timedOut(hreq.Context(), err)))
 		return
 	}
 	c := r.newCompletion(a.idPrefix, req, prompt, begin)
 	c.facts, c.admitWait = f, g.waited
 	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
 	defer sw.end()
+	sw.lift() // a request being worked on is bounded by its own timeouts, not the server's
 	rec := &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
+	defer rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger)()
 	st := c.run(hreq.Context(), rec)
 	r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens))
 	if sw.stalled {
@@ -311,11 +318,18 @@ type outcomeSink struct {
 	mu   sync.Mutex
 	sink sink
 	err  *protocol.Error
+	// active is when text last went out, ended that the answer did
+	// (see keepAlive).
+	active time.Time
+	ended  bool
 }
 
 func (o *outcomeSink) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if text != "" {
+		o.active = time.Now()
+	}
 	return o.sink.delta(index, text, logprobs)
 }
 
@@ -334,12 +348,14 @@ func (o *outcomeSink) finish(index int, reason string) {
 func (o *outcomeSink) done(usage protocol.Usage) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.ended = true
 	o.sink.done(usage)
 }
 
 func (o *outcomeSink) fail(err *protocol.Error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.ended = true
 	o.err = err
 	o.sink.fail(err)
 }

@@ -74,5 +74,6 @@ func (s *wholeRequest) start(ctx context.Context, req *protocol.CompletionReques
 		}
 	}()
 	l.routed()
-	return startAttempt(l.bind(ctx), s.r.client, l, protocol.PathCompletions, req, req.Stream)
+	ctx = s.r.planPrefill(l.bind(ctx), l.Upstream, s.r.readsLatency, len(q.Prompt))
+	return startAttempt(ctx, s.r.client, l, protocol.PathCompletions, req, req.Stream)
 }

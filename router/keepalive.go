@@ -1,0 +1,155 @@
+package router
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// Streams that wait say so: a streamed answer that has had nothing to
+// send for the keep-alive interval (its request queued on an engine, a
+// long prompt being prefilled, a stream being resumed elsewhere) sends
+// what its API has for it, which no client takes for content: an SSE
+// comment line for completions, chat and responses, Anthropic's ping
+// event for messages. A proxy's idle timeout (commonly 60 s) then never
+// cuts a request an engine is working on.
+
+// DefaultKeepAlive is the keep-alive interval of a waiting stream.
+const DefaultKeepAlive = 10 * time.Second
+
+// keepAliveComment is the SSE comment a waiting stream sends.
+const keepAliveComment = "keep-alive"
+
+// keepAliver is a streaming sink that can tell its client it waits.
+type keepAliver interface {
+	// keepAlive sends the stream's keep-alive, opening the stream (its
+	// headers and the events that begin its API's answer) if need be.
+	keepAlive() error
+}
+
+// keepAliverOf is the streaming sink under s's readers of calls and
+// reasoning; ok false when s does not stream.
+func keepAliverOf(s sink) (keepAliver, bool) {
+	for {
+		switch t := s.(type) {
+		case *toolCallSink:
+			s = t.out
+		case *thinkingSink:
+			s = t.out
+		case keepAliver:
+			return t, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// keepAlive sends o's keep-alive every interval in which nothing was
+// written, until stop is called (before the request's answer ends).
+func (o *outcomeSink) keepAlive(ctx context.Context, every time.Duration, log *zap.Logger) (stop func()) {
+	ka, ok := keepAliverOf(o.sink)
+	if !ok || every <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	o.mu.Lock()
+	o.active = time.Now()
+	o.mu.Unlock()
+	goroutine.Go(log, "stream keep-alive", func() {
+		defer close(done)
+		t := time.NewTimer(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			t.Reset(o.keepAliveDue(ka, every))
+		}
+	}, nil)
+	return func() { cancel(); <-done }
+}
+
+// keepAliveDue sends the keep-alive if nothing was written for every,
+// and returns when it is due next.
+func (o *outcomeSink) keepAliveDue(ka keepAliver, every time.Duration) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if idle := time.Since(o.active); idle < every {
+		return every - idle
+	}
+	if o.ended {
+		return every
+	}
+	_ = ka.keepAlive() // a client gone shows in the next delta
+	o.active = time.Now()
+	return every
+}
+
+// keepAlive sends an SSE comment (completions, chat completions).
+func (s *completionStream) keepAlive() error {
+	if s.broken {
+		return errClientGone
+	}
+	if s.sse == nil {
+		s.sse = protocol.NewSSEWriter(s.w)
+		s.w.WriteHeader(http.StatusOK)
+	}
+	// The status went out: an error now is an event (see fail).
+	s.written = true
+	return s.comment()
+}
+
+func (s *completionStream) comment() error {
+	if err := s.sse.WriteComment(keepAliveComment); err != nil {
+		s.broken = true
+		return err
+	}
+	s.sse.Flush()
+	return nil
+}
+
+// keepAlive sends Anthropic's ping, after message_start.
+func (s *messagesStream) keepAlive() error {
+	if !s.out.started() {
+		if err := s.begin(); err != nil {
+			return err
+		}
+	}
+	if err := s.out.event(protocol.EventPing, protocol.MessagesEvent{Type: protocol.EventPing}); err != nil {
+		return err
+	}
+	s.out.flush()
+	return nil
+}
+
+// keepAlive sends an SSE comment, after the events that open the
+// response (response.created, response.in_progress).
+func (s *responsesStream) keepAlive() error {
+	if !s.out.started() {
+		if err := s.begin(); err != nil {
+			return err
+		}
+	}
+	return s.out.comment()
+}
+
+// comment sends an SSE comment line.
+func (s *eventStream) comment() error {
+	if s.broken {
+		return errClientGone
+	}
+	if err := s.sse.WriteComment(keepAliveComment); err != nil {
+		s.broken = true
+		return err
+	}
+	s.sse.Flush()
+	return nil
+}

@@ -1,0 +1,214 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// A long prompt is work, not a stall: an engine sends nothing while it
+// prefills, for seconds on a GPU with a long context and longer on slow
+// hardware, so the watchdog of a call's first byte allows the engine
+// timeout plus the predicted prefill time of the prompt on that engine
+// (its latency model when the router keeps one, else the configured
+// rate), bounded by max_prefill_time. Past the engine timeout the engine
+// is probed (GET /v1/models, which MLC's engines answer while they
+// compute): one that does not answer is frozen and the call given up as
+// before; one that does is working, and is not blamed when even the
+// allowance runs out (a prefill overrun, retried once).
+
+// Defaults of the prefill bounds.
+const (
+	// DefaultPrefillRate is the prefill speed, in prompt tokens a second,
+	// assumed of an engine whose latency model cannot say yet: slow for
+	// a GPU (thousands to tens of thousands), so that the allowance errs
+	// long, and the probes still catch a frozen engine.
+	DefaultPrefillRate = 1000.0
+	// DefaultMaxPrefillTime bounds a prompt's prefill: a prompt predicted
+	// to take longer on every engine is refused up front (413).
+	DefaultMaxPrefillTime = 10 * time.Minute
+)
+
+// prefillPlan is what a call's watchdog allows for the engine's prefill
+// before the call's first byte or token, and what it probes meanwhile.
+type prefillPlan struct {
+	allow  time.Duration // beyond the engine timeout
+	tokens int           // the prompt tokens the engine computes, for errors
+	// also are the engines besides the callee that the call waits on
+	// (a remote_send's decode engine, which receives the KV).
+	also []string
+}
+
+type prefillKey struct{}
+
+// prefillScaleKey carries the factor on the allowances of a choice's
+// next attempt: 2 after a prefill overrun (the prediction was short).
+type prefillScaleKey struct{}
+
+// errPrefillOverrun is the cause of a call given up because its prefill
+// outran its allowance while the engine kept answering its probes.
+var errPrefillOverrun = errors.New("prefill took longer than predicted")
+
+// withPrefillScale sets the factor on the allowances of an attempt.
+func withPrefillScale(ctx context.Context, scale int) context.Context {
+	if scale <= 1 {
+		return ctx
+	}
+	return context.WithValue(ctx, prefillScaleKey{}, scale)
+}
+
+// planPrefill is ctx for a call on u that prefills tokens of the prompt,
+// waiting also on the engines at the URLs of also.
+func (c *Config) planPrefill(ctx context.Context, u *Upstream, readsLatency bool, tokens int, also ...string) context.Context {
+	if tokens <= 0 {
+		return ctx
+	}
+	allow := c.prefillTime(u, readsLatency, tokens)
+	if scale, ok := ctx.Value(prefillScaleKey{}).(int); ok {
+		allow *= time.Duration(scale)
+	}
+	return context.WithValue(ctx, prefillKey{}, prefillPlan{allow: min(allow, c.maxPrefillTime()), tokens: tokens, also: also})
+}
+
+// prefillOf is the plan of a call made with ctx; zero: none.
+func prefillOf(ctx context.Context) prefillPlan {
+	p, _ := ctx.Value(prefillKey{}).(prefillPlan)
+	return p
+}
+
+// prefillTime is the predicted time for u to prefill tokens of a prompt:
+// its latency model's time to first token, the work ahead of it
+// included, where the router keeps one that can say; else tokens at the
+// configured rate, once for each call already prefilling there (they
+// share its prefill steps).
+func (c *Config) prefillTime(u *Upstream, readsLatency bool, tokens int) time.Duration {
+	if readsLatency && u != nil {
+		if ttft, _, _ := u.predict(time.Now(), tokens); ttft > 0 {
+			return ttft
+		}
+	}
+	d := time.Duration(float64(tokens) / c.prefillRate() * float64(time.Second))
+	if u != nil {
+		d *= time.Duration(max(u.prefilling.Load(), 1))
+	}
+	return d
+}
+
+func (c *Config) prefillRate() float64 {
+	if c.PrefillRate > 0 {
+		return c.PrefillRate
+	}
+	return DefaultPrefillRate
+}
+
+func (c *Config) maxPrefillTime() time.Duration {
+	if c.MaxPrefillTime > 0 {
+		return c.MaxPrefillTime
+	}
+	return DefaultMaxPrefillTime
+}
+
+// checkPrefillTime refuses a prompt that no engine is predicted to
+// prefill within max_prefill_time, idle: 413 prompt_too_long, naming the
+// prompt's tokens and the limit. predict is the fleet's idle time to
+// first token for n tokens (ok false when no model can say), else the
+// configured rate decides.
+func (c *Config) checkPrefillTime(n int, predict sloPredictor) *protocol.Error {
+	limit := c.maxPrefillTime()
+	var d time.Duration
+	ok := false
+	if predict != nil {
+		_, d, ok = predict(n)
+	}
+	if !ok {
+		d = time.Duration(float64(n) / c.prefillRate() * float64(time.Second))
+	}
+	if d <= limit {
+		return nil
+	}
+	return protocol.Errorf(http.StatusRequestEntityTooLarge, protocol.ErrTypeInvalidRequest,
+		"the prompt's %d tokens would take about %v to prefill, above this server's max_prefill_time of %v",
+		n, d.Round(time.Second), limit).WithCode("prompt_too_long")
+}
+
+// prefillTimeoutError is the answer when a choice's prefill outran its
+// allowance twice.
+func prefillTimeoutError(err error) *protocol.Error {
+	return protocol.Errorf(http.StatusGatewayTimeout, protocol.ErrTypeServer,
+		"the prompt's prefill took longer than predicted on two attempts: %v", err).WithCode("prefill_timeout")
+}
+
+// Probes of an engine a call waits on past the engine timeout: every
+// quarter of it (the frozen engine is caught within a quarter and a
+// probe's timeout of where it was), each bounded by a quarter, at most a
+// second.
+const (
+	minPrefillProbe = 100 * time.Millisecond
+	maxProbeTimeout = time.Second
+)
+
+func prefillProbeEvery(quiet time.Duration) time.Duration { return max(quiet/4, minPrefillProbe) }
+
+func prefillProbeTimeout(quiet time.Duration) time.Duration {
+	return min(max(quiet/4, minPrefillProbe), maxProbeTimeout)
+}
+
+// watchPrefill is the watchdog's for a call with a prefill plan that
+// still waits for its first byte or token: nil when it goes on waiting
+// (the timer is reset), else the cause to give it up with:
+// errEngineSilent when an engine does not answer its probe,
+// errPrefillOverrun when the allowance ran out on an engine that does.
+func (cl *call) watchPrefill() error {
+	waited := time.Since(cl.began)
+	if err := cl.probePrefill(); err != nil {
+		if cl.ctx.Err() != nil {
+			return nil // the call ended meanwhile
+		}
+		return errEngineSilent
+	}
+	left := cl.quiet + cl.prefill.allow - waited
+	if left <= 0 {
+		return errPrefillOverrun
+	}
+	cl.dog.Reset(min(prefillProbeEvery(cl.quiet), left))
+	return nil
+}
+
+// probePrefill asks the engines the call waits on whether they answer.
+func (cl *call) probePrefill() error {
+	timeout := prefillProbeTimeout(cl.quiet)
+	for _, base := range append([]string{cl.t.baseURL()}, cl.prefill.also...) {
+		if err := engine.Probe(cl.ctx, cl.probe, base, timeout); err != nil {
+			return fmt.Errorf("probing %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// overrun is the engineError of a call whose prefill outran its
+// allowance: retried, blaming nobody (the engine answered its probes).
+func (cl *call) overrun(ee *engineError) {
+	ee.retry, ee.timeout, ee.prefill = true, true, true
+	ee.verdict = noVerdict
+	ee.err = fmt.Errorf("%w: no first token for %v, %v allowed for %d prompt tokens", errPrefillOverrun,
+		time.Since(cl.began).Round(time.Millisecond), (cl.quiet + cl.prefill.allow).Round(time.Millisecond), cl.prefill.tokens)
+}
+
+// prefillRetry is what follows a choice's attempt that ended with err,
+// retried for cause: after a prefill overrun, nil for one retry (with
+// twice the allowance), the 504 that ends the choice after the second.
+func (j *choiceJob) prefillRetry(cause string, err error) *protocol.Error {
+	if cause != causePrefill {
+		return nil
+	}
+	j.prefillOverruns++
+	if j.prefillOverruns > 1 {
+		return prefillTimeoutError(err)
+	}
+	return nil
+}
