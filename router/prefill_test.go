@@ -1,0 +1,205 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// longPromptIDs is a prompt of n token ids of the tiny model.
+func longPromptIDs(n int) []int {
+	words := tiny.New().Encode("the slow river carries the boats to the sea while people watch from the bank ")
+	var ids []int
+	for len(ids) < n {
+		ids = append(ids, words...)
+	}
+	return ids[:n]
+}
+
+// retriesNow is caddy_mlc_retries_total for each cause of causes.
+func retriesNow(causes ...string) []float64 {
+	out := make([]float64, len(causes))
+	for i, c := range causes {
+		out[i] = testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(c))
+	}
+	return out
+}
+
+// retriedSince is how many retries of each cause came since before.
+func retriedSince(before []float64, causes ...string) []float64 {
+	now := retriesNow(causes...)
+	for i := range now {
+		now[i] -= before[i]
+	}
+	return now
+}
+
+// postStream posts a streamed completion to the router and returns the
+// status, the raw answer and the text streamed.
+func postStream(t *testing.T, base string, body map[string]any) (int, string, string) {
+	t.Helper()
+	body["stream"] = true
+	b, _ := json.Marshal(body)
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Post(base+protocol.PathCompletions, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var text strings.Builder
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var chunk protocol.CompletionResponse
+		if json.Unmarshal([]byte(data), &chunk) == nil {
+			for _, ch := range chunk.Choices {
+				text.WriteString(ch.Text)
+			}
+		}
+	}
+	return resp.StatusCode, string(raw), text.String()
+}
+
+// A prompt whose prefill takes longer than the engine timeout is
+// answered, exactly, in one attempt: the engine working on it was not
+// taken for a stalled one.
+func TestLongPrefillIsWork(t *testing.T) {
+	c := startCore(t, 1, Config{Mode: ModeWhole, EngineTimeout: time.Second, PrefillRate: 300}, nil)
+	prompt := longPromptIDs(1500)
+	want := c.complete(c.base, greedy(prompt, 8))
+	slow(t, c.engines[0], time.Millisecond, 0) // 1.5 s of prefill, and its compute
+	causes := []string{causeTimeout, causePrefill, causeFailure}
+	before := retriesNow(causes...)
+	t0 := time.Now()
+	status, raw, text := postStream(t, c.base, greedy(prompt, 8))
+	took := time.Since(t0)
+	if status != http.StatusOK || text != want || !strings.Contains(raw, "[DONE]") {
+		t.Fatalf("status %d, text %q, want %q: %s", status, text, want, raw)
+	}
+	if took < 1500*time.Millisecond {
+		t.Errorf("the prefill took %v, not past the engine timeout: the test proves nothing", took)
+	}
+	if d := retriedSince(before, causes...); d[0]+d[1]+d[2] != 0 {
+		t.Errorf("retries (timeout, prefill, failure) %v: want none", d)
+	}
+	t.Logf("a %v prefill answered in one attempt", took.Round(time.Millisecond))
+}
+
+// A prefill that outruns its allowance on an engine that keeps
+// answering blames nobody: it is retried once (cause prefill), then
+// answered 504 prefill_timeout; the engine stays in rotation.
+func TestPrefillOverrun(t *testing.T) {
+	c := startCore(t, 1, Config{Mode: ModeWhole, EngineTimeout: 500 * time.Millisecond, PrefillRate: 1e6}, nil)
+	slow(t, c.engines[0], 2*time.Millisecond, 0) // 3 s for 1,500 tokens
+	causes := []string{causeTimeout, causePrefill, causeFailure}
+	before := retriesNow(causes...)
+	status, raw, _ := postStream(t, c.base, greedy(longPromptIDs(1500), 8))
+	var body protocol.ErrorBody
+	if status != http.StatusGatewayTimeout || json.Unmarshal([]byte(raw), &body) != nil || body.Error == nil ||
+		body.Error.Code == nil || *body.Error.Code != "prefill_timeout" {
+		t.Fatalf("status %d: %s; want 504 prefill_timeout", status, raw)
+	}
+	if d := retriedSince(before, causes...); d[0] != 0 || d[1] != 1 || d[2] != 0 {
+		t.Errorf("retries (timeout, prefill, failure) %v: want 0 1 0", d)
+	}
+	for _, u := range c.r.candidates("") {
+		if f, _ := u.breaker.badness(); f != 0 {
+			t.Errorf("engine %s blamed for a prefill overrun: %d failures", u.addr, f)
+		}
+		if ready, _ := u.status(); !ready {
+			t.Errorf("engine %s taken out after a prefill overrun", u.addr)
+		}
+	}
+	slow(t, c.engines[0], 0, 0)
+	if status, raw, _ := postStream(t, c.base, greedy("the quick brown fox", 4)); status != http.StatusOK {
+		t.Errorf("after the overrun: %d %s", status, raw)
+	}
+}
+
+// A prompt no engine is predicted to prefill within max_prefill_time is
+// refused up front, naming its tokens and the limit.
+func TestPrefillTooLongRefused(t *testing.T) {
+	c := startCore(t, 1, Config{Mode: ModeWhole, PrefillRate: 100, MaxPrefillTime: time.Second}, nil)
+	status, raw, _ := postStream(t, c.base, greedy(longPromptIDs(500), 4))
+	if status != http.StatusRequestEntityTooLarge || !strings.Contains(raw, "prompt_too_long") ||
+		!strings.Contains(raw, "500 tokens") || !strings.Contains(raw, "max_prefill_time of 1s") {
+		t.Fatalf("status %d: %s; want 413 prompt_too_long naming 500 tokens and 1s", status, raw)
+	}
+	if status, raw, _ := postStream(t, c.base, greedy(longPromptIDs(50), 4)); status != http.StatusOK {
+		t.Errorf("a prompt within the bound: %d %s", status, raw)
+	}
+}
+
+// A frozen engine (SIGSTOP) is still caught while a long prompt waits
+// on it: its probes go unanswered, and the request resumes on the other
+// engine within the engine timeout and a second of the freeze, answered
+// exactly.
+func TestPrefillFrozenEngine(t *testing.T) {
+	const engineTimeout = time.Second
+	c := startCore(t, 2, Config{Mode: ModeWhole, EngineTimeout: engineTimeout, PrefillRate: 100}, nil)
+	prompt := longPromptIDs(1500)
+	want := c.complete(c.base, greedy(prompt, 8))
+	for _, e := range c.engines {
+		slow(t, e, time.Millisecond, 0)
+	}
+	t0 := time.Now()
+	if _, _, text := postStream(t, c.base, greedy(prompt, 8)); text != want {
+		t.Fatalf("text %q, want %q", text, want)
+	}
+	alone := time.Since(t0)
+
+	before := retriesNow(causeTimeout, causePrefill)
+	type answer struct {
+		status int
+		raw    string
+		text   string
+	}
+	done := make(chan answer, 1)
+	go func() {
+		s, raw, text := postStream(t, c.base, greedy(prompt, 8))
+		done <- answer{s, raw, text}
+	}()
+	var pid int
+	deadline := time.Now().Add(time.Minute)
+	for pid == 0 {
+		for _, u := range c.r.candidates("") {
+			if u.inflight.Load() > 0 {
+				pid = c.fleet.PID(u.index)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request reached no engine")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	a := <-done
+	took := time.Since(frozen)
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	if a.status != http.StatusOK || a.text != want {
+		t.Fatalf("status %d, text %q, want %q: %s", a.status, a.text, want, a.raw)
+	}
+	if d := retriedSince(before, causeTimeout, causePrefill); d[0] != 1 || d[1] != 0 {
+		t.Errorf("retries (timeout, prefill) %v: want 1 0", d)
+	}
+	if bound := engineTimeout + time.Second + alone; took > bound {
+		t.Errorf("answered %v after the freeze, above %v (the engine timeout, a second, and %v for the prefill alone)", took, bound, alone)
+	}
+	t.Logf("answered %v after the freeze (%v alone)", took.Round(time.Millisecond), alone.Round(time.Millisecond))
+}
