@@ -63,6 +63,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    max_tokens_limit  <n>        (the most a request may ask; default: the context)
 //	    body_timeout      <duration>
 //	    client_timeout    <duration>
+//	    prefill_rate      <tokens per second>  (assumed before the latency model predicts; default 1000)
+//	    max_prefill_time  <duration>  (the longest prefill allowed a prompt; default 10m)
+//	    request_timeout   <duration>  (a request's whole time, all attempts; default none)
+//	    keepalive         <duration>|off  (a waiting stream's keep-alive; default 10s)
 //	    max_inflight      <n>|off    (requests each generating engine runs at once; default: its batch)
 //	    health_uri        <path>     (readiness: 200 when every model can serve, else 503)
 //	    tenant            <placeholder>
@@ -285,6 +289,40 @@ var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
 	"max_tokens_limit":   intOption(func(r *ModelConfig) *int { return &r.MaxTokensLimit }, false),
 	"body_timeout":       durationOption(func(r *ModelConfig) *caddy.Duration { return &r.BodyTimeout }),
 	"client_timeout":     durationOption(func(r *ModelConfig) *caddy.Duration { return &r.ClientTimeout }),
+	"prefill_rate":       parsePrefillRate,
+	"max_prefill_time":   durationOption(func(r *ModelConfig) *caddy.Duration { return &r.MaxPrefillTime }),
+	"request_timeout":    durationOption(func(r *ModelConfig) *caddy.Duration { return &r.RequestTimeout }),
+	"keepalive":          parseKeepAlive,
+}
+
+// parsePrefillRate parses "prefill_rate <tokens per second>".
+func parsePrefillRate(r *ModelConfig, d *caddyfile.Dispenser) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 {
+		return d.Errf("prefill_rate %q: want prompt tokens a second, above 0", s)
+	}
+	r.PrefillRate = f
+	return nil
+}
+
+// parseKeepAlive parses "keepalive <duration>|off".
+func parseKeepAlive(r *ModelConfig, d *caddyfile.Dispenser) error {
+	if args := d.RemainingArgs(); len(args) == 1 && args[0] == "off" {
+		r.KeepAlive = -1
+		return nil
+	} else if len(args) == 1 {
+		dur, err := positiveDuration(args[0])
+		if err != nil {
+			return d.Errf("keepalive %q: %v", args[0], err)
+		}
+		r.KeepAlive = dur
+		return nil
+	}
+	return d.Errf("keepalive: want one duration, such as 10s, or off")
 }
 
 func parseMode(r *ModelConfig, d *caddyfile.Dispenser) error {

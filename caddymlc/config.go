@@ -249,6 +249,29 @@ type ModelConfig struct {
 	// the engines stop generating for it and free its KV. Default 30s
 	// (see router.DefaultClientTimeout).
 	ClientTimeout caddy.Duration `json:"client_timeout,omitempty"`
+
+	// PrefillRate is the prefill speed, in prompt tokens a second,
+	// assumed of an engine before its latency model (slo_aware's) can
+	// predict: a call's first byte is allowed engine_timeout plus the
+	// prompt's predicted prefill time, during which the engine is probed
+	// rather than given up. Default 1000 (see router.DefaultPrefillRate).
+	PrefillRate float64 `json:"prefill_rate,omitempty"`
+
+	// MaxPrefillTime bounds the prefill time allowed a prompt; a prompt
+	// predicted to take longer on every engine is refused up front (413
+	// prompt_too_long). Default 10m.
+	MaxPrefillTime caddy.Duration `json:"max_prefill_time,omitempty"`
+
+	// RequestTimeout bounds a request's whole time, its queueing and all
+	// its attempts; then it ends with a 504 in its API's error shape.
+	// Default: none.
+	RequestTimeout caddy.Duration `json:"request_timeout,omitempty"`
+
+	// KeepAlive is how often a streamed answer that has nothing to send
+	// (a long prefill, a stream being resumed) sends a keep-alive: an SSE
+	// comment, or Anthropic's ping event on /v1/messages. Negative: never.
+	// Default 10s.
+	KeepAlive caddy.Duration `json:"keepalive,omitempty"`
 }
 
 // EngineProgram selects the engine program.
@@ -288,6 +311,9 @@ func (m ModelConfig) withDefaults() ModelConfig {
 	c.QueueSize = cmp.Or(c.QueueSize, router.DefaultQueueSize)
 	c.BodyTimeout = cmp.Or(c.BodyTimeout, caddy.Duration(router.DefaultBodyTimeout))
 	c.ClientTimeout = cmp.Or(c.ClientTimeout, caddy.Duration(router.DefaultClientTimeout))
+	c.PrefillRate = cmp.Or(c.PrefillRate, router.DefaultPrefillRate)
+	c.MaxPrefillTime = cmp.Or(c.MaxPrefillTime, caddy.Duration(router.DefaultMaxPrefillTime))
+	c.KeepAlive = cmp.Or(c.KeepAlive, caddy.Duration(router.DefaultKeepAlive))
 	c.MaxPrefillQueue = cmp.Or(c.MaxPrefillQueue, router.DefaultMaxPrefillQueue)
 	c.Scale = c.Scale.withDefaults(len(engine.Spawned(c.Endpoints)))
 	return c
@@ -362,6 +388,9 @@ func (c ModelConfig) validate() error {
 	}
 	if c.EngineTimeout < 0 || c.QueueTimeout < 0 || c.QueueSize < 0 || c.BodyTimeout < 0 || c.ClientTimeout < 0 {
 		return fmt.Errorf("mlc_router: engine_timeout, queue_timeout, queue_size, body_timeout and client_timeout must not be negative")
+	}
+	if c.PrefillRate < 0 || c.MaxPrefillTime < 0 || c.RequestTimeout < 0 {
+		return fmt.Errorf("mlc_router: prefill_rate, max_prefill_time and request_timeout must not be negative")
 	}
 	return nil
 }

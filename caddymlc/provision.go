@@ -137,6 +137,10 @@ func (m ModelConfig) coreConfig() router.Config {
 		QueueSize:         m.QueueSize,
 		BodyTimeout:       time.Duration(m.BodyTimeout),
 		ClientTimeout:     time.Duration(m.ClientTimeout),
+		PrefillRate:       m.PrefillRate,
+		MaxPrefillTime:    time.Duration(m.MaxPrefillTime),
+		RequestTimeout:    time.Duration(m.RequestTimeout),
+		KeepAlive:         time.Duration(max(m.KeepAlive, 0)),
 		SLOAdmission:      m.SLOAdmission.core(),
 	}
 }

@@ -212,3 +212,27 @@ func (j *choiceJob) prefillRetry(cause string, err error) *protocol.Error {
 	}
 	return nil
 }
+
+// WaitsStatus are a router's bounds on a request's waits as operators
+// see them (GET /mlc/engines): the prefill rate assumed before the
+// latency models predict, the longest prefill allowed, a request's whole
+// time (0: none) and a waiting stream's keep-alive (0: none).
+type WaitsStatus struct {
+	EngineTimeout  string  `json:"engine_timeout"`
+	PrefillRate    float64 `json:"prefill_rate"`
+	MaxPrefillTime string  `json:"max_prefill_time"`
+	RequestTimeout string  `json:"request_timeout,omitempty"`
+	KeepAlive      string  `json:"keepalive,omitempty"`
+}
+
+// waitsStatus is c's WaitsStatus.
+func (c *Config) waitsStatus() WaitsStatus {
+	s := WaitsStatus{EngineTimeout: c.EngineTimeout.String(), PrefillRate: c.prefillRate(), MaxPrefillTime: c.maxPrefillTime().String()}
+	if c.RequestTimeout > 0 {
+		s.RequestTimeout = c.RequestTimeout.String()
+	}
+	if c.KeepAlive > 0 {
+		s.KeepAlive = c.KeepAlive.String()
+	}
+	return s
+}

@@ -42,11 +42,11 @@ type choiceJob struct {
 	// prefillOverruns counts the attempts whose prefill outran its
 	// allowance: one is retried (see prefillRetry).
 	prefillOverruns int
-	st        stats
-	started   time.Time
-	lastText  time.Time           // when the client got text last
-	waited    engineWait          // time spent waiting on engines, queues and backoffs
-	itl       prometheus.Observer // inter-token latency, for a client that streams
+	st              stats
+	started         time.Time
+	lastText        time.Time           // when the client got text last
+	waited          engineWait          // time spent waiting on engines, queues and backoffs
+	itl             prometheus.Observer // inter-token latency, for a client that streams
 
 	// Of the current attempt.
 	before   int             // tokens delivered before it

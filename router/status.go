@@ -85,6 +85,8 @@ type RouterStatus struct {
 	Context          int `json:"context,omitempty"`
 	DefaultMaxTokens int `json:"default_max_tokens,omitempty"`
 	MaxTokensLimit   int `json:"max_tokens_limit,omitempty"`
+	// Waits are the bounds on a request's waits (prefill.go).
+	Waits WaitsStatus `json:"waits"`
 	// Queued are requests waiting for an engine to be ready at all.
 	Queued int64 `json:"queued"`
 	// Gate is the router's fair queue: requests waiting for the engines'
@@ -128,6 +130,7 @@ func (lv *Live) Statuses() []RouterStatus {
 func (r *Router) Status() RouterStatus {
 	st := RouterStatus{Model: r.Model, Mode: r.Mode, Policy: r.policyName, PrefixIndex: r.readsPrefixes, Queued: r.queued.Load(),
 		Context: r.dec.context, DefaultMaxTokens: r.DefaultMaxTokens, MaxTokensLimit: r.MaxTokensLimit}
+	st.Waits = r.waitsStatus()
 	qs := r.gate.queue.Stats()
 	st.Gate = GateStatus{Batch: r.gate.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.gate.queue.Snapshot()}
 	lf := r.handle.shown()
