@@ -1,0 +1,79 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// postRaw posts body to path on base and returns the status and the raw
+// answer.
+func postRaw(t *testing.T, base, path string, body any) (int, string) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Post(base+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+// A stream that waits for a long prefill sends keep-alives: SSE comments
+// for completions, ping events after message_start for messages; its
+// text is the same as without them.
+func TestKeepAliveWhilePrefilling(t *testing.T) {
+	c := startCore(t, 1, Config{Mode: ModeWhole, EngineTimeout: time.Second, PrefillRate: 300, KeepAlive: 200 * time.Millisecond}, nil)
+	prompt := longPromptIDs(1200)
+	want := c.complete(c.base, greedy(prompt, 8))
+	slow(t, c.engines[0], time.Millisecond, 0)
+	status, raw, text := postStream(t, c.base, greedy(prompt, 8))
+	if status != http.StatusOK || text != want {
+		t.Fatalf("status %d, text %q, want %q", status, text, want)
+	}
+	if n := strings.Count(raw, ": keep-alive\n\n"); n < 2 {
+		t.Errorf("%d keep-alives in a stream that waited over a second for its first token: %s", n, raw)
+	}
+	if i := strings.Index(raw, "data: "); i < 0 || strings.Count(raw[i:], ": keep-alive") > 0 {
+		t.Errorf("keep-alives after the first token, which did not wait: %s", raw)
+	}
+
+	long := strings.Repeat("the slow river carries the boats to the sea ", 120)
+	status, raw = postRaw(t, c.base, "/v1/messages", map[string]any{"model": "tiny", "max_tokens": 4, "stream": true,
+		"messages": []map[string]any{{"role": "user", "content": long}}})
+	start, ping := strings.Index(raw, "event: message_start"), strings.Index(raw, "event: ping")
+	if status != http.StatusOK || start < 0 || ping < start || strings.Count(raw, "event: ping") < 3 || !strings.Contains(raw, "event: message_stop") {
+		t.Errorf("messages: status %d, want message_start, then pings while waiting, then the message: %s", status, raw)
+	}
+}
+
+// request_timeout ends a request that runs past it with a 504 in its
+// API's shape.
+func TestRequestTimeout(t *testing.T) {
+	c := startCore(t, 1, Config{Mode: ModeWhole, EngineTimeout: time.Second, PrefillRate: 100, RequestTimeout: 700 * time.Millisecond}, nil)
+	slow(t, c.engines[0], 2*time.Millisecond, 0)
+	status, raw, _ := postStream(t, c.base, greedy(longPromptIDs(1000), 8))
+	var body protocol.ErrorBody
+	if status != http.StatusGatewayTimeout || json.Unmarshal([]byte(raw), &body) != nil || body.Error == nil ||
+		body.Error.Code == nil || *body.Error.Code != codeRequestTimeout {
+		t.Errorf("completions: status %d: %s; want 504 request_timeout", status, raw)
+	}
+	long := strings.Repeat("the slow river carries the boats to the sea ", 100)
+	status, raw = postRaw(t, c.base, "/v1/messages", map[string]any{"model": "tiny", "max_tokens": 4,
+		"messages": []map[string]any{{"role": "user", "content": long}}})
+	if status != http.StatusGatewayTimeout || !strings.Contains(raw, `"type":"error"`) || !strings.Contains(raw, "request_timeout") {
+		t.Errorf("messages: status %d: %s; want Anthropic's error shape, 504", status, raw)
+	}
+	for _, u := range c.r.candidates("") {
+		if f, _ := u.breaker.badness(); f != 0 {
+			t.Errorf("engine %s blamed for a request's own timeout: %d failures", u.addr, f)
+		}
+	}
+}
