@@ -33,6 +33,10 @@ func TestCaddyfileParses(t *testing.T) {
 		endpoint [::1]:9002 role decode external
 		startup_timeout 30s
 		engine_timeout 4s
+		prefill_rate 2500
+		max_prefill_time 2m
+		request_timeout 5m
+		keepalive off
 		queue_timeout 1m
 		queue_size 10
 		max_attempts 5
@@ -53,6 +57,7 @@ func TestCaddyfileParses(t *testing.T) {
 			{Host: "::1", Port: 9002, GPUs: 1, Role: "decode", External: true},
 		},
 		StartupTimeout: 30e9, EngineTimeout: 4e9, QueueTimeout: 60e9, QueueSize: 10, MaxAttempts: 5, MaxBodySize: 1 << 20,
+		PrefillRate: 2500, MaxPrefillTime: 120e9, RequestTimeout: 300e9, KeepAlive: -1,
 		PolicyRaw: json.RawMessage(`{"policy":"round_robin"}`),
 	}}
 	if !reflect.DeepEqual(r, want) {
@@ -93,6 +98,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"attempts", "model tiny\nmax_attempts 0", `max_attempts "0"`, 3},
 		{"engine timeout", "model tiny\nengine_timeout -1s", `engine_timeout "-1s": must be positive`, 3},
 		{"queue timeout", "model tiny\nqueue_timeout later", `queue_timeout "later"`, 3},
+		{"prefill rate", "model tiny\nprefill_rate fast", `prefill_rate "fast": want prompt tokens a second`, 3},
+		{"keepalive", "model tiny\nkeepalive never", `keepalive "never"`, 3},
 		{"queue size", "model tiny\nqueue_size 0", `queue_size "0": want an integer`, 3},
 		{"body size", "model tiny\nmax_body_size lots", `max_body_size "lots"`, 3},
 		{"twice", "model tiny\nmodel other", "model given twice", 3},
