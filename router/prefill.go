@@ -144,9 +144,9 @@ func prefillTimeoutError(err error) *protocol.Error {
 }
 
 // Probes of an engine a call waits on past the engine timeout: every
-// quarter of it (the frozen engine is caught within a quarter and a
-// probe's timeout of where it was), each bounded by a quarter, at most a
-// second.
+// quarter of it, each bounded by half of it and at most a second, so
+// that a frozen engine is caught within about the engine timeout and a
+// second, as a silent stream is.
 const (
 	minPrefillProbe = 100 * time.Millisecond
 	maxProbeTimeout = time.Second
@@ -155,7 +155,7 @@ const (
 func prefillProbeEvery(quiet time.Duration) time.Duration { return max(quiet/4, minPrefillProbe) }
 
 func prefillProbeTimeout(quiet time.Duration) time.Duration {
-	return min(max(quiet/4, minPrefillProbe), maxProbeTimeout)
+	return min(max(quiet/2, minPrefillProbe), maxProbeTimeout)
 }
 
 // watchPrefill is the watchdog's for a call with a prefill plan that
@@ -169,7 +169,11 @@ func (cl *call) watchPrefill() error {
 		if cl.ctx.Err() != nil {
 			return nil // the call ended meanwhile
 		}
-		return errEngineSilent
+		// A probe lost to a busy host is forgiven while the engine
+		// gives other calls tokens.
+		if time.Since(cl.t.lastToken()) >= prefillProbeEvery(cl.quiet) {
+			return errEngineSilent
+		}
 	}
 	left := cl.quiet + cl.prefill.allow - waited
 	if left <= 0 {
