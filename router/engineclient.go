@@ -189,7 +189,7 @@ func (c *engineClient) start(ctx context.Context, t callee, path string, body an
 	cl := &call{t: t, op: op, began: time.Now(), quiet: c.timeout, kind: kind, wait: engineWaitOf(ctx), prefill: prefillOf(ctx), probe: c.http}
 	ctx, cl.span = startSpan(ctx, callName(ctx, op), attribute.String("mlc.engine", t.Addr()), attribute.String("mlc.call", op))
 	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
-	cl.dog = time.AfterFunc(c.timeout, cl.bark)
+	cl.dog = time.AfterFunc(cl.nextBark(), cl.bark)
 	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, t.baseURL()+path, bytes.NewReader(b))
 	if err != nil {
 		cl.end()
@@ -233,7 +233,7 @@ func (c *engineClient) start(ctx context.Context, t callee, path string, body an
 }
 
 // progress tells the watchdog the engine is alive.
-func (cl *call) progress() { cl.dog.Reset(cl.quiet) }
+func (cl *call) progress() { cl.dog.Reset(cl.nextBark()) }
 
 // bark is the watchdog's: the engine was silent for the timeout.
 func (cl *call) bark() {

@@ -158,6 +158,17 @@ func prefillProbeTimeout(quiet time.Duration) time.Duration {
 	return min(max(quiet/2, minPrefillProbe), maxProbeTimeout)
 }
 
+// nextBark is when the watchdog looks next after the call's progress:
+// after the engine timeout; for a call waiting on a prefill, a probe's
+// timeout sooner, so that a frozen engine is given up at the engine
+// timeout, as a silent one always was.
+func (cl *call) nextBark() time.Duration {
+	if cl.prefill.allow > 0 && cl.kind != callWhole && !cl.moved.Load() {
+		return cl.quiet - prefillProbeTimeout(cl.quiet)
+	}
+	return cl.quiet
+}
+
 // watchPrefill is the watchdog's for a call with a prefill plan that
 // still waits for its first byte or token: nil when it goes on waiting
 // (the timer is reset), else the cause to give it up with:
