@@ -13,9 +13,9 @@ import (
 type State struct {
 	stacks []*stack
 	key    string
-	end    bool            // the text may end here
-	next   *[256]*State    // transitions computed so far (nil: none)
-	mask   []uint64        // the token mask, once computed
+	end    bool         // the text may end here
+	next   *[256]*State // transitions computed so far (nil: none)
+	mask   []uint64     // the token mask, once computed
 }
 
 // Dead reports whether no text continues this state.

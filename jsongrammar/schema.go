@@ -512,4 +512,3 @@ func (c *compiler) object(kw map[string]json.RawMessage, path string, depth int)
 	c.nodes[id] = n
 	return id, nil
 }
-

@@ -21,19 +21,19 @@ const (
 )
 
 const (
-	strIn   = iota + 1 // in the string; with a pattern, at atom a, its count b
-	strEsc             // after '\'
-	strHex             // in \u, a hex digits to go
-	strCont            // in a UTF-8 sequence, a continuation bytes to go
-	litIn              // in lits[a], at byte b
-	numSign            // after '-'
-	numZero            // after the leading 0
-	numInt             // in the integer part, a digits
-	numDot             // after '.'
-	numFrac            // in the fraction, a digits
-	numE               // after 'e'
-	numESign           // after the exponent's sign
-	numExp             // in the exponent, a digits
+	strIn    = iota + 1 // in the string; with a pattern, at atom a, its count b
+	strEsc              // after '\'
+	strHex              // in \u, a hex digits to go
+	strCont             // in a UTF-8 sequence, a continuation bytes to go
+	litIn               // in lits[a], at byte b
+	numSign             // after '-'
+	numZero             // after the leading 0
+	numInt              // in the integer part, a digits
+	numDot              // after '.'
+	numFrac             // in the fraction, a digits
+	numE                // after 'e'
+	numESign            // after the exponent's sign
+	numExp              // in the exponent, a digits
 )
 
 // maxExpDigits bounds an exponent.
