@@ -68,7 +68,8 @@ func TestChatCompletions(t *testing.T) {
 		{"messages": []any{map[string]any{"content": "no role"}}},
 		{"messages": msgs, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}},
 			"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "g"}}},
-		{"messages": msgs, "response_format": map[string]any{"type": "json_object"}},
+		{"messages": msgs, "response_format": map[string]any{"type": "xml"}},
+		{"messages": msgs, "response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": "string", "minLength": 2}}}},
 	} {
 		raw := post(t, s.base+"/v1/chat/completions", bad, 400)
 		if !strings.Contains(string(raw), `"invalid_request_error"`) {

@@ -49,6 +49,10 @@ type ChatCompletionRequest struct {
 
 	// Extra holds the fields this type does not model.
 	Extra Extra `json:"-"`
+
+	// engineFormat is the response format as engines read it (see
+	// ResponseFormat.Engine), once Validate checked it.
+	engineFormat *ResponseFormat
 }
 
 type chatRequestFields ChatCompletionRequest
@@ -94,13 +98,11 @@ func (r *ChatCompletionRequest) Validate() *Error {
 	if e := validateTools(r.Tools, r.ToolChoice); e != nil {
 		return e
 	}
-	if rf := r.ResponseFormat; rf != nil && rf.Type != "text" {
-		code := CodeUnsupportedValue
-		if rf.Type != "json_object" {
-			code = CodeInvalidValue
-		}
-		return InvalidRequest("response_format.type", `response_format.type must be "text" (json_object is not supported by this server), got %q`, rf.Type).WithCode(code)
+	rf, e := r.ResponseFormat.Engine("response_format")
+	if e != nil {
+		return e
 	}
+	r.engineFormat = rf
 	if e := r.DebugConfig.Validate(); e != nil {
 		return e
 	}
@@ -122,6 +124,10 @@ func (r *ChatCompletionRequest) Completion(prompt []int) *CompletionRequest {
 		PresencePenalty: r.PresencePenalty, LogitBias: r.LogitBias, MaxTokens: r.MaxTokens, N: r.N,
 		Seed: r.Seed, Stop: r.Stop, Stream: r.Stream, StreamOptions: r.StreamOptions,
 		Temperature: r.Temperature, TopP: r.TopP, User: r.User, SkippedTools: r.SkippedTools,
+	}
+	req.ResponseFormat = r.engineFormat
+	if req.ResponseFormat == nil && r.ResponseFormat != nil {
+		req.ResponseFormat, _ = r.ResponseFormat.Engine("response_format") // a request not validated: an error is Validate's
 	}
 	if r.Logprobs {
 		k := 0

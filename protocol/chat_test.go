@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -95,7 +96,10 @@ func TestChatRequestErrors(t *testing.T) {
 		{"top_logprobs without logprobs", chatWith(userHi, `"top_logprobs":2`), "top_logprobs", CodeInvalidValue, "logprobs is true"},
 		{"logprobs a number", chatWith(userHi, `"logprobs":5`), "logprobs", CodeInvalidType, "expected a boolean"},
 		{"stream_options", chatWith(userHi, `"stream_options":{"include_usage":true}`), "stream_options", CodeInvalidValue, "only allowed"},
-		{"json_object", chatWith(userHi, `"response_format":{"type":"json_object"}`), "response_format.type", CodeUnsupportedValue, "not supported"},
+		{"json_schema without schema", chatWith(userHi, `"response_format":{"type":"json_schema","json_schema":{"name":"x"}}`), "response_format.json_schema.schema", CodeInvalidValue, "required"},
+		{"json_schema keyword", chatWith(userHi, `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}}`), "response_format.json_schema.schema.properties.d.format", CodeUnsupportedValue, `"format"`},
+		{"json_object schema keyword", chatWith(userHi, `"response_format":{"type":"json_object","schema":"{\"type\":\"integer\",\"minimum\":3}"}`), "response_format.schema.minimum", CodeUnsupportedValue, `"minimum"`},
+		{"json_object bad schema", chatWith(userHi, `"response_format":{"type":"json_object","schema":"{"}`), "response_format.schema", CodeInvalidValue, "not valid JSON"},
 		{"response_format", chatWith(userHi, `"response_format":{"type":"xml"}`), "response_format.type", CodeInvalidValue, `"text"`},
 		{"special request without stream", chatWith(userHi, `"debug_config":{"special_request":"query_engine_metrics"}`), "debug_config.special_request", CodeInvalidValue, "include_usage"},
 		{"special request unknown", chatWith(userHi, `"debug_config":{"special_request":"x"}`), "debug_config.special_request", CodeInvalidValue, "query_engine_metrics"},
@@ -187,5 +191,52 @@ func TestChatCompletionCarriesLogprobs(t *testing.T) {
 		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
 			t.Fatalf("%s: logprobs %v, want %v", c.more, got, c.want)
 		}
+	}
+}
+
+// TestResponseFormatEngine: each API's structured-output format reaches
+// the completion as MLC's RequestResponseFormat.
+func TestResponseFormatEngine(t *testing.T) {
+	schema := `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}`
+	for _, c := range []struct{ name, rf, want string }{
+		{"text", `{"type":"text"}`, `null`},
+		{"json_object", `{"type":"json_object"}`, `{"type":"json_object"}`},
+		{"json_object schema", `{"type":"json_object","schema":"{ \"type\": \"string\" }"}`, `{"type":"json_object","schema":"{\"type\":\"string\"}"}`},
+		{"json_schema", `{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":` + schema + `}}`, `{"type":"json_object","schema":` + strconv.Quote(schema) + `}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			creq, e := decodeChat(chatWith(userHi, `"response_format":`+c.rf))
+			if e != nil {
+				t.Fatal(e)
+			}
+			got, err := json.Marshal(creq.Completion([]int{1}).ResponseFormat)
+			if err != nil || string(got) != c.want {
+				t.Fatalf("got %s (%v), want %s", got, err, c.want)
+			}
+		})
+	}
+	var rr ResponsesRequest
+	if err := json.Unmarshal([]byte(`{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":`+schema+`}}}`), &rr); err != nil {
+		t.Fatal(err)
+	}
+	if e := rr.Validate(); e != nil {
+		t.Fatal(e)
+	}
+	items, e := rr.Items()
+	if e != nil {
+		t.Fatal(e)
+	}
+	creq, e := rr.Chat(nil, items)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if rf := creq.Completion([]int{1}).ResponseFormat; rf == nil || rf.Schema == nil || *rf.Schema != schema {
+		t.Fatalf("responses text.format: %+v", rf)
+	}
+	if err := json.Unmarshal([]byte(`{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"string","minLength":1}}}}`), &rr); err != nil {
+		t.Fatal(err)
+	}
+	if e := rr.Validate(); e == nil || e.Param == nil || *e.Param != "text.format.schema.minLength" {
+		t.Fatalf("responses minLength: %v", e)
 	}
 }

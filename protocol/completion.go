@@ -12,14 +12,6 @@ type StreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// ResponseFormat constrains the generated text.
-type ResponseFormat struct {
-	// Type is "text" or "json_object".
-	Type string `json:"type"`
-	// Schema is an optional JSON schema, as a string.
-	Schema *string `json:"schema,omitempty"`
-}
-
 // CompletionRequest is the body of POST /v1/completions, as MLC-LLM reads
 // it. Optional fields are pointers so that "absent" and "zero" differ and an
 // absent field is not written when the request is forwarded.
@@ -102,6 +94,10 @@ func (r *CompletionRequest) Clone() *CompletionRequest {
 	}
 	if r.DebugConfig != nil {
 		c.DebugConfig = r.DebugConfig.Clone()
+	}
+	if r.ResponseFormat != nil {
+		rf := *r.ResponseFormat
+		c.ResponseFormat = &rf
 	}
 	c.Extra = r.Extra.Clone()
 	return &c

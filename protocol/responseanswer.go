@@ -75,11 +75,9 @@ type ResponseReasoning struct {
 	Summary *string `json:"summary"`
 }
 
-// ResponseText is the text configuration: plain text.
+// ResponseText is the text configuration: its format.
 type ResponseText struct {
-	Format struct {
-		Type string `json:"type"`
-	} `json:"format"`
+	Format TextFormat `json:"format"`
 }
 
 // ResponseUsage counts a response's tokens.

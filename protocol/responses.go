@@ -55,11 +55,14 @@ func (r *ResponsesRequest) Validate() *Error {
 	if e := s.Validate(); e != nil {
 		return e
 	}
+	if r.Text != nil {
+		if e := r.Text.Format.Check(); e != nil {
+			return e
+		}
+	}
 	switch {
 	case present(r.Conversation):
 		return InvalidRequest("conversation", "conversation objects are not supported by this server: continue a conversation with previous_response_id").WithCode(CodeUnsupportedValue)
-	case r.Text != nil && r.Text.Format.Type != "" && r.Text.Format.Type != "text":
-		return InvalidRequest("text.format.type", `text.format.type must be "text" (structured output is not supported by this server), got %q`, r.Text.Format.Type).WithCode(CodeUnsupportedValue)
 	case r.Truncation != nil && *r.Truncation != "disabled":
 		return InvalidRequest("truncation", `truncation must be "disabled" (a conversation that does not fit the context is a 400), got %q`, *r.Truncation).WithCode(CodeUnsupportedValue)
 	case r.Background:
@@ -307,6 +310,9 @@ func (r *ResponsesRequest) Chat(history, input []ResponseMessage) (*ChatCompleti
 	}
 	creq := &ChatCompletionRequest{Model: r.Model, Messages: msgs, MaxTokens: r.MaxOutputTokens, Stream: r.Stream,
 		Temperature: r.Temperature, TopP: r.TopP, User: r.User}
+	if r.Text != nil {
+		creq.ResponseFormat = r.Text.Format.ResponseFormat()
+	}
 	if e := r.chatTools(creq); e != nil {
 		return nil, e
 	}

@@ -38,8 +38,15 @@ func (r *CompletionRequest) validate(maxLogprobs int) *Error {
 	if e := validateStreamOptions(r.Stream, r.StreamOptions); e != nil {
 		return e
 	}
-	if rf := r.ResponseFormat; rf != nil && rf.Type != "text" && rf.Type != "json_object" {
-		return InvalidRequest("response_format.type", `response_format.type must be "text" or "json_object", got %q`, rf.Type).WithCode(CodeInvalidValue)
+	if r.ResponseFormat != nil {
+		rf, e := r.ResponseFormat.Engine("response_format")
+		if e != nil {
+			return e
+		}
+		if rf != nil {
+			rf.ResumedTokens = r.ResponseFormat.ResumedTokens
+		}
+		r.ResponseFormat = rf
 	}
 	return r.DebugConfig.Validate()
 }

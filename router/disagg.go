@@ -107,6 +107,7 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 	n := len(q.Prompt)
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
 	prep.Stream, prep.StreamOptions = false, nil
+	prep.ResponseFormat = nil // the prefill samples nothing: the format is start_generate's
 	end = protocol.ResolveIndex(prep.End, n)
 	if end <= 0 {
 		return 0, "empty_window", nil
@@ -231,6 +232,7 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 		KVAddrInfo:        recv.KVAppendMetadata,
 		RecvRank:          int(dec.pe.Load()),
 	}.Completion()
+	send.ResponseFormat = nil // the prefill samples nothing: the format is start_generate's
 	for try := 1; ; try++ {
 		var ack protocol.CompletionResponse
 		t0 := time.Now()

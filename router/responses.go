@@ -129,6 +129,9 @@ func (c *responseCall) response(id, model, status string, output []protocol.Resp
 		r.ParallelToolCalls = *c.req.ParallelToolCalls
 	}
 	r.Text.Format.Type = "text"
+	if c.req.Text != nil && c.req.Text.Format.Type != "" {
+		r.Text.Format = c.req.Text.Format
+	}
 	if r.Output == nil {
 		r.Output = []protocol.ResponseMessage{}
 	}

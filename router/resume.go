@@ -294,6 +294,11 @@ func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, in
 		req.MaxTokens = new(remaining)
 	}
 	req.Prompt = protocol.TokenPrompt(prompt)
+	if req.ResponseFormat != nil {
+		// The engine's grammar starts after the text delivered, which
+		// the prompt now ends with.
+		req.ResponseFormat.ResumedTokens = len(prompt) - len(j.c.prompt)
+	}
 	req.N, req.BestOf = nil, nil
 	req.Echo = false
 	req.Seed = j.seed
