@@ -75,6 +75,24 @@ type Grammar struct {
 	root  int
 	// Key identifies the grammar: equal keys, equal grammars.
 	Key string
+	// Bounds of what it generates beyond the schema's (0: none).
+	maxString, maxItems, maxDepth int
+}
+
+// Bounded returns g generating strings of at most maxString bytes
+// (escapes counted as written), arrays without maxItems and objects
+// with free keys of at most maxItems members, values nested at most
+// maxDepth deep: what a model that never closes a value needs to end.
+func (g *Grammar) Bounded(maxString, maxItems, maxDepth int) *Grammar {
+	b := *g
+	b.maxString, b.maxItems, b.maxDepth = maxString, maxItems, maxDepth
+	b.Key = BoundedKey(g.Key, maxString, maxItems, maxDepth)
+	return &b
+}
+
+// BoundedKey is the Key of grammar key Bounded so.
+func BoundedKey(key string, maxString, maxItems, maxDepth int) string {
+	return fmt.Sprintf("%s bounded:%d,%d,%d", key, maxString, maxItems, maxDepth)
 }
 
 // ignored are the annotation keywords: they do not constrain the value.

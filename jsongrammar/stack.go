@@ -83,11 +83,11 @@ func (g *Grammar) begin(up *stack, n int, c byte, out *[]*stack) {
 			g.begin(up, alt, c, out)
 		}
 	case kObject:
-		if c == '{' && up.depth < MaxStackDepth {
+		if c == '{' && g.depthOK(up) {
 			*out = append(*out, g.push(up, frame{n: int32(n), st: objOpen}))
 		}
 	case kArray:
-		if c == '[' && up.depth < MaxStackDepth {
+		if c == '[' && g.depthOK(up) {
 			*out = append(*out, g.push(up, frame{n: int32(n), st: arrOpen}))
 		}
 	case kString:
@@ -170,8 +170,8 @@ func (g *Grammar) step(s *stack, c byte, out *[]*stack) {
 		case f.st == arrOpen && c == ']' && nd.minItems == 0:
 			*out = append(*out, up)
 		case f.st == arrComma || f.st == arrOpen && nd.maxItems != 0:
-			g.begin(g.push(up, frame{n: f.n, st: arrAfter, a: nd.clipItems(f.a + 1)}), nd.items, c, out)
-		case f.st == arrAfter && c == ',' && (nd.maxItems < 0 || int(f.a) < nd.maxItems):
+			g.begin(g.push(up, frame{n: f.n, st: arrAfter, a: g.clipItems(nd, f.a+1)}), nd.items, c, out)
+		case f.st == arrAfter && c == ',' && (g.maxOf(nd) < 0 || int(f.a) < g.maxOf(nd)):
 			re(arrComma, f.a, 0)
 		case f.st == arrAfter && c == ']' && int(f.a) >= nd.minItems:
 			*out = append(*out, up)
@@ -183,12 +183,25 @@ func numberDone(st uint8) bool {
 	return st == numZero || st == numInt || st == numFrac || st == numExp
 }
 
+// maxOf is the most items of array nd, -1 for no bound.
+func (g *Grammar) maxOf(nd *node) int {
+	if nd.maxItems < 0 && g.maxItems > 0 {
+		return max(g.maxItems, nd.minItems)
+	}
+	return nd.maxItems
+}
+
 // clipItems is n items, clipped where the count no longer matters.
-func (nd *node) clipItems(n int32) int32 {
-	if nd.maxItems >= 0 {
+func (g *Grammar) clipItems(nd *node, n int32) int32 {
+	if g.maxOf(nd) >= 0 {
 		return n
 	}
 	return min(n, int32(nd.minItems))
+}
+
+// depthOK reports whether a container may open above up.
+func (g *Grammar) depthOK(up *stack) bool {
+	return up.depth < MaxStackDepth && (g.maxDepth <= 0 || up.depth <= g.maxDepth)
 }
 
 func (g *Grammar) stringStep(s *stack, nd *node, c byte, out *[]*stack) {
@@ -198,14 +211,22 @@ func (g *Grammar) stringStep(s *stack, nd *node, c byte, out *[]*stack) {
 		g.patternStep(s, nd.pat, c, out)
 		return
 	}
+	n := f.b // bytes so far, when strings are bounded
+	if g.maxString > 0 {
+		n++
+		re = func(st uint8, a, _ int32) { *out = append(*out, g.push(up, frame{n: f.n, st: st, a: a, b: n})) }
+	}
 	switch f.st {
 	case strIn:
 		switch {
 		case c == '"':
 			*out = append(*out, up)
+		case g.maxString > 0 && int(n) > g.maxString:
 		case c == '\\':
 			re(strEsc, 0, 0)
 		case c < 0x20:
+		case c < 0x80 && g.maxString > 0:
+			re(strIn, 0, 0)
 		case c < 0x80:
 			*out = append(*out, s)
 		case c >= 0xC2 && c <= 0xDF:
@@ -253,8 +274,16 @@ func (g *Grammar) patternStep(s *stack, p *pattern, c byte, out *[]*stack) {
 	}
 	for i < len(p.atoms) {
 		a := &p.atoms[i]
-		if a.has(c) && (a.max < 0 || n < a.max) {
-			*out = append(*out, g.push(up, frame{n: f.n, st: strIn, a: int32(i), b: int32(a.clip(n + 1))}))
+		am := a.max
+		if am < 0 && g.maxString > 0 {
+			am = g.maxString
+		}
+		if a.has(c) && (am < 0 || n < am) {
+			next := n + 1
+			if am < 0 {
+				next = a.clip(next)
+			}
+			*out = append(*out, g.push(up, frame{n: f.n, st: strIn, a: int32(i), b: int32(next)}))
 		}
 		if n < a.min {
 			return
@@ -295,7 +324,7 @@ func (g *Grammar) objectStep(s *stack, nd *node, c byte, out *[]*stack) {
 			return
 		}
 		if nd.free {
-			parent := g.push(up, frame{n: f.n, st: objColon, a: -1})
+			parent := g.push(up, frame{n: f.n, st: objColon, a: -1, b: f.a})
 			*out = append(*out, g.push(parent, frame{n: int32(nd.keyStr), st: strIn}))
 			return
 		}
@@ -316,17 +345,22 @@ func (g *Grammar) objectStep(s *stack, nd *node, c byte, out *[]*stack) {
 		}
 	case objColon:
 		if c == ':' {
-			re(objValue, f.a, 0)
+			re(objValue, f.a, f.b)
 		}
 	case objValue:
 		val, next := nd.addl, int32(0)
+		if g.maxItems > 0 {
+			next = f.b + 1 // members of a free object
+		}
 		if f.a >= 0 {
 			val, next = nd.props[f.a].val, f.a+1
 		}
 		g.begin(g.push(up, frame{n: f.n, st: objAfter, a: next}), val, c, out)
 	case objAfter:
 		switch {
-		case c == ',' && (nd.free || int(f.a) < len(nd.props)):
+		case c == ',' && nd.free && (g.maxItems <= 0 || int(f.a) < g.maxItems):
+			re(objComma, f.a, 0)
+		case c == ',' && !nd.free && int(f.a) < len(nd.props):
 			re(objComma, f.a, 0)
 		case c == '}' && (nd.free || !nd.needs(f.a)):
 			*out = append(*out, up)

@@ -27,6 +27,8 @@ type Engine struct {
 	tok     Tokenizer
 	allowed []bool // ids the model may sample
 	eos     map[int]bool
+	// grammars are the response formats' grammars over the vocabulary.
+	grammars *grammars
 	disagg  bool // started in an NVSHMEM world: preempted requests end
 	logger  *log.Logger
 	maxSeq  int // tokens of one sequence at most (see context.go)
@@ -125,6 +127,7 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	e.SetSlowness(opts.Slowness)
 	e.loadChat()
 	e.allowed = allowedIDs(tok, c.Vocab, e.eos)
+	e.grammars = newGrammars(tok, c.Vocab, e.allowed, e.eos)
 	for i, r := range replies {
 		if got := tok.Decode(tok.Encode(r.Reply)); got != r.Reply {
 			e.logf("--replies %s: entry %d: the tokenizer does not spell the reply back exactly (%q), so neither will the answer", opts.Replies, i, got)

@@ -39,7 +39,7 @@ func (e *Engine) submit(r *request) {
 func (e *Engine) sample(s *sequence) {
 	id, scripted := e.scripted(s)
 	if !scripted {
-		id = s.sampler.pick(e.logits)
+		id = e.pick(s)
 	}
 	s.generated++
 	s.req.completionTokens++
@@ -52,6 +52,9 @@ func (e *Engine) sample(s *sequence) {
 		lp = e.logprobOf(e.logits, id, s.req.params.topLogprobs) // e.logits as pick adjusted them
 	}
 	s.tokens = append(s.tokens, id)
+	if s.gram != nil && !scripted {
+		s.gram.advance(id)
+	}
 	p, stopped := s.out.push(id, lp)
 	e.send(s, p, "")
 	switch {

@@ -21,6 +21,9 @@ type genParams struct {
 	logitBias   map[int]float32
 	logprobs    bool // answer the logprobs of the generated tokens
 	topLogprobs int  // with logprobs: the alternatives of every token
+	// format is the response format (nil: text), as protocol's
+	// ResponseFormat.Engine writes it.
+	format *protocol.ResponseFormat
 }
 
 // params resolves the generation settings of req.
@@ -45,6 +48,16 @@ func (s *server) params(req *protocol.CompletionRequest) (genParams, *protocol.E
 		p.ignoreEOS = req.DebugConfig.IgnoreEOS
 	}
 	p.stop = s.stops(req.Stop, p.ignoreEOS)
+	if req.ResponseFormat != nil {
+		f, perr := req.ResponseFormat.Engine("response_format")
+		if perr != nil {
+			return p, perr
+		}
+		if f != nil {
+			f.ResumedTokens = req.ResponseFormat.ResumedTokens
+		}
+		p.format = f
+	}
 	if len(req.LogitBias) > 0 {
 		p.logitBias = map[int]float32{}
 	}

@@ -12,10 +12,17 @@ import (
 type sampler struct {
 	p       *genParams
 	allowed []bool // ids the model may sample
-	rng     *rand.Rand
-	counts  map[int]int // generated tokens, for the penalties
-	probs   []float64
-	order   []int
+	// Of a sequence under a grammar, for the next pick: the ids it
+	// admits (replacing allowed), whether EOS may end the text (eos: the
+	// EOS ids), and a veto over the admitted ids (nil: none).
+	gate   []uint64
+	eos    []uint64
+	endOK  bool
+	veto   func(int) bool
+	rng    *rand.Rand
+	counts map[int]int // generated tokens, for the penalties
+	probs  []float64
+	order  []int
 }
 
 func newSampler(p *genParams, allowed []bool, choice int) *sampler {
@@ -54,15 +61,28 @@ func (s *sampler) pick(logits []float32) int {
 	} else {
 		id = s.draw(logits)
 	}
-	s.counts[id]++
+	if id >= 0 {
+		s.counts[id]++
+	}
 	return id
+}
+
+// ok reports whether the sampler may pick id.
+func (s *sampler) ok(id int) bool {
+	if s.gate == nil {
+		return s.allowed[id]
+	}
+	if s.gate[id>>6]&(1<<(id&63)) == 0 {
+		return s.endOK && s.eos[id>>6]&(1<<(id&63)) != 0
+	}
+	return s.veto == nil || !s.veto(id)
 }
 
 // greedy returns the allowed id of the highest logit, the lowest on a tie.
 func (s *sampler) greedy(logits []float32) int {
 	best := -1
 	for id, l := range logits {
-		if s.allowed[id] && (best < 0 || l > logits[best]) {
+		if s.ok(id) && (best < 0 || l > logits[best]) {
 			best = id
 		}
 	}
@@ -73,7 +93,7 @@ func (s *sampler) greedy(logits []float32) int {
 func (s *sampler) draw(logits []float32) int {
 	maxL := math.Inf(-1)
 	for id, l := range logits {
-		if s.allowed[id] {
+		if s.ok(id) {
 			maxL = math.Max(maxL, float64(l))
 		}
 	}
@@ -82,12 +102,15 @@ func (s *sampler) draw(logits []float32) int {
 	var sum float64
 	for id, l := range logits {
 		p := 0.0
-		if s.allowed[id] {
+		if s.ok(id) {
 			p = math.Exp((float64(l) - maxL) / s.p.temperature)
 			s.order = append(s.order, id)
 		}
 		s.probs = append(s.probs, p)
 		sum += p
+	}
+	if len(s.order) == 0 {
+		return -1
 	}
 	sort.SliceStable(s.order, func(i, j int) bool { return s.probs[s.order[i]] > s.probs[s.order[j]] })
 	keep, mass := s.topP(sum)

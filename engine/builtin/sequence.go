@@ -22,6 +22,7 @@ type sequence struct {
 	generated int
 	sampler   *sampler
 	out       *output
+	gram      *constraint // the response format's grammar; nil: text
 
 	// The --replies script (see replies.go), chosen at the first sample:
 	// scripted says a reply was chosen, and script holds its tokens still

@@ -195,11 +195,17 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 	}
 	cr := &request{id: id, prompt: tokens, params: p, events: newEventQueue()}
 	for i := range p.n {
-		cr.seqs = append(cr.seqs, &sequence{
+		seq := &sequence{
 			req: cr, index: i, tokens: append([]int(nil), tokens...),
 			sampler: newSampler(&cr.params, s.e.allowed, i),
 			out:     s.e.newOutput(p.stop),
-		})
+		}
+		if p.format != nil {
+			if seq.gram, perr = s.e.grammars.newConstraint(p.format, tokens); perr != nil {
+				return nil, perr
+			}
+		}
+		cr.seqs = append(cr.seqs, seq)
 	}
 	return cr, nil
 }
