@@ -29,9 +29,9 @@ type Engine struct {
 	eos     map[int]bool
 	// grammars are the response formats' grammars over the vocabulary.
 	grammars *grammars
-	disagg  bool // started in an NVSHMEM world: preempted requests end
-	logger  *log.Logger
-	maxSeq  int // tokens of one sequence at most (see context.go)
+	disagg   bool // started in an NVSHMEM world: preempted requests end
+	logger   *log.Logger
+	maxSeq   int // tokens of one sequence at most (see context.go)
 
 	// replies are the --replies entries (tests only): a context one of
 	// them matches is answered with its text (see replies.go).
