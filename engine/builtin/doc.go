@@ -125,8 +125,15 @@
 // of a chat's top_logprobs, which the router forwards as logprobs) answers,
 // per token, its log probability and the k most likely tokens (see
 // logprobs.go for the distribution), in MLC's completion shape; in a stream each chunk carries
-// those of the tokens whose text it holds. echo, suffix, best_of and
-// response_format are accepted and ignored.
+// those of the tokens whose text it holds. echo, suffix and best_of
+// are accepted and ignored. response_format (json_object, with or
+// without a schema) constrains decoding to its grammar (see grammar.go
+// and package jsongrammar), as MLC's xgrammar does: the answer is JSON of
+// the schema and ends with EOS once the value is complete; strings are
+// at most 48 bytes, arrays without maxItems and free objects at most 6
+// members, free values 4 deep, so that the random weights end a value.
+// response_format.resumed_tokens (caddy-mlc's) starts the grammar after
+// the prompt's last tokens, the answer so far of a resumed attempt.
 //
 // # Stop strings
 //

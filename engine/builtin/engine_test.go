@@ -332,6 +332,25 @@ mlc_engine_prefill_tokens_total %d
 # HELP mlc_engine_decode_tokens_total Tokens decoded.
 # TYPE mlc_engine_decode_tokens_total counter
 mlc_engine_decode_tokens_total 4
+# HELP mlc_engine_grammar_cache_bytes Bytes of the grammar cache: token masks (part mask) and the vocabulary trie (part vocab).
+# TYPE mlc_engine_grammar_cache_bytes gauge
+mlc_engine_grammar_cache_bytes{part="mask"} 0
+mlc_engine_grammar_cache_bytes{part="vocab"} 0
+# HELP mlc_engine_grammar_cache_grammars Response formats compiled and cached.
+# TYPE mlc_engine_grammar_cache_grammars gauge
+mlc_engine_grammar_cache_grammars 0
+# HELP mlc_engine_grammar_cache_states Automaton states the cached grammars hold.
+# TYPE mlc_engine_grammar_cache_states gauge
+mlc_engine_grammar_cache_states 0
+# HELP mlc_engine_grammar_compile_seconds_total CPU time compiling response formats.
+# TYPE mlc_engine_grammar_compile_seconds_total counter
+mlc_engine_grammar_compile_seconds_total 0
+# HELP mlc_engine_grammar_mask_seconds_total CPU time computing token masks.
+# TYPE mlc_engine_grammar_mask_seconds_total counter
+mlc_engine_grammar_mask_seconds_total 0
+# HELP mlc_engine_grammar_masks_computed_total Token masks computed (each once per grammar state while cached).
+# TYPE mlc_engine_grammar_masks_computed_total counter
+mlc_engine_grammar_masks_computed_total 0
 `
 	cached, free, prefill := extraInt(t, r.usage, "kv_pages_cached"), extraInt(t, r.usage, "kv_pages_free"), extraInt(t, r.usage, "prefill_tokens")
 	if cached+free != 64 || prefill == 0 {
