@@ -86,7 +86,8 @@ func TestStructuredOutputTiny(t *testing.T) {
 				}
 			}
 		}
-	}	if st := te.e.grammars.stats(); st.Grammars != len(structuredSchemas)+1 || st.MasksCompute == 0 || st.MaskBytes == 0 || st.States == 0 {
+	}
+	if st := te.e.grammars.stats(); st.Grammars != len(structuredSchemas)+1 || st.MasksCompute == 0 || st.MaskBytes == 0 || st.States == 0 {
 		t.Errorf("grammar cache after %d formats: %+v", len(structuredSchemas)+1, st)
 	}
 }
