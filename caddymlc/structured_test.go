@@ -1,9 +1,12 @@
 package caddymlc
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -99,5 +102,46 @@ func TestStructuredOutputOpenAISDK(t *testing.T) {
 	validatePerson(t, got.Response)
 	if got.Parsed == nil || got.Parsed["name"] == nil || got.Streamed != got.Text || got.Format != "json_schema" {
 		t.Errorf("SDK: %+v", got)
+	}
+}
+
+// TestStructuredOutputPreemptionStorm: constrained streams on engines
+// with a tiny KV pool are preempted and resumed by the router (disagg),
+// and each client gets the text one pass gives, JSON of the schema.
+func TestStructuredOutputPreemptionStorm(t *testing.T) {
+	s := startSite(t, 2, "\t\t\tmode disagg\n\t\t\tengine_args --overrides max_total_seq_length=512;max_num_sequence=64;prefill_chunk_size=64\n\t\t\tmax_attempts 64\n")
+	const clients = 24
+	format := map[string]any{"type": "json_object", "schema": structuredPerson}
+	body := func(i int) map[string]any {
+		b := greedy(fmt.Sprintf("record number %d of the %s archive", i, []string{"green", "cold", "long"}[i%3]), 120)
+		b["response_format"] = format
+		return b
+	}
+	want := make([]string, clients)
+	for i := range want {
+		want[i] = reference(s, s.engines[1], body(i))
+		validatePerson(t, want[i])
+	}
+	before := engineMetrics(t, s.engines[1])["preemptions"]
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := range clients {
+		wg.Go(func() {
+			st, err := s.stream(context.Background(), s.base, body(i))
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("client %d: %w", i, err)
+			case st.text != want[i] || st.finish != protocol.FinishStop:
+				errs <- fmt.Errorf("client %d: %q (%s), want %q", i, st.text, st.finish, want[i])
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if after := engineMetrics(t, s.engines[1])["preemptions"]; after <= before {
+		t.Errorf("no preemption (%v before, %v after): the test did not test resumption", before, after)
 	}
 }
