@@ -294,3 +294,29 @@ func TestGrammarRandomSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestGrammarBounded: a bounded grammar ends strings, free arrays and
+// free objects at its bounds, and nests no deeper.
+func TestGrammarBounded(t *testing.T) {
+	a := NewAutomaton(JSONObject().Bounded(4, 2, 2), nil)
+	for _, c := range []struct {
+		text string
+		ok   bool
+	}{
+		{`{"abcd":"wxyz"}`, true}, {`{"abcde":1}`, false}, {`{"a":[1,2]}`, true}, {`{"a":[1,2,3]}`, false},
+		{`{"a":1,"b":2}`, true}, {`{"a":1,"b":2,"c":3}`, false}, {`{"a":[[1]]}`, true}, {`{"a":[[[1]]]}`, false},
+	} {
+		s := a.Feed(a.Start(), c.text)
+		if got := s.Complete(); got != c.ok {
+			t.Errorf("%s: complete %v, want %v", c.text, got, c.ok)
+		}
+	}
+	g, err := CompileSchema([]byte(`{"type":"object","properties":{"id":{"type":"string","pattern":"^\\w+$"}},"required":["id"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewAutomaton(g.Bounded(3, 0, 0), nil)
+	if !b.Feed(b.Start(), `{"id":"abc"}`).Complete() || !b.Feed(b.Start(), `{"id":"abcd`).Dead() {
+		t.Error("a pattern's unbounded atom is not bounded by the string bound")
+	}
+}
