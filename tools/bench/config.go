@@ -49,6 +49,11 @@ type config struct {
 	slo      bool
 	sloRates []float64
 	sloStep  time.Duration
+
+	// The structured-output run (-json, issue 43): time per output token
+	// with a schema against without, one engine on jsonModel.
+	json      bool
+	jsonModel string
 }
 
 // quickDefaults replace the defaults of the flags not given when -quick is:
@@ -108,6 +113,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.slo, "slo", false, "run the goodput comparison instead (issue 30): slo_aware against least_loaded, three engines one slower, rising rate")
 	rates := fs.String("slo-rates", "4,8,12,16,20,24,28", "-slo: the request rates of the steps, requests a second, rising")
 	fs.DurationVar(&c.sloStep, "slo-step", 20*time.Second, "-slo: how long each step sends")
+	fs.BoolVar(&c.json, "json", false, "run the structured-output comparison instead (issue 43): time per output token with a JSON schema against without, one built-in engine")
+	fs.StringVar(&c.jsonModel, "json-model", "", "-json: the model directory (tokenizer.json), e.g. Qwen3's; required with -json")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -165,8 +172,10 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-rounds, -per-client, -min-requests, -prompt-len and -profile-secs must be positive")
 	case c.flood < 1 || c.floodTokens < 1 || c.bStreams < 1 || c.samples < 1:
 		return nil, fmt.Errorf("-flood, -flood-tokens, -b-streams and -samples must be positive")
-	case c.check && !c.fairness && !c.budgets && !c.slo:
-		return nil, fmt.Errorf("-check goes with -fairness, -budgets or -slo")
+	case c.check && !c.fairness && !c.budgets && !c.slo && !c.json:
+		return nil, fmt.Errorf("-check goes with -fairness, -budgets, -slo or -json")
+	case c.json && c.jsonModel == "":
+		return nil, fmt.Errorf("-json needs -json-model, a model directory with tokenizer.json (Qwen3's for the issue's figure)")
 	case c.fairness && c.budgets || c.slo && (c.fairness || c.budgets):
 		return nil, fmt.Errorf("-fairness, -budgets and -slo are separate runs")
 	case c.slo && c.sloStep <= 0:

@@ -38,11 +38,16 @@ func (b *bench) buildCaddy(ctx context.Context) error {
 // every party sends the same prompts, and a cache warmed by one party
 // would flatter the next.
 func (b *bench) startEngines(ctx context.Context, n int) ([]string, error) {
+	return b.startEnginesModel(ctx, n, "tiny")
+}
+
+// startEnginesModel is startEngines for another model.
+func (b *bench) startEnginesModel(ctx context.Context, n int, model string) ([]string, error) {
 	ports, err := freePorts(n)
 	if err != nil {
 		return nil, err
 	}
-	spec := engine.Spec{Kind: engine.KindBuiltin, Model: "tiny"}
+	spec := engine.Spec{Kind: engine.KindBuiltin, Model: model}
 	for _, p := range ports {
 		spec.Endpoints = append(spec.Endpoints, engine.Endpoint{Host: "127.0.0.1", Port: p, GPUs: 1})
 	}
@@ -59,7 +64,7 @@ func (b *bench) startEngines(ctx context.Context, n int) ([]string, error) {
 		}
 		name := fmt.Sprintf("engine %d (%s)", i, ep.Addr())
 		started[i], err = b.procs.start(name, filepath.Join(b.work, fmt.Sprintf("engine%d.log", i)), env, b.caddyBin,
-			"mlc-engine", "tiny", "--enable-debug", "--mode", "server", "--prefix-cache-mode", "disable",
+			"mlc-engine", model, "--enable-debug", "--mode", "server", "--prefix-cache-mode", "disable",
 			"--host", ep.Host, "--port", strconv.Itoa(ep.Port))
 		if err != nil {
 			return nil, err

@@ -120,6 +120,9 @@ func run(args []string, stdout io.Writer) (err error) {
 	if cfg.slo {
 		return b.runSLO(ctx, cfg, args, stdout, load, started)
 	}
+	if cfg.json {
+		return b.runJSON(ctx, cfg, args, stdout, load, started)
+	}
 	engines, err := b.startEngines(ctx, 2)
 	if err != nil {
 		return err
