@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"sort"
 
@@ -80,6 +81,9 @@ func (s *sampler) ok(id int) bool {
 
 // greedy returns the allowed id of the highest logit, the lowest on a tie.
 func (s *sampler) greedy(logits []float32) int {
+	if s.gate != nil {
+		return s.greedyGated(logits)
+	}
 	best := -1
 	for id, l := range logits {
 		if s.ok(id) && (best < 0 || l > logits[best]) {
@@ -138,4 +142,33 @@ func (s *sampler) topP(sum float64) (int, float64) {
 		}
 	}
 	return len(s.order), mass
+}
+
+// greedyGated is greedy under a grammar: it visits the ids the gate
+// admits, bit by bit, rather than every id of the vocabulary.
+func (s *sampler) greedyGated(logits []float32) int {
+	best := -1
+	consider := func(id int) {
+		if best < 0 || logits[id] > logits[best] || logits[id] == logits[best] && id < best {
+			best = id
+		}
+	}
+	for w := range s.gate {
+		word := s.gate[w]
+		if s.endOK {
+			word |= s.eos[w]
+		}
+		for word != 0 {
+			id := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if id >= len(logits) {
+				break
+			}
+			if s.veto != nil && s.gate[id>>6]&(1<<(id&63)) != 0 && s.veto(id) {
+				continue
+			}
+			consider(id)
+		}
+	}
+	return best
 }
