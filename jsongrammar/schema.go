@@ -95,10 +95,14 @@ func BoundedKey(key string, maxString, maxItems, maxDepth int) string {
 	return fmt.Sprintf("%s bounded:%d,%d,%d", key, maxString, maxItems, maxDepth)
 }
 
-// ignored are the annotation keywords: they do not constrain the value.
-var ignored = map[string]bool{
-	"title": true, "description": true, "default": true, "examples": true, "$schema": true, "$id": true,
-	"$comment": true, "deprecated": true, "readOnly": true, "writeOnly": true, "strict": true, "$defs": true, "definitions": true,
+// ignored reports whether keyword k is an annotation: it does not
+// constrain the value.
+func ignored(k string) bool {
+	switch k {
+	case "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly", "writeOnly", "strict", "$defs", "definitions":
+		return true
+	}
+	return false
 }
 
 // kv is a member of a JSON object, in document order.
@@ -269,7 +273,7 @@ func (c *compiler) compile(raw json.RawMessage, path string, depth int) (int, er
 		case "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
 			"enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern":
 		default:
-			if !ignored[m.k] {
+			if !ignored(m.k) {
 				return 0, c.errf(m.k, path, "is not supported")
 			}
 		}
@@ -347,7 +351,7 @@ func (c *compiler) compile(raw json.RawMessage, path string, depth int) (int, er
 
 func onlyAnnotations(ms []kv, except string) bool {
 	for _, m := range ms {
-		if m.k != except && !ignored[m.k] {
+		if m.k != except && !ignored(m.k) {
 			return false
 		}
 	}
