@@ -112,7 +112,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			continue
-		case "tenant", "priority", "tenant_weight", "tenant_priority", "budget", "slo_ttft", "slo_tpot", "tenant_slo", "priority_slo":
+		case "tenant", "priority", "tenant_weight", "tenant_priority", "budget", "cached_token_weight", "slo_ttft", "slo_tpot", "tenant_slo", "priority_slo":
 			if err := h.Tenancy.parse(d, seen); err != nil {
 				return err
 			}

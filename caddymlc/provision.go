@@ -99,7 +99,9 @@ func (h *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 	if s.dynamic != nil {
 		opts.Discovered = s.dynamic
 	}
-	if s.core, err = router.New(m.coreConfig(), opts); err != nil {
+	core := m.coreConfig()
+	core.CachedTokenWeight = h.CachedTokenWeight
+	if s.core, err = router.New(core, opts); err != nil {
 		return nil, err
 	}
 	if app.cluster != nil && s.core.KeepsPrefixIndex() {

@@ -59,7 +59,7 @@ func choiceErr(d *caddyfile.Dispenser, name, got string, choices []string) error
 
 // topLevelOptions are the options of mlc_router's block that a model
 // block does not take.
-var topLevelOptions = []string{"model", "tenant", "priority", "tenant_weight", "tenant_priority", "budget", "slo_ttft", "slo_tpot",
+var topLevelOptions = []string{"model", "tenant", "priority", "tenant_weight", "tenant_priority", "budget", "cached_token_weight", "slo_ttft", "slo_tpot",
 	"tenant_slo", "priority_slo", "responses_store", "responses_ttl", "responses_max_size", "health_uri"}
 
 // unknownOption is the error of an option name that is none of the

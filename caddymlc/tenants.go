@@ -29,6 +29,7 @@ import (
 //	tenant_weight   <tenant> <weight>
 //	tenant_priority <tenant> <band>
 //	budget          <tenant|pattern|*> [tokens_per_minute <n>] [requests_per_minute <n>] [shared]
+//	cached_token_weight <weight>
 //	slo_ttft, slo_tpot, tenant_slo, priority_slo (see SLOs)
 type Tenancy struct {
 	// Tenant names who a request is for, from Caddy placeholders. Empty:
@@ -56,6 +57,12 @@ type Tenancy struct {
 	// app's cluster option, in Redis, shared by the replicas (see
 	// docs/scaling-out.md).
 	Budgets []budget.Rule `json:"budgets,omitempty"`
+
+	// CachedTokenWeight is what a prompt token the engines reused from
+	// their prefix caches (the usage's cached tokens) costs a budget,
+	// against 1 for a prompt token computed: 0.1 charges a cached token
+	// a tenth. Default 1: every token the same.
+	CachedTokenWeight *float64 `json:"cached_token_weight,omitempty"`
 
 	// SLOs are the requests' latency targets.
 	SLOs
@@ -216,6 +223,16 @@ func (t *Tenancy) parse(d *caddyfile.Dispenser, seen map[string]bool) error {
 		setKey(&t.TenantPriorities, args[0], band)
 	case "budget":
 		return t.parseBudget(d)
+	case "cached_token_weight":
+		var v string
+		if err := onceArg(d, seen, &v); err != nil {
+			return err
+		}
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil || w < 0 || math.IsInf(w, 0) || math.IsNaN(w) {
+			return d.Errf("cached_token_weight %q: want a number, 0 or more", v)
+		}
+		t.CachedTokenWeight = &w
 	case "slo_ttft", "slo_tpot", "tenant_slo", "priority_slo":
 		return t.SLOs.parse(d, seen)
 	}

@@ -150,6 +150,12 @@ func (r CompletionResponse) AppendJSON(dst []byte) ([]byte, error) {
 		ue.int("prompt_tokens", int64(u.PromptTokens))
 		ue.int("completion_tokens", int64(u.CompletionTokens))
 		ue.int("total_tokens", int64(u.TotalTokens))
+		if d := u.PromptTokensDetails; d != nil {
+			ue.key("prompt_tokens_details")
+			de := objectEncoder{b: append(ue.b, '{')}
+			de.int("cached_tokens", int64(d.CachedTokens))
+			ue.b = append(de.b, '}')
+		}
 		if len(u.Extra) > 0 {
 			b, err := json.Marshal(u.Extra)
 			if err != nil {

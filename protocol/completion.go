@@ -160,6 +160,9 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails is what the router answers of the prompt's
+	// cached tokens (see Usage.WithCached); engines do not send it.
+	PromptTokensDetails *PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
 	// Extra is MLC's engine-specific usage data (prefix_matched_length,
 	// kv_append_metadata, prompt_length, engine metrics...), which engines
 	// send to the router. It is not an OpenAI field: what the router

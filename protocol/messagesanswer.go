@@ -70,10 +70,22 @@ const (
 	BlockThinking   = "thinking"
 )
 
-// MessagesUsage counts a message's tokens.
+// MessagesUsage counts a message's tokens. As Anthropic counts them,
+// InputTokens are the prompt tokens not read from the cache: the whole
+// prompt is InputTokens + CacheReadInputTokens (the router never writes
+// a cache on request, so CacheCreationInputTokens is 0).
 type MessagesUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+}
+
+// NewMessagesUsage is the usage of a completion's, split as Anthropic
+// counts a prompt's tokens.
+func NewMessagesUsage(u Usage) MessagesUsage {
+	c := u.Cached()
+	return MessagesUsage{InputTokens: u.PromptTokens - c, CacheReadInputTokens: c, OutputTokens: u.CompletionTokens}
 }
 
 // Stop reasons of a message.

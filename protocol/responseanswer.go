@@ -95,7 +95,9 @@ type ResponseUsage struct {
 
 // NewResponseUsage is the usage of a completion's.
 func NewResponseUsage(u Usage) *ResponseUsage {
-	return &ResponseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	r := &ResponseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	r.InputTokensDetails.CachedTokens = u.Cached()
+	return r
 }
 
 // ResponseMessage is an item of a response's output or input: a message

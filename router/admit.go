@@ -122,15 +122,16 @@ func (g *gate) admit(ctx context.Context, w http.ResponseWriter, f Facts, prompt
 	return h, nil
 }
 
-// done gives back the request's capacity and settles its budget with
-// what it really cost (a client that left pays for what it was sent).
-func (g *gate) done(ctx context.Context, h *admitted, used int64) {
+// done gives back the request's capacity (used: its tokens) and settles
+// its budget with what it really cost, cost (a client that left pays for
+// what it was sent; cached prompt tokens at cached_token_weight).
+func (g *gate) done(ctx context.Context, h *admitted, used, cost int64) {
 	if h.ticket == nil {
 		return
 	}
 	g.queue.Finish(h.ticket, used)
 	if h.res != nil {
-		if err := h.res.Settle(context.WithoutCancel(ctx), used); err != nil {
+		if err := h.res.Settle(context.WithoutCancel(ctx), cost); err != nil {
 			g.logger.Warn("settling a budget", zap.Error(err))
 		}
 	}

@@ -16,6 +16,9 @@ type attempt struct {
 	s     *chunkStream
 	l     *lease
 	usage *protocol.Usage // the engine's final usage, once it came
+	// cached is what the engines reused of the prompt when the strategy
+	// knows it better than the usage will (disagg); -1: see reused.
+	cached int
 }
 
 // startAttempt starts a completion call on the engine of l: a stream, or,
@@ -31,7 +34,7 @@ func startAttempt(ctx context.Context, c *engineClient, l *lease, path string, b
 		return nil, err
 	}
 	l.working() // it answered; how well, its stream will tell
-	return &attempt{s: s, l: l}, nil
+	return &attempt{s: s, l: l, cached: -1}, nil
 }
 
 // next returns the next chunk, io.EOF after the stream's end, or the

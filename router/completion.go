@@ -40,6 +40,9 @@ type stats struct {
 	// ownTime is the part of firstToken the router spent on its own work,
 	// not waiting on an engine (see engineWait).
 	ownTime time.Duration
+	// cached is what the engines reused of the prompt (see
+	// cachedtokens.go), -1 unknown; of a request, its first choice's.
+	cached int
 }
 
 // servedBy adds addr to the engines that generated.
@@ -89,11 +92,12 @@ func (c *completion) run(ctx context.Context, out sink) stats {
 	for _, j := range jobs {
 		total.add(j.stats())
 	}
+	total.cached = jobs[0].cached
 	if err := firstError(errs); err != nil {
 		out.fail(c.clientError(err))
 		return total
 	}
-	out.done(protocol.Usage{PromptTokens: len(c.prompt), CompletionTokens: total.tokens, TotalTokens: len(c.prompt) + total.tokens})
+	out.done(protocol.Usage{PromptTokens: len(c.prompt), CompletionTokens: total.tokens, TotalTokens: len(c.prompt) + total.tokens}.WithCached(total.cached))
 	return total
 }
 
@@ -140,7 +144,7 @@ func answerOf(err error) *protocol.Error {
 // choice returns the job that generates choice i.
 func (c *completion) choice(i int) *choiceJob {
 	r := c.r
-	j := &choiceJob{c: c, index: i, tok: r.dec.tok, maxAttempts: r.MaxAttempts, metrics: r.metrics,
+	j := &choiceJob{c: c, index: i, cached: -1, tok: r.dec.tok, maxAttempts: r.MaxAttempts, metrics: r.metrics,
 		stop: stopscan.New(c.req.Stop), logprobs: newChoiceLogprobs(c.req.Logprobs != nil)}
 	if c.req.Stream {
 		j.itl = c.r.itl

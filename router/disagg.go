@@ -74,7 +74,7 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 	}()
 	dec.routed() // every way on calls it: prep_recv, or a completion
 	ctx = dec.bind(ctx)
-	end, local, err := d.prepare(ctx, dec, q, req, avoid)
+	end, cached, local, err := d.prepare(ctx, dec, q, req, avoid)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +92,7 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 		d.releaseUnknown(dec, req)
 		return nil, err
 	}
+	a.cached = cached
 	if req.Stream {
 		d.r.metrics.steps.WithLabelValues("start_generate").Observe(time.Since(t0).Seconds())
 	}
@@ -100,54 +101,56 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 
 // prepare has the decode engine reserve the KV of the prompt's window
 // (prep_recv) and a prefill engine compute it (remote_send), which it
-// holds for that call only. It returns the window's end; or local, why
+// holds for that call only. It returns the window's end and the prompt
+// tokens no engine computed (cached: see reusedInWindow); or local, why
 // the decode engine is to prefill the request itself instead (a reason
 // of caddy_mlc_local_prefills_total); or the error that ends the attempt.
-func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *protocol.CompletionRequest, avoid map[string]bool) (end int, local string, err error) {
+func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *protocol.CompletionRequest, avoid map[string]bool) (end, cached int, local string, err error) {
 	n := len(q.Prompt)
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
 	prep.Stream, prep.StreamOptions = false, nil
 	prep.ResponseFormat = nil // the prefill samples nothing: the format is start_generate's
 	end = protocol.ResolveIndex(prep.End, n)
 	if end <= 0 {
-		return 0, "empty_window", nil
+		return 0, 0, "empty_window", nil
 	}
 	if dec.pe.Load() < 0 {
-		return 0, "unknown_pe", nil
+		return 0, 0, "unknown_pe", nil
 	}
 	pre := d.r.pick(engine.RolePrefill, pickOptions{avoid: avoid, req: q, exclude: dec.Upstream, noBroken: true})
 	if pre == nil {
-		return 0, "no_prefill_engine", nil
+		return 0, 0, "no_prefill_engine", nil
 	}
 	var sendErr error
 	defer func() { pre.release(sendErr) }()
 	if d.prefillBusy(pre, dec, q, n) {
-		return 0, "prefill_busy", nil // pre is never routed
+		return 0, 0, "prefill_busy", nil // pre is never routed
 	}
 	recv, err := d.prepRecv(ctx, dec, req, prep, end)
 	if err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
 	dec.matched(recv.PrefixMatchedLength)
 	if recv.PrefixMatchedLength == end {
-		return end, "", nil // the decode engine's prefix cache holds the window
+		return end, end, "", nil // the decode engine's prefix cache holds the window
 	}
 	pre.routed()
 	sctx := d.r.planPrefill(pre.bind(ctx), pre.Upstream, d.r.readsLatency, end-recv.PrefixMatchedLength, dec.url)
-	if sendErr = d.remoteSend(sctx, pre, dec, req, recv, end); sendErr == nil {
+	var preMatched int
+	if preMatched, sendErr = d.remoteSend(sctx, pre, dec, req, recv, end); sendErr == nil {
 		pre.finish(nil)
-		return end, "", nil
+		return end, reusedInWindow(recv.PrefixMatchedLength, preMatched, end), "", nil
 	}
 	d.releaseReservation(dec, req, end)
 	if ctx.Err() != nil {
-		return 0, "", context.Cause(ctx)
+		return 0, 0, "", context.Cause(ctx)
 	}
 	if err := d.decodeAtFault(pre, dec, sendErr); err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
 	d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
 		zap.String("user", userOf(req)), addrField(pre.Upstream), zap.Error(sendErr))
-	return 0, "remote_send_failed", nil
+	return 0, 0, "remote_send_failed", nil
 }
 
 // prepRecv has the decode engine reserve the KV of the window [0, end)
@@ -216,7 +219,9 @@ func (d *disagg) prefillBusy(pre, dec *lease, q *Request, n int) bool {
 // remoteSend has the prefill engine compute the window [matched, end) and
 // write its KV into the decode engine. A prefill engine that preempts the
 // computation (KV memory pressure) is asked again after a short backoff;
-// that is a preemption, not a failure of the engine.
+// that is a preemption, not a failure of the engine. It returns what the
+// prefill engine reused of the window from its own prefix cache when it
+// says (the built-in engine's prefix_matched_length), else -1.
 //
 // The call is MLC's remote_send made as the completion its entrypoint
 // makes of it (protocol.RemoteSendRequest.Completion), to
@@ -224,7 +229,7 @@ func (d *disagg) prefillBusy(pre, dec *lease, q *Request, n int) bool {
 // preempted, and decoding would then run on KV nobody wrote; the
 // completion's finish_reason "preempt" tells (the built-in engine answers
 // a 503 preempt instead).
-func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.CompletionRequest, recv protocol.PrepRecvResponse, end int) error {
+func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.CompletionRequest, recv protocol.PrepRecvResponse, end int) (int, error) {
 	send := protocol.RemoteSendRequest{
 		CompletionRequest: *req,
 		Begin:             recv.PrefixMatchedLength,
@@ -247,15 +252,18 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 			if n, ok := intExtra(extraOf(ack.Usage), "kv_bytes"); ok {
 				d.r.metrics.kvBytes.Add(float64(n))
 			}
-			return nil
+			if n, ok := intExtra(extraOf(ack.Usage), protocol.ExtraPrefixMatchedLength); ok && n >= 0 {
+				return n, nil
+			}
+			return -1, nil
 		}
 		var ee *engineError
 		if !errors.As(err, &ee) || !ee.preempted || try == remoteSendTries {
-			return err
+			return -1, err
 		}
 		d.r.metrics.retry(causePreempt)
 		if waitBackoff(ctx, try, true) != nil {
-			return context.Cause(ctx)
+			return -1, context.Cause(ctx)
 		}
 	}
 }

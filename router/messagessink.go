@@ -153,7 +153,7 @@ func (s *messagesStream) done(usage protocol.Usage) {
 		return
 	}
 	end := protocol.MessageDeltaEvent{Type: protocol.EventMessageDelta, Delta: protocol.MessageDelta{StopReason: protocol.MessagesStopReason(s.reason)},
-		Usage: protocol.MessagesUsage{InputTokens: usage.PromptTokens, OutputTokens: usage.CompletionTokens}}
+		Usage: protocol.NewMessagesUsage(usage)}
 	if s.out.event(protocol.EventMessageDelta, end) != nil {
 		return
 	}
@@ -227,7 +227,7 @@ func (m *messagesWhole) done(usage protocol.Usage) {
 	m.endText()
 	reason := protocol.MessagesStopReason(m.reason)
 	protocol.WriteJSON(m.w, http.StatusOK, protocol.NewMessagesResponse(m.id, m.model, m.blocks, &reason,
-		protocol.MessagesUsage{InputTokens: usage.PromptTokens, OutputTokens: usage.CompletionTokens}))
+		protocol.NewMessagesUsage(usage)))
 }
 
 func (m *messagesWhole) fail(err *protocol.Error) { err.WriteAnthropic(m.w) }

@@ -62,6 +62,7 @@ type routerMetrics struct {
 	// slo counts requests with targets by whether they met them,
 	// sloRefused those the gate refused for them (attainment.go).
 	slo, sloRefused *prometheus.CounterVec
+	cache           cacheMetrics
 }
 
 // tenantLabels is how many tenants the metrics name; the rest are
@@ -102,6 +103,7 @@ func sharedMetrics() *routerMetrics {
 		}
 		metrics.prefixPrompt, metrics.prefixHit = newPrefixHitCounters()
 		metrics.latency, metrics.slo, metrics.sloRefused = newLatencyMetrics(), newSLORequests(), newSLORefused()
+		metrics.cache = newCacheMetrics()
 		metrics.tenants = fair.NewLabels(tenantLabels, metrics.forgetTenant)
 	})
 	return metrics
@@ -121,7 +123,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.toolCalls, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped,
-		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.prefixPrompt, m.prefixHit, m.slo, m.sloRefused}, append(scaleCollectors(), m.latency.collectors()...)...) {
+		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.prefixPrompt, m.prefixHit, m.slo, m.sloRefused}, append(append(scaleCollectors(), m.latency.collectors()...), m.cache.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

@@ -54,6 +54,9 @@ type choiceJob struct {
 	base     int             // bytes delivered before it: where its text begins
 	chunks   int             // its chunks that carried text
 	usage    *protocol.Usage // the engine's count, once it finished
+	// cached is what the first attempt that said reused of the prompt;
+	// -1 until one says (see cachedtokens.go).
+	cached int
 	open     *attempt        // being read: closed by run's recovery on a panic
 }
 
@@ -338,6 +341,7 @@ func (j *choiceJob) resumeFrom() int {
 // ended well when err is nil.
 func (j *choiceJob) read(a *attempt, out sink) (finished bool, err error) {
 	defer out.flush() // whatever ends the attempt, the client gets what it was given
+	defer j.noteReused(a)
 	j.st.servedBy(a.l.addr)
 	reason := ""
 	var usage *protocol.Usage

@@ -86,6 +86,11 @@ type Config struct {
 	DefaultMaxTokens int
 	MaxTokensLimit   int
 
+	// CachedTokenWeight is what a prompt token the engines reused from
+	// their prefix caches costs a budget, against 1 for one computed (nil:
+	// 1, the same).
+	CachedTokenWeight *float64
+
 	MaxAttempts   int
 	MaxBodySize   int64
 	EngineTimeout time.Duration

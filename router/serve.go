@@ -128,7 +128,7 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	rec := &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
 	defer rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger)()
 	st := c.run(hreq.Context(), rec)
-	r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens))
+	r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens), budgetCost(len(prompt), st.cached, st.tokens, r.cachedWeight()))
 	if sw.stalled {
 		r.metrics.dropped.WithLabelValues(dropStalled).Inc()
 		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
@@ -258,6 +258,7 @@ const (
 	VarAttempts         = "mlc_attempts"          // attempts of every choice together
 	VarPreemptions      = "mlc_preemptions"       // attempts an engine preempted
 	VarPromptTokens     = "mlc_prompt_tokens"     // tokens of the prompt
+	VarCachedTokens     = "mlc_cached_tokens"     // of them, reused from an engine's prefix cache (see cachedtokens.go)
 	VarCompletionTokens = "mlc_completion_tokens" // tokens delivered to the client
 	VarTenant           = "mlc_tenant"            // who the request is for (see Facts)
 	VarToolCalls        = "mlc_tool_calls"        // tool calls read out of the answer
@@ -282,6 +283,8 @@ func (r *Router) record(hreq *http.Request, a api, c *completion, rec *outcomeSi
 	r.vars(ctx, VarAttempts, st.attempts)
 	r.vars(ctx, VarPreemptions, st.preemptions)
 	r.vars(ctx, VarPromptTokens, len(c.prompt))
+	r.vars(ctx, VarCachedTokens, max(st.cached, 0))
+	r.metrics.cache.countCached(r.Model, len(c.prompt), st.cached)
 	r.vars(ctx, VarCompletionTokens, st.tokens)
 	r.vars(ctx, VarTenant, c.facts.Tenant)
 	calls := toolCallsOf(rec.sink)
@@ -291,7 +294,7 @@ func (r *Router) record(hreq *http.Request, a api, c *completion, rec *outcomeSi
 	}
 	fields := []zap.Field{
 		zap.String("endpoint", a.endpoint), zap.String("outcome", outcome), zap.String("engine", engines),
-		zap.Int("prompt_tokens", len(c.prompt)), zap.Int("completion_tokens", st.tokens),
+		zap.Int("prompt_tokens", len(c.prompt)), zap.Int("cached_tokens", st.cached), zap.Int("completion_tokens", st.tokens),
 		zap.Int("attempts", st.attempts), zap.Int("preemptions", st.preemptions), zap.Int("tool_calls", calls),
 		zap.Duration("duration", time.Since(begin)), zap.Duration("time_to_first_token", st.firstToken),
 		zap.Duration("router_time_to_first_token", st.ownTime),

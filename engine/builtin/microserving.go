@@ -40,7 +40,7 @@ func (s *server) remoteSendEndpoint(w http.ResponseWriter, r *http.Request) {
 		Kind: protocol.DisaggRemoteSend, KVAppendMetadata: req.KVAddrInfo,
 		KVWindowBegin: &begin, KVWindowEnd: &end, DstGroupOffset: &rank,
 	})
-	sent, perr := s.remoteSend(r.Context(), &req.CompletionRequest)
+	sent, _, perr := s.remoteSend(r.Context(), &req.CompletionRequest)
 	if perr != nil {
 		perr.Write(w)
 		return
@@ -185,16 +185,18 @@ func (s *server) prepRecvCompletion(w http.ResponseWriter, r *http.Request, req 
 }
 
 // remoteSendCompletion answers a remote_send completion with no choices,
-// and the bytes of keys and values it sent in usage.extra.kv_bytes
-// (caddy-mlc's extension, as RemoteSendResponse.KVBytes).
+// and, as caddy-mlc's extensions, the bytes of keys and values it sent in
+// usage.extra.kv_bytes (as RemoteSendResponse.KVBytes) and what of the
+// window its own prefix cache held in usage.extra.prefix_matched_length.
 func (s *server) remoteSendCompletion(w http.ResponseWriter, r *http.Request, req *protocol.CompletionRequest) {
-	sent, perr := s.remoteSend(r.Context(), req)
+	sent, matched, perr := s.remoteSend(r.Context(), req)
 	if perr != nil {
 		perr.Write(w)
 		return
 	}
 	resp := s.response(req, &request{id: protocol.NewID("")})
-	resp.Usage = &protocol.Usage{Extra: map[string]json.RawMessage{"kv_bytes": jsonInt(int(sent))}}
+	resp.Usage = &protocol.Usage{Extra: map[string]json.RawMessage{"kv_bytes": jsonInt(int(sent)),
+		protocol.ExtraPrefixMatchedLength: jsonInt(matched)}}
 	protocol.WriteJSON(w, http.StatusOK, resp)
 }
 
@@ -222,27 +224,31 @@ func (s *server) startGeneration(w http.ResponseWriter, r *http.Request, req *pr
 // remoteSend computes the KV of the window [begin, end) and writes it into
 // the KV slots of the decode engine that holds PE recv_rank, returning once
 // that engine has acknowledged the data. It returns the bytes of keys and
-// values sent.
-func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest) (int64, *protocol.Error) {
+// values sent, and the tokens of [0, end) its prefix cache held (it
+// computed the rest).
+func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest) (int64, int, *protocol.Error) {
 	t, peerAddr, tokens, perr := s.planSend(req)
-	if perr != nil || len(t.slots) == 0 {
-		return 0, perr
+	if perr != nil {
+		return 0, 0, perr
+	}
+	if len(t.slots) == 0 {
+		return 0, t.begin, nil // nothing to send: the decode engine holds the window
 	}
 	cr := &request{id: t.user, prompt: tokens, computeOnly: true, sendBegin: t.begin, events: newEventQueue()}
 	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: s.e.newOutput(nil)}}
 	if err := s.e.do(func() { s.e.submit(cr) }); err != nil {
-		return 0, unavailable(err)
+		return 0, 0, unavailable(err)
 	}
 	payload, perr := s.awaitPayload(ctx, cr)
 	if perr != nil {
-		return 0, perr
+		return 0, 0, perr
 	}
 	t.data = payload
 	if perr := sendKV(ctx, s.client, peerAddr, t); perr != nil {
-		return 0, perr
+		return 0, 0, perr
 	}
-	s.e.logf("remote_send %q: tokens [%d, %d) to %s", t.user, t.begin, t.begin+len(t.slots), peerAddr)
-	return int64(len(payload)), nil
+	s.e.logf("remote_send %q: tokens [%d, %d) to %s, %d from the prefix cache", t.user, t.begin, t.begin+len(t.slots), peerAddr, cr.prefixMatched)
+	return int64(len(payload)), cr.prefixMatched, nil
 }
 
 // planSend checks a remote_send request and returns the transfer to fill,
