@@ -322,6 +322,9 @@ func (m ModelConfig) withDefaults() ModelConfig {
 // Validate checks the configuration. The Caddyfile adapter runs the same
 // checks, so a Caddyfile error points at its line.
 func (h *Handler) Validate() error {
+	if w := h.CachedTokenWeight; w != nil && (*w < 0 || math.IsInf(*w, 0) || math.IsNaN(*w)) {
+		return fmt.Errorf("mlc_router: cached_token_weight %v: want a number, 0 or more", *w)
+	}
 	_, err := h.models()
 	return err
 }

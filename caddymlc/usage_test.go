@@ -18,7 +18,7 @@ import (
 )
 
 // routerVars are the request variables the router sets.
-var routerVars = []string{router.VarRequestID, router.VarOutcome, router.VarEngine, router.VarAttempts, router.VarPreemptions, router.VarPromptTokens, router.VarCompletionTokens}
+var routerVars = []string{router.VarRequestID, router.VarOutcome, router.VarEngine, router.VarAttempts, router.VarPreemptions, router.VarPromptTokens, router.VarCachedTokens, router.VarCompletionTokens}
 
 // startLoggedSite starts a disaggregated router on two engines whose
 // access log (JSON, in a file) carries the router's request variables,
@@ -49,6 +49,7 @@ http://127.0.0.1:%d {
 %s		mlc_router {
 			model tiny
 			mode disagg
+			prefix_cache radix
 			endpoint 127.0.0.1:%d
 			endpoint 127.0.0.1:%d
 		}
@@ -114,6 +115,23 @@ func TestRequestVariablesReachTheAccessLog(t *testing.T) {
 		if e[k] != v {
 			t.Errorf("%s = %v (%T), want %v; entry %v", k, e[k], e[k], v, e)
 		}
+	}
+	// The same prompt again finds it in the engines' caches: the log has
+	// what the usage says.
+	long := strings.Repeat("the old mill by the river ", 8)
+	if _, status, raw := s.complete(s.base, greedy(long, 5)); status != 200 {
+		t.Fatalf("%d %s", status, raw)
+	}
+	again, status, raw := s.complete(s.base, greedy(long, 5))
+	if status != 200 || again.Usage.PromptTokensDetails == nil {
+		t.Fatalf("%d %s", status, raw)
+	}
+	cached := again.Usage.PromptTokensDetails.CachedTokens
+	if cached <= 0 {
+		t.Errorf("the prompt again: %d cached tokens", cached)
+	}
+	if e := waitLogged(t, logPath, 3)[again.ID]; e == nil || e[router.VarCachedTokens] != float64(cached) {
+		t.Errorf("%s = %v, the usage says %d", router.VarCachedTokens, e[router.VarCachedTokens], cached)
 	}
 }
 
