@@ -19,9 +19,9 @@ func TestCachedTokenWeightOption(t *testing.T) {
 		t.Fatalf("cached_token_weight %v", r.CachedTokenWeight)
 	}
 	for body, want := range map[string]string{
-		"cached_token_weight -1":                         `cached_token_weight "-1": want a number, 0 or more`,
-		"cached_token_weight cheap":                      `cached_token_weight "cheap"`,
-		"cached_token_weight 0.5 cached_token_weight":   "wrong argument count",
+		"cached_token_weight -1":                      `cached_token_weight "-1": want a number, 0 or more`,
+		"cached_token_weight cheap":                   `cached_token_weight "cheap"`,
+		"cached_token_weight 0.5 cached_token_weight": "wrong argument count",
 	} {
 		var r Handler
 		err := r.UnmarshalCaddyfile(caddyfile.NewTestDispenser("mlc_router {\nmodel tiny\nmode whole\n" + body + "\n}"))

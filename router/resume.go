@@ -57,7 +57,7 @@ type choiceJob struct {
 	// cached is what the first attempt that said reused of the prompt;
 	// -1 until one says (see cachedtokens.go).
 	cached int
-	open     *attempt        // being read: closed by run's recovery on a panic
+	open   *attempt // being read: closed by run's recovery on a panic
 }
 
 // stats are what the choice's attempts amounted to.
