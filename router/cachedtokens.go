@@ -31,11 +31,12 @@ import (
 
 // reusedInWindow is what a disagg attempt that sent the window [0, end)
 // reused: the prefill engine's own match of the window (it computed the
-// rest) when it said, else the decode engine's (prep_recv's
-// prefix_matched_length: a lower bound MLC's engines leave it at).
-func reusedInWindow(decMatched, preMatched, end int) int {
-	if preMatched >= 0 {
-		return min(preMatched, end)
+// rest) when its remote_send's usage says, else the decode engine's
+// (prep_recv's prefix_matched_length: a lower bound MLC's engines leave
+// it at).
+func reusedInWindow(decMatched int, sent *protocol.Usage, end int) int {
+	if n, ok := protocol.CachedTokensOf(sent); ok {
+		return min(n, end)
 	}
 	return decMatched
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -115,6 +114,9 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 		} else {
 			best = r.choose(role, Tier(tier), cs, o.req, now)
 		}
+		if r.readsPrefixes {
+			notePrefixMove(r.metrics, role, o.req, tiers[:], best)
+		}
 		best.breaker.admit(best.pid)
 		l := &lease{proc: proc(best)}
 		l.unhold, l.started = best.hold()
@@ -136,8 +138,8 @@ func (r *Router) choose(role string, tier Tier, cs []candidate, req *Request, no
 	first := int(r.rotation.Add(1) % uint64(len(cs)))
 	name := RoleName(role)
 	var chain []uint64
-	if r.readsPrefixes && role != engine.RolePrefill {
-		chain = req.prefixChain()
+	if r.readsPrefixes {
+		chain = windowChain(role, req)
 	}
 	views := make([]Candidate, len(cs))
 	for k := range cs {

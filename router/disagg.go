@@ -136,10 +136,10 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 	}
 	pre.routed()
 	sctx := d.r.planPrefill(pre.bind(ctx), pre.Upstream, d.r.readsLatency, end-recv.PrefixMatchedLength, dec.url)
-	var preMatched int
-	if preMatched, sendErr = d.remoteSend(sctx, pre, dec, req, recv, end); sendErr == nil {
-		pre.finish(nil)
-		return end, reusedInWindow(recv.PrefixMatchedLength, preMatched, end), "", nil
+	var ack *protocol.Usage
+	if ack, sendErr = d.remoteSend(sctx, pre, dec, req, recv, end); sendErr == nil {
+		pre.finish(ack) // what it reused of its own cache corrects its index
+		return end, reusedInWindow(recv.PrefixMatchedLength, ack, end), "", nil
 	}
 	d.releaseReservation(dec, req, end)
 	if ctx.Err() != nil {
@@ -219,9 +219,10 @@ func (d *disagg) prefillBusy(pre, dec *lease, q *Request, n int) bool {
 // remoteSend has the prefill engine compute the window [matched, end) and
 // write its KV into the decode engine. A prefill engine that preempts the
 // computation (KV memory pressure) is asked again after a short backoff;
-// that is a preemption, not a failure of the engine. It returns what the
-// prefill engine reused of the window from its own prefix cache when it
-// says (the built-in engine's prefix_matched_length), else -1.
+// that is a preemption, not a failure of the engine. It returns the
+// prefill engine's usage: what it reused of the window from its own
+// prefix cache, when it says (the built-in engine's
+// prefix_matched_length).
 //
 // The call is MLC's remote_send made as the completion its entrypoint
 // makes of it (protocol.RemoteSendRequest.Completion), to
@@ -229,7 +230,7 @@ func (d *disagg) prefillBusy(pre, dec *lease, q *Request, n int) bool {
 // preempted, and decoding would then run on KV nobody wrote; the
 // completion's finish_reason "preempt" tells (the built-in engine answers
 // a 503 preempt instead).
-func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.CompletionRequest, recv protocol.PrepRecvResponse, end int) (int, error) {
+func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.CompletionRequest, recv protocol.PrepRecvResponse, end int) (*protocol.Usage, error) {
 	send := protocol.RemoteSendRequest{
 		CompletionRequest: *req,
 		Begin:             recv.PrefixMatchedLength,
@@ -252,18 +253,15 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 			if n, ok := intExtra(extraOf(ack.Usage), "kv_bytes"); ok {
 				d.r.metrics.kvBytes.Add(float64(n))
 			}
-			if n, ok := intExtra(extraOf(ack.Usage), protocol.ExtraPrefixMatchedLength); ok && n >= 0 {
-				return n, nil
-			}
-			return -1, nil
+			return ack.Usage, nil
 		}
 		var ee *engineError
 		if !errors.As(err, &ee) || !ee.preempted || try == remoteSendTries {
-			return -1, err
+			return nil, err
 		}
 		d.r.metrics.retry(causePreempt)
 		if waitBackoff(ctx, try, true) != nil {
-			return -1, context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		}
 	}
 }

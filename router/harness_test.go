@@ -45,7 +45,8 @@ func startCoreArgs(t testing.TB, engines int, cfg Config, policy Policy, engineA
 }
 
 // startCoreModel is startCoreArgs for the model at path (a directory the
-// built-in engine serves), named name.
+// built-in engine serves), named name. Endpoints given in cfg give the
+// engines' roles, in order.
 func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, policy Policy, engineArgs ...string) *core {
 	t.Helper()
 	exe, err := os.Executable()
@@ -53,8 +54,14 @@ func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, po
 		t.Fatal(err)
 	}
 	c := &core{t: t}
-	for _, p := range testnet.FreePorts(t, engines) {
-		cfg.Endpoints = append(cfg.Endpoints, engine.Endpoint{Host: "127.0.0.1", Port: p, GPUs: 1})
+	roles := cfg.Endpoints
+	cfg.Endpoints = nil
+	for i, p := range testnet.FreePorts(t, engines) {
+		ep := engine.Endpoint{Host: "127.0.0.1", Port: p, GPUs: 1}
+		if i < len(roles) {
+			ep.Role = roles[i].Role
+		}
+		cfg.Endpoints = append(cfg.Endpoints, ep)
 		c.engines = append(c.engines, fmt.Sprintf("http://127.0.0.1:%d", p))
 	}
 	spec := engine.Spec{Model: path, Kind: engine.KindBuiltin, Program: exe, PrefixCacheMode: engine.PrefixCacheDisable,

@@ -42,7 +42,9 @@ type Observer interface {
 	// reason (a preemption included: the engine ended the request for
 	// want of KV memory, and the next attempt resumes it), or that the
 	// router stopped because the choice was complete (a stop string). u
-	// is the engine's final usage, nil when it sent none.
+	// is the engine's final usage (of a remote_send, its acknowledgement's:
+	// no tokens, and what its cache held of the window as CachedTokens),
+	// nil when it sent none.
 	Finished(r *Route, u *Usage)
 	// Failed is called when the engine's part ended otherwise: err is
 	// the engine's failure (an error answer, a broken or malformed
@@ -95,7 +97,7 @@ func usageOf(u *protocol.Usage) *Usage {
 		return nil
 	}
 	out := &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: -1}
-	if n, ok := intExtra(u.Extra, "prefix_matched_length"); ok {
+	if n, ok := protocol.CachedTokensOf(u); ok {
 		out.CachedTokens = n
 	}
 	return out

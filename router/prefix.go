@@ -63,9 +63,11 @@ func prefixChain(prompt []int) []uint64 {
 }
 
 // prefixTracker keeps the engines' prefix indexes for a router whose
-// policy reads Candidate.PrefixHit. It follows the engines that generate,
-// not prefill engines (a remote_send computes a window of the prompt for
-// another engine).
+// policy reads Candidate.PrefixHit: of the engines that generate, and of
+// prefill engines, whose remote_send computes the prompt's window (all
+// of it but its last token, MLC's default) from their own prefix cache,
+// which keeps it; what a prefill engine says it reused (the built-in
+// engine's remote_send usage) corrects its index.
 type prefixTracker struct{}
 
 // Interface guards.
@@ -88,11 +90,22 @@ type prefixNote struct {
 // indexOf returns the engine's index and the prompt's chain when the
 // route's engine is one the index follows.
 func indexOf(r *Route) (*prefixIndex, []uint64, int, bool) {
-	if r.Role == engine.RolePrefill || r.Request == nil {
+	if r.Request == nil {
 		return nil, nil, 0, false
 	}
 	u := r.Engine.internal()
-	return &u.prefixes, r.Request.prefixChain(), u.prefixCapacity(), true
+	return &u.prefixes, windowChain(r.Role, r.Request), u.prefixCapacity(), true
+}
+
+// windowChain is the part of req's prefix chain that an engine of role
+// computes: a prefill engine the window, the prompt but its last token
+// (a page less when the prompt fills its last page); others all of it.
+func windowChain(role string, req *Request) []uint64 {
+	chain := req.prefixChain()
+	if role == engine.RolePrefill {
+		chain = chain[:min(len(chain), (len(req.Prompt)-1)/kvPageTokens)]
+	}
+	return chain
 }
 
 // Routed records that the engine will hold the prompt once it has
