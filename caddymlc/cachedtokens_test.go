@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // cached_token_weight is a number, 0 or more, once; JSON is checked as
@@ -35,5 +38,61 @@ func TestCachedTokenWeightOption(t *testing.T) {
 	}
 	if err := j.Validate(); err == nil || !strings.Contains(err.Error(), "cached_token_weight") {
 		t.Errorf("JSON cached_token_weight -0.5: %v", err)
+	}
+}
+
+// sdkCachedTokens is a client of the official SDKs that asks the same
+// long conversation twice of each API (the second time streamed for
+// Anthropic) and prints the usages the SDKs parsed.
+const sdkCachedTokens = `
+const Anthropic = require("@anthropic-ai/sdk");
+const OpenAI = require("openai");
+(async () => {
+  const system = "You are a careful agent. ".repeat(12);
+  const anthropic = new Anthropic({ baseURL: process.env.BASE, apiKey: "unused", maxRetries: 0 });
+  const openai = new OpenAI({ baseURL: process.env.BASE + "/v1", apiKey: "unused", maxRetries: 0 });
+  const m = { model: "tiny", max_tokens: 4, temperature: 0, system, messages: [{ role: "user", content: "list the files" }] };
+  const messages = [(await anthropic.messages.create(m)).usage, (await anthropic.messages.stream(m).finalMessage()).usage];
+  const c = { model: "tiny", max_tokens: 4, temperature: 0, messages: [{ role: "system", content: system }, { role: "user", content: "list the files" }] };
+  const chat = [(await openai.chat.completions.create(c)).usage, (await openai.chat.completions.create(c)).usage];
+  const r = { model: "tiny", max_output_tokens: 4, temperature: 0, instructions: system, input: "list the files" };
+  const responses = [(await openai.responses.create(r)).usage, (await openai.responses.create(r)).usage];
+  console.log(JSON.stringify({ messages, chat, responses }));
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+// The official SDKs read what the engines reused: the same conversation
+// asked again finds its prompt in the engine's prefix cache, and each
+// API says so where its SDK looks (Anthropic's cache_read_input_tokens,
+// the rest in input_tokens; OpenAI's cached_tokens details).
+func TestCachedTokensReachTheSDKs(t *testing.T) {
+	s := startSite(t, 1, "\t\t\tmode whole\n\t\t\tprefix_cache radix\n")
+	type details struct {
+		CachedTokens int `json:"cached_tokens"`
+	}
+	var got struct {
+		Messages []protocol.MessagesUsage
+		Chat     []struct {
+			PromptTokens        int     `json:"prompt_tokens"`
+			PromptTokensDetails details `json:"prompt_tokens_details"`
+		}
+		Responses []struct {
+			InputTokens        int     `json:"input_tokens"`
+			InputTokensDetails details `json:"input_tokens_details"`
+		}
+	}
+	mustUnmarshal(t, npmref.NodeScript(t, sdkCachedTokens, "BASE="+s.base), &got)
+	if len(got.Messages) != 2 || len(got.Chat) != 2 || len(got.Responses) != 2 {
+		t.Fatalf("usages %+v", got)
+	}
+	m := got.Messages[1]
+	if m.CacheReadInputTokens <= 0 || m.CacheCreationInputTokens != 0 || m.InputTokens+m.CacheReadInputTokens != got.Messages[0].InputTokens+got.Messages[0].CacheReadInputTokens {
+		t.Errorf("messages: %+v then %+v", got.Messages[0], m)
+	}
+	if c := got.Chat[1]; c.PromptTokensDetails.CachedTokens <= 0 || c.PromptTokensDetails.CachedTokens > c.PromptTokens {
+		t.Errorf("chat: %+v", c)
+	}
+	if r := got.Responses[1]; r.InputTokensDetails.CachedTokens <= 0 || r.InputTokensDetails.CachedTokens > r.InputTokens {
+		t.Errorf("responses: %+v", r)
 	}
 }
