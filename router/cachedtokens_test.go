@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -81,8 +83,8 @@ func prefilled(t testing.TB, engines []string) int {
 // one's plus a tool result), the prompt tokens less the cached ones add
 // up to the engines' own count of prompt tokens computed, in whole mode
 // and in disagg (where the prefill engine's own cache counts), streamed
-// and not; and the turns after the first find most of their prompt
-// cached.
+// and not; the turns after the first find most of their prompt cached;
+// and caddy_mlc_cached_prompt_tokens_total counts the same.
 func TestCachedTokensAreWhatTheEnginesReused(t *testing.T) {
 	for _, mode := range []string{ModeWhole, ModeDisagg} {
 		t.Run(mode, func(t *testing.T) {
@@ -92,6 +94,8 @@ func TestCachedTokensAreWhatTheEnginesReused(t *testing.T) {
 			}
 			c := startCoreArgs(t, engines, Config{Mode: mode, MaxPrefillQueue: -1}, PrefixAware{}, "--prefix-cache-mode", "radix")
 			before := prefilled(t, c.engines)
+			counter := sharedMetrics().cache.cached.WithLabelValues(c.r.Model)
+			counted := testutil.ToFloat64(counter)
 			prompt := seq(3, 5*kvPageTokens+3)
 			computed, cachedLater := 0, 0
 			for turn := range 4 {
@@ -115,6 +119,9 @@ func TestCachedTokensAreWhatTheEnginesReused(t *testing.T) {
 			}
 			if cachedLater == 0 {
 				t.Fatal("nothing cached after the first turn")
+			}
+			if got := testutil.ToFloat64(counter) - counted; got != float64(cachedLater) {
+				t.Fatalf("caddy_mlc_cached_prompt_tokens_total grew by %v; the usages say %d", got, cachedLater)
 			}
 		})
 	}

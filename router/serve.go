@@ -284,7 +284,9 @@ func (r *Router) record(hreq *http.Request, a api, c *completion, rec *outcomeSi
 	r.vars(ctx, VarPreemptions, st.preemptions)
 	r.vars(ctx, VarPromptTokens, len(c.prompt))
 	r.vars(ctx, VarCachedTokens, max(st.cached, 0))
-	r.metrics.cache.countCached(r.Model, len(c.prompt), st.cached)
+	if rec.err == nil {
+		r.metrics.cache.countCached(r.Model, len(c.prompt), st.cached)
+	}
 	r.vars(ctx, VarCompletionTokens, st.tokens)
 	r.vars(ctx, VarTenant, c.facts.Tenant)
 	calls := toolCallsOf(rec.sink)
