@@ -47,6 +47,8 @@ type config struct {
 
 	// The goodput run (-slo, issue 30): latency targets, rising rate.
 	slo      bool
+	// The agent sessions run (-agents, issue 44, agents.go).
+	agents bool
 	sloRates []float64
 	sloStep  time.Duration
 
@@ -110,6 +112,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.budgets, "budgets", false, "run the shared budget across replicas instead (issue 28): one tenant, spread over every replica")
 	fs.IntVar(&c.budgetLimit, "budget-limit", 30000, "-budgets: the tenant's tokens_per_minute")
 	fs.DurationVar(&c.budgetWindow, "budget-window", time.Minute, "-budgets: how long the tenant sends")
+	fs.BoolVar(&c.agents, "agents", false, "run agent sessions instead (issue 44): a shared head, growing histories, tool time between turns; least_loaded, prefix_aware, round_robin")
 	fs.BoolVar(&c.slo, "slo", false, "run the goodput comparison instead (issue 30): slo_aware against least_loaded, three engines one slower, rising rate")
 	rates := fs.String("slo-rates", "4,8,12,16,20,24,28", "-slo: the request rates of the steps, requests a second, rising")
 	fs.DurationVar(&c.sloStep, "slo-step", 20*time.Second, "-slo: how long each step sends")
@@ -172,8 +175,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-rounds, -per-client, -min-requests, -prompt-len and -profile-secs must be positive")
 	case c.flood < 1 || c.floodTokens < 1 || c.bStreams < 1 || c.samples < 1:
 		return nil, fmt.Errorf("-flood, -flood-tokens, -b-streams and -samples must be positive")
-	case c.check && !c.fairness && !c.budgets && !c.slo && !c.json:
-		return nil, fmt.Errorf("-check goes with -fairness, -budgets, -slo or -json")
+	case c.check && !c.fairness && !c.budgets && !c.slo && !c.json && !c.agents:
+		return nil, fmt.Errorf("-check goes with -fairness, -budgets, -slo, -json or -agents")
 	case c.json && c.jsonModel == "":
 		return nil, fmt.Errorf("-json needs -json-model, a model directory with tokenizer.json (Qwen3's for the issue's figure)")
 	case c.fairness && c.budgets || c.slo && (c.fairness || c.budgets):

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -17,6 +18,8 @@ type bench struct {
 	caddyBin string
 	work     string
 	procs    procs
+	// prefixCache is the engines' --prefix-cache-mode; "": disable.
+	prefixCache string
 }
 
 // buildCaddy builds the caddy binary of this checkout into the work
@@ -64,7 +67,7 @@ func (b *bench) startEnginesModel(ctx context.Context, n int, model string) ([]s
 		}
 		name := fmt.Sprintf("engine %d (%s)", i, ep.Addr())
 		started[i], err = b.procs.start(name, filepath.Join(b.work, fmt.Sprintf("engine%d.log", i)), env, b.caddyBin,
-			"mlc-engine", model, "--enable-debug", "--mode", "server", "--prefix-cache-mode", "disable",
+			"mlc-engine", model, "--enable-debug", "--mode", "server", "--prefix-cache-mode", cmp.Or(b.prefixCache, "disable"),
 			"--host", ep.Host, "--port", strconv.Itoa(ep.Port))
 		if err != nil {
 			return nil, err

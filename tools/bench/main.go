@@ -123,6 +123,9 @@ func run(args []string, stdout io.Writer) (err error) {
 	if cfg.json {
 		return b.runJSON(ctx, cfg, args, stdout, load, started)
 	}
+	if cfg.agents {
+		return b.runAgents(ctx, cfg, stdout)
+	}
 	engines, err := b.startEngines(ctx, 2)
 	if err != nil {
 		return err
