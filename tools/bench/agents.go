@@ -264,7 +264,7 @@ func writeAgents(w io.Writer, shape agentShape, results []agentResult) {
 	fmt.Fprintf(w, "\n### Agent sessions: %d sessions of %d turns, head %d shared + %d own, +%d a turn, %d generated, tool time %v-%v; mode whole, 3 engines\n\n",
 		shape.sessions, shape.turns, shape.sharedHead, shape.ownHead, shape.toolResult, shape.generate, shape.toolMin, shape.toolMax)
 	fmt.Fprintln(w, "| policy | turn | TTFT p50 ms | TTFT p99 ms | cached share | ideal share |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: |")
 	for _, r := range results {
 		for i, ts := range r.turns {
 			f := figuresOf(ts)
@@ -272,7 +272,7 @@ func writeAgents(w io.Writer, shape agentShape, results []agentResult) {
 		}
 	}
 	fmt.Fprintln(w, "\n| policy | TTFT p50 ms, turns 2+ | cached share, turns 2+ (ideal) | prompt tokens computed | requests/s |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| --- | --: | --: | --: | --: |")
 	for _, r := range results {
 		f := figuresOf(r.later())
 		n := 0
