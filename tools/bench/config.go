@@ -46,9 +46,9 @@ type config struct {
 	budgetWindow time.Duration // how long the tenant sends
 
 	// The goodput run (-slo, issue 30): latency targets, rising rate.
-	slo      bool
+	slo bool
 	// The agent sessions run (-agents, issue 44, agents.go).
-	agents bool
+	agents   bool
 	sloRates []float64
 	sloStep  time.Duration
 
