@@ -46,9 +46,7 @@ type config struct {
 	budgetWindow time.Duration // how long the tenant sends
 
 	// The goodput run (-slo, issue 30): latency targets, rising rate.
-	slo bool
-	// The agent sessions run (-agents, issue 44, agents.go).
-	agents   bool
+	slo      bool
 	sloRates []float64
 	sloStep  time.Duration
 
@@ -56,6 +54,9 @@ type config struct {
 	// with a schema against without, one engine on jsonModel.
 	json      bool
 	jsonModel string
+
+	// The agent sessions run (-agents, issue 44, agents.go).
+	agents bool
 }
 
 // quickDefaults replace the defaults of the flags not given when -quick is:
