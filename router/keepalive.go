@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -95,15 +94,9 @@ func (o *outcomeSink) keepAliveDue(ka keepAliver, every time.Duration) time.Dura
 
 // keepAlive sends an SSE comment (completions, chat completions).
 func (s *completionStream) keepAlive() error {
-	if s.broken {
-		return errClientGone
+	if err := s.open(); err != nil {
+		return err
 	}
-	if s.sse == nil {
-		s.sse = protocol.NewSSEWriter(s.w)
-		s.w.WriteHeader(http.StatusOK)
-	}
-	// The status went out: an error now is an event (see fail).
-	s.written = true
 	return s.comment()
 }
 

@@ -112,6 +112,20 @@ func (s *completionStream) write(v any) error {
 	return s.writeData(s.buf)
 }
 
+// open sends the stream's status once; errClientGone once a write failed.
+// After it an error is an event (see fail).
+func (s *completionStream) open() error {
+	if s.broken {
+		return errClientGone
+	}
+	if s.sse == nil {
+		s.sse = protocol.NewSSEWriter(s.w)
+		s.w.WriteHeader(http.StatusOK)
+	}
+	s.written = true
+	return nil
+}
+
 // writeData sends one event's data.
 func (s *completionStream) writeData(data []byte) error {
 	if err := s.writeHeld(data); err != nil {
@@ -123,14 +137,9 @@ func (s *completionStream) writeData(data []byte) error {
 
 // writeHeld writes one event's data without flushing it.
 func (s *completionStream) writeHeld(data []byte) error {
-	if s.broken {
-		return errClientGone
+	if err := s.open(); err != nil {
+		return err
 	}
-	if s.sse == nil {
-		s.sse = protocol.NewSSEWriter(s.w)
-		s.w.WriteHeader(http.StatusOK)
-	}
-	s.written = true
 	if err := s.sse.WriteEvent(data); err != nil {
 		s.broken = true
 		return err
