@@ -154,6 +154,9 @@ type call struct {
 	quiet  time.Duration // the engine timeout
 	kind   callKind
 	moved  atomic.Bool // a token came
+	// chatty: an event came that moved nothing. An engine prefilling
+	// sends nothing, so a chatty one is not given a prefill's allowance.
+	chatty atomic.Bool
 	resp   *http.Response
 	began  time.Time
 	wait   *engineWait // the choice's clock of time spent waiting on engines
@@ -241,7 +244,7 @@ func (cl *call) bark() {
 		return
 	}
 	switch {
-	case cl.prefill.allow > 0 && cl.kind != callWhole && !cl.moved.Load():
+	case cl.prefill.allow > 0 && cl.kind != callWhole && !cl.moved.Load() && !cl.chatty.Load():
 		// A prompt being prefilled: working while the engine answers
 		// its probes, until the allowance runs out.
 		if cause := cl.watchPrefill(); cause != nil {
@@ -497,6 +500,9 @@ func (s *chunkStream) progress(c *protocol.CompletionResponse) {
 			s.finished = true
 		}
 		moved = moved || ch.Text != "" || ch.FinishReason != nil || ch.Logprobs.Len() > 0
+	}
+	if !moved {
+		s.cl.chatty.Store(true)
 	}
 	if moved {
 		if s.traced == 0 && s.cl.span.IsRecording() && s.firstText(c) {

@@ -188,7 +188,13 @@ func (cl *call) watchPrefill() error {
 	}
 	left := cl.quiet + cl.prefill.allow - waited
 	if left <= 0 {
-		return errPrefillOverrun
+		// Queued behind the engine's other work, which moves: busy, as
+		// a stream's first token is (see bark), for as long.
+		busy := cl.quiet - time.Since(cl.t.lastToken())
+		if busy <= 0 || waited >= maxQueuedTimeouts*cl.quiet+cl.prefill.allow {
+			return errPrefillOverrun
+		}
+		left = busy
 	}
 	cl.dog.Reset(min(prefillProbeEvery(cl.quiet), left))
 	return nil
