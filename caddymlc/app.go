@@ -10,8 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -126,7 +126,7 @@ func (a *App) Start() error {
 		// Not in Provision: `caddy validate` provisions, and must not
 		// connect.
 		a.cluster.conn.Start()
-		a.cluster.sharePrefixes()
+		a.cluster.pooled.sharing.SharePrefixes()
 	}
 	grace := a.drainGrace()
 	for key, h := range a.handles {

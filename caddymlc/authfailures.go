@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
+	"github.com/caddy-mlc/caddy-mlc/cluster"
 )
 
 // failureLimiter counts failed key checks per client address: past limit

@@ -9,13 +9,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
+	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -95,29 +94,16 @@ type clusterLink struct {
 	replicas int
 }
 
-// pooledConn is a connection in clusterConns, and the prefix sharing that
-// runs on it: closed when no config holds it any more.
+// pooledConn is a connection in clusterConns, and what it shares of the
+// process's routers: closed when no config holds it any more.
 type pooledConn struct {
 	*cluster.Conn
-	live       *router.Live // whose loads and prefixes it shares
-	share      sync.Once
-	stopShare  func()
-	shareMu    sync.Mutex
-	subscribed map[string]bool   // models whose prefix events it applies
-	loads      map[string]func() // models whose in-flight requests it shares, and how to stop
+	sharing *cluster.Sharing
 }
 
 // Destruct stops sharing prefixes and loads, and closes the connection.
 func (p *pooledConn) Destruct() error {
-	p.shareMu.Lock()
-	if p.stopShare != nil {
-		p.stopShare()
-	}
-	for _, stop := range p.loads {
-		stop()
-	}
-	p.loads = nil
-	p.shareMu.Unlock()
+	p.sharing.Stop()
 	return p.Close()
 }
 
@@ -165,7 +151,8 @@ func provisionCluster(c *Cluster, live *router.Live, log *zap.Logger) (*clusterL
 		return nil, err
 	}
 	val, _, err := clusterConns.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return &pooledConn{Conn: cluster.New(opts), live: live, subscribed: map[string]bool{}, loads: map[string]func(){}}, nil
+		conn := cluster.New(opts)
+		return &pooledConn{Conn: conn, sharing: cluster.NewSharing(conn, live)}, nil
 	})
 	if err != nil {
 		return nil, err

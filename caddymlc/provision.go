@@ -105,10 +105,10 @@ func (h *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 		return nil, err
 	}
 	if app.cluster != nil && s.core.KeepsPrefixIndex() {
-		app.cluster.applyPrefixes(m.Model)
+		app.cluster.pooled.sharing.ApplyPrefixes(m.Model)
 	}
 	if app.cluster != nil {
-		app.cluster.shareLoad(m.Model)
+		app.cluster.pooled.sharing.ShareLoad(m.Model)
 	}
 	return s, nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
+	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 )
 

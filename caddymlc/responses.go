@@ -14,7 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/cluster"
+	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddy-mlc/caddy-mlc/router/respstore"
 )

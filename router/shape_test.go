@@ -30,7 +30,6 @@ func layers() []struct {
 		rank   int
 	}{
 		{"internal/testkit", -1},
-		{"internal/cluster", 4}, // the adapter's cluster glue
 		{"internal", 0},
 		{"protocol", 1},
 		{"engine", 2},

@@ -41,7 +41,7 @@
 // budget exact across them: Store.Update is a read-modify-write of one
 // tenant's State, which such a store implements with a compare-and-swap
 // or a lock (the mlc app's cluster option keeps them in Redis:
-// internal/cluster.BudgetStore). The replicas' clocks must agree to well
+// cluster.BudgetStore). The replicas' clocks must agree to well
 // under the budgets' resolution, as a bucket is read at the time of the
 // replica that reads it (a clock behind the stored state refills nothing,
 // never negative). While a shared store fails, a Limiter with a Fallback

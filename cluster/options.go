@@ -2,8 +2,10 @@
 // config share through one Redis server: a connection whose health the
 // replica follows (Conn), the tenants' budgets (BudgetStore), the
 // Responses API's stored responses (ResponseStore) and a batched
-// publish/subscribe bus (Conn.Publish, Conn.Subscribe) that carries what
-// each replica learns of the engines' prefix caches.
+// publish/subscribe bus (Conn.Publish, Conn.Subscribe) on which Sharing
+// carries each replica's in-flight requests and what it learns of the
+// engines' prefix caches. The Caddy adapter is its only user: it sits
+// above router/, which it imports.
 //
 // Redis is never a single point of failure: every call on a request's
 // path has a short deadline, and while Redis is out of reach the callers
