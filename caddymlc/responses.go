@@ -1,8 +1,6 @@
 package caddymlc
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -14,9 +12,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
 
-	"github.com/caddy-mlc/caddy-mlc/cluster"
+	"github.com/caddy-mlc/caddy-mlc/respstore"
 	"github.com/caddy-mlc/caddy-mlc/router"
-	"github.com/caddy-mlc/caddy-mlc/router/respstore"
 )
 
 // Responses says where the Responses API keeps the responses it stores
@@ -56,10 +53,10 @@ type Responses struct {
 	ResponsesMaxSize int64 `json:"responses_max_size,omitempty"`
 }
 
-// Interface guard: the SQLite store is the router's response store.
+// Interface guard: the stores are the router's response store.
 var (
 	_ router.ResponseStore = (*respstore.SQLite)(nil)
-	_ router.ResponseStore = redisResponses{}
+	_ router.ResponseStore = (*respstore.Redis)(nil)
 )
 
 // The responses_store values that are no file: none, the cluster's
@@ -68,34 +65,6 @@ const (
 	storeOff   = "off"
 	storeRedis = "redis"
 )
-
-// redisResponses is the response store on the cluster's Redis, its
-// errors of a Redis out of reach told to the router as such (a 503 to
-// read, not a 404).
-type redisResponses struct{ s *cluster.ResponseStore }
-
-// unavailable marks err as the router's ErrStoreUnavailable when Redis
-// is out of reach.
-func unavailable(err error) error {
-	if errors.Is(err, cluster.ErrDown) {
-		return fmt.Errorf("%w: %w", router.ErrStoreUnavailable, err)
-	}
-	return err
-}
-
-func (r redisResponses) Put(ctx context.Context, tenant, id string, record []byte) error {
-	return unavailable(r.s.Put(ctx, tenant, id, record))
-}
-
-func (r redisResponses) Get(ctx context.Context, tenant, id string) ([]byte, bool, error) {
-	b, found, err := r.s.Get(ctx, tenant, id)
-	return b, found, unavailable(err)
-}
-
-func (r redisResponses) Delete(ctx context.Context, tenant, id string) (bool, error) {
-	deleted, err := r.s.Delete(ctx, tenant, id)
-	return deleted, unavailable(err)
-}
 
 // responsesPath is the store's file; "" for none.
 func (c Responses) responsesPath() string {
@@ -140,7 +109,7 @@ func (h *Handler) provisionResponses(cl *clusterLink) error {
 	case cl != nil && (h.ResponsesStore == storeRedis || h.ResponsesStore == ""):
 		// Nothing to open or close: the store is the cluster's
 		// connection, which the app holds.
-		h.front.StoreResponses(redisResponses{cluster.NewResponseStore(cl.conn, time.Duration(h.ResponsesTTL))}, int(h.ResponsesMaxSize))
+		h.front.StoreResponses(respstore.NewRedis(cl.conn, time.Duration(h.ResponsesTTL)), int(h.ResponsesMaxSize))
 		return nil
 	}
 	path := h.responsesPath()

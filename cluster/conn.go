@@ -130,6 +130,10 @@ func (c *Conn) Close() error {
 // local state without calling it.
 func (c *Conn) Up() bool { return c.state.Load() == stateUp }
 
+// Down reports whether the monitor found Redis out of reach: false before
+// its first answer too, when a call is worth trying.
+func (c *Conn) Down() bool { return c.state.Load() == stateDown }
+
 // Watch returns whether Redis answers, and a channel closed at the next
 // change.
 func (c *Conn) Watch() (bool, <-chan struct{}) {

@@ -1,7 +1,6 @@
 // Package cluster is what several Caddy replicas with the same mlc_router
 // config share through one Redis server: a connection whose health the
-// replica follows (Conn), the tenants' budgets (BudgetStore), the
-// Responses API's stored responses (ResponseStore) and a batched
+// replica follows (Conn), the tenants' budgets (BudgetStore) and a batched
 // publish/subscribe bus (Conn.Publish, Conn.Subscribe) on which Sharing
 // carries each replica's in-flight requests and what it learns of the
 // engines' prefix caches. The Caddy adapter is its only user: it sits
@@ -10,8 +9,8 @@
 // Redis is never a single point of failure: every call on a request's
 // path has a short deadline, and while Redis is out of reach the callers
 // go on with local state (stored responses, which have none, fail at
-// once with ErrDown); a background loop pings it with a backoff and the
-// replica rejoins by itself when it answers.
+// once with ErrDown: see respstore.Redis); a background loop pings it
+// with a backoff and the replica rejoins by itself when it answers.
 package cluster
 
 import (

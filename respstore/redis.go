@@ -1,4 +1,4 @@
-package cluster
+package respstore
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/caddy-mlc/caddy-mlc/cluster"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
-// ResponseStore keeps the Responses API's stored responses in the
-// cluster's Redis, so that any replica can continue a conversation
-// another one started, read it, or delete it. It has the methods of
-// router.ResponseStore (records are opaque bytes, keyed by tenant and id)
-// without importing the router.
+// Redis keeps the Responses API's stored responses in the cluster's
+// Redis, so that any replica can continue a conversation another one
+// started, read it, or delete it.
 //
 // A response's key is <prefix>:responses:<sha256 of the tenant, hex>:
 // <sha256 of the id, hex>: no client string becomes a key, and a tenant's
@@ -24,48 +25,45 @@ import (
 // Redis's own expiry (SET … PX). The size of a record is the caller's to
 // bound (the router refuses one over responses_max_size before it calls).
 //
-// Every call has a deadline (ResponseTimeout, longer for a large
+// Every call has a deadline (RedisTimeout, longer for a large
 // record). While Redis is known to be out of reach (the Conn's monitor
 // says so) a call fails at once, without a round trip, with an error
-// wrapping ErrDown; a call that fails on the network, or past its
-// deadline, wraps ErrDown too and takes the replica off Redis until the
-// monitor finds it again.
-type ResponseStore struct {
-	conn *Conn
+// wrapping cluster.ErrDown; a call that fails on the network, or past its
+// deadline, wraps cluster.ErrDown too and takes the replica off Redis
+// until the monitor finds it again. Such errors wrap
+// router.ErrStoreUnavailable as well: a read is then a 503, not a 404.
+type Redis struct {
+	conn *cluster.Conn
 	ttl  atomic.Int64 // nanoseconds
 }
 
-// Timeouts of a response store's calls: ResponseTimeout, and one more
-// second for each ResponseBytesPerSecond of the record written or read
-// back (a record may be megabytes; the budgets' 50 ms are for a few
-// bytes).
+// Timeouts of a Redis store's calls: RedisTimeout, and one more second
+// for each RedisBytesPerSecond of the record written or read back (a
+// record may be megabytes; the budgets' 50 ms are for a few bytes).
 const (
-	ResponseTimeout        = time.Second
-	ResponseBytesPerSecond = 8 << 20
-	// DefaultResponseTTL is the TTL of NewResponseStore's 0: 30 days,
-	// as OpenAI keeps stored responses.
-	DefaultResponseTTL = 30 * 24 * time.Hour
+	RedisTimeout        = time.Second
+	RedisBytesPerSecond = 8 << 20
 )
 
-// NewResponseStore returns the response store on c's Redis, keeping each
-// response ttl (DefaultResponseTTL when 0 or less).
-func NewResponseStore(c *Conn, ttl time.Duration) *ResponseStore {
-	s := &ResponseStore{conn: c}
+// NewRedis returns the response store on c's Redis, keeping each
+// response ttl (DefaultTTL when 0 or less).
+func NewRedis(c *cluster.Conn, ttl time.Duration) *Redis {
+	s := &Redis{conn: c}
 	s.SetTTL(ttl)
 	return s
 }
 
 // SetTTL sets how long responses stored from now on are kept
-// (DefaultResponseTTL when 0 or less).
-func (s *ResponseStore) SetTTL(ttl time.Duration) {
+// (DefaultTTL when 0 or less).
+func (s *Redis) SetTTL(ttl time.Duration) {
 	if ttl <= 0 {
-		ttl = DefaultResponseTTL
+		ttl = DefaultTTL
 	}
 	s.ttl.Store(int64(ttl))
 }
 
 // key is the Redis key of the response id of tenant.
-func (s *ResponseStore) key(tenant, id string) string {
+func (s *Redis) key(tenant, id string) string {
 	t := sha256.Sum256([]byte(tenant))
 	i := sha256.Sum256([]byte(id))
 	return s.conn.Key("responses", hex.EncodeToString(t[:]), hex.EncodeToString(i[:]))
@@ -73,15 +71,15 @@ func (s *ResponseStore) key(tenant, id string) string {
 
 // call runs fn with the deadline of a call moving size bytes, unless
 // Redis is known to be out of reach; what it returns besides redis.Nil
-// is wrapped in ErrDown when the call failed on the way (not when the
+// is wrapped in cluster.ErrDown when the call failed on the way (not when the
 // caller gave up).
-func (s *ResponseStore) call(ctx context.Context, what string, size int, fn func(context.Context) error) error {
+func (s *Redis) call(ctx context.Context, what string, size int, fn func(context.Context) error) error {
 	// Before the monitor's first answer (a config just started) the
 	// call is tried: failing it would refuse what Redis may well serve.
-	if s.conn.state.Load() == stateDown {
-		return fmt.Errorf("cluster: response store: %s: %w", what, ErrDown)
+	if s.conn.Down() {
+		return fmt.Errorf("cluster: response store: %s: %w", what, cluster.ErrDown)
 	}
-	timeout := ResponseTimeout + time.Duration(size)*time.Second/ResponseBytesPerSecond
+	timeout := RedisTimeout + time.Duration(size)*time.Second/RedisBytesPerSecond
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := fn(callCtx)
@@ -98,22 +96,22 @@ func (s *ResponseStore) call(ctx context.Context, what string, size int, fn func
 		return fmt.Errorf("cluster: response store: %s: %w", what, err)
 	}
 	s.conn.Failed(err)
-	return fmt.Errorf("cluster: response store: %s: %w (%w)", what, ErrDown, err)
+	return fmt.Errorf("cluster: response store: %s: %w (%w)", what, cluster.ErrDown, err)
 }
 
 // Put keeps record as the response id of tenant for the TTL, replacing
 // any.
-func (s *ResponseStore) Put(ctx context.Context, tenant, id string, record []byte) error {
+func (s *Redis) Put(ctx context.Context, tenant, id string, record []byte) error {
 	ttl := time.Duration(s.ttl.Load())
-	return s.call(ctx, "put", len(record), func(ctx context.Context) error {
+	return unavailable(s.call(ctx, "put", len(record), func(ctx context.Context) error {
 		return s.conn.Client().Set(ctx, s.key(tenant, id), record, ttl).Err()
-	})
+	}))
 }
 
 // Get returns the record of the response id of tenant; found is false
 // when there is none (never stored, expired, deleted, or another
 // tenant's).
-func (s *ResponseStore) Get(ctx context.Context, tenant, id string) ([]byte, bool, error) {
+func (s *Redis) Get(ctx context.Context, tenant, id string) ([]byte, bool, error) {
 	var record []byte
 	// The record's size is unknown before it is read: the deadline of
 	// the largest the router stores by default.
@@ -126,19 +124,28 @@ func (s *ResponseStore) Get(ctx context.Context, tenant, id string) ([]byte, boo
 	case errors.Is(err, redis.Nil):
 		return nil, false, nil
 	case err != nil:
-		return nil, false, err
+		return nil, false, unavailable(err)
 	}
 	return record, true, nil
 }
 
 // Delete forgets the response id of tenant; deleted is false when there
 // was none.
-func (s *ResponseStore) Delete(ctx context.Context, tenant, id string) (bool, error) {
+func (s *Redis) Delete(ctx context.Context, tenant, id string) (bool, error) {
 	var n int64
 	err := s.call(ctx, "delete", 0, func(ctx context.Context) error {
 		var err error
 		n, err = s.conn.Client().Del(ctx, s.key(tenant, id)).Result()
 		return err
 	})
-	return n > 0, err
+	return n > 0, unavailable(err)
+}
+
+// unavailable marks err as the router's ErrStoreUnavailable when Redis
+// is out of reach.
+func unavailable(err error) error {
+	if errors.Is(err, cluster.ErrDown) {
+		return fmt.Errorf("%w: %w", router.ErrStoreUnavailable, err)
+	}
+	return err
 }

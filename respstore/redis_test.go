@@ -1,4 +1,4 @@
-package cluster
+package respstore
 
 import (
 	"context"
@@ -9,13 +9,42 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/redistest"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
+
+// newTestConn is a started connection to the Redis at addr, closed with
+// the test.
+func newTestConn(t *testing.T, addr string, log *zap.Logger) *cluster.Conn {
+	t.Helper()
+	c := cluster.New(cluster.Options{Addr: addr, Logger: log, Prefix: "test-" + t.Name()})
+	t.Cleanup(func() { _ = c.Close() })
+	c.Start()
+	return c
+}
+
+// waitUp waits until c's view of Redis is want.
+func waitUp(t *testing.T, c *cluster.Conn, want bool, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		up, changed := c.Watch()
+		if up == want {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("the connection did not become up=%v within %v", want, within)
+		}
+	}
+}
 
 // Two replicas' stores on one Redis: what one stores the other reads and
 // deletes; another tenant finds nothing; the key names neither the
 // tenant nor the id, and expires after the TTL (Redis's own expiry).
-func TestResponseStoreSharedByReplicas(t *testing.T) {
+func TestRedisSharedByReplicas(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	a := newTestConn(t, srv.Addr(), zap.NewNop())
@@ -23,7 +52,7 @@ func TestResponseStoreSharedByReplicas(t *testing.T) {
 	waitUp(t, a, true, 5*time.Second)
 	waitUp(t, b, true, 5*time.Second)
 	const ttl = 90 * time.Minute
-	sa, sb := NewResponseStore(a, ttl), NewResponseStore(b, ttl)
+	sa, sb := NewRedis(a, ttl), NewRedis(b, ttl)
 
 	const tenant, id = "tenant:with spaces:and colons", "resp_0123"
 	if err := sa.Put(ctx, tenant, id, []byte(`{"r":1}`)); err != nil {
@@ -74,23 +103,24 @@ func TestResponseStoreSharedByReplicas(t *testing.T) {
 	}
 }
 
-// While Redis is known to be away every call fails at once with ErrDown;
-// the first call that finds it gone fails within its deadline with
-// ErrDown too, and takes the connection down.
-func TestResponseStoreRedisAway(t *testing.T) {
+// While Redis is known to be away every call fails at once with
+// cluster.ErrDown, which is the router's ErrStoreUnavailable; the first
+// call that finds it gone fails within its deadline with them too, and
+// takes the connection down.
+func TestRedisAway(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	c := newTestConn(t, srv.Addr(), zap.NewNop())
 	waitUp(t, c, true, 5*time.Second)
-	s := NewResponseStore(c, 0)
+	s := NewRedis(c, 0)
 	if err := s.Put(ctx, "t", "id", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	srv.Kill()
 	begin := time.Now()
 	_, _, err := s.Get(ctx, "t", "id")
-	if !errors.Is(err, ErrDown) {
-		t.Fatalf("Get with Redis killed: %v, want ErrDown", err)
+	if !errors.Is(err, cluster.ErrDown) || !errors.Is(err, router.ErrStoreUnavailable) {
+		t.Fatalf("Get with Redis killed: %v, want ErrDown and ErrStoreUnavailable", err)
 	}
 	if took := time.Since(begin); took > 5*time.Second {
 		t.Fatalf("the call took %v", took)
@@ -102,8 +132,8 @@ func TestResponseStoreRedisAway(t *testing.T) {
 		func() error { _, _, err := s.Get(ctx, "t", "id"); return err }(),
 		func() error { _, err := s.Delete(ctx, "t", "id"); return err }(),
 	} {
-		if !errors.Is(err, ErrDown) {
-			t.Fatalf("with Redis known away: %v, want ErrDown", err)
+		if !errors.Is(err, cluster.ErrDown) || !errors.Is(err, router.ErrStoreUnavailable) {
+			t.Fatalf("with Redis known away: %v, want ErrDown and ErrStoreUnavailable", err)
 		}
 	}
 	if took := time.Since(begin); took > 100*time.Millisecond {

@@ -1,9 +1,3 @@
-// Package respstore keeps the Responses API's stored responses in an
-// embedded SQLite database (modernc.org/sqlite: pure Go, no cgo), one
-// file, shared by the processes that open it. It implements
-// router.ResponseStore without importing the router: records are opaque
-// bytes, keyed by tenant and id, each kept for the store's retention
-// time (TTL) and forgotten after it.
 package respstore
 
 import (

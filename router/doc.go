@@ -12,8 +12,9 @@
 //     becomes a completion, and its sink. messages.go (Anthropic's
 //     Messages API) and responses.go (OpenAI's Responses API) build on
 //     chat (messages.go also counts a message's tokens);
-//     responsestore.go keeps responses (ResponseStore; respstore is
-//     SQLite's), responsesstored.go serves them by id.
+//     responsestore.go keeps responses (ResponseStore; the top-level
+//     respstore has SQLite's and Redis's), responsesstored.go serves
+//     them by id.
 //   - decode.go: decode and validate (decoder): the body, the model, the
 //     prompt's tokens, the chat rendered; embeddings.go for /v1/embeddings.
 //   - admit.go: the gate: the tenant's budget, the fair queue in front of
