@@ -46,6 +46,10 @@ type ChatCompletionRequest struct {
 	// SkippedTools are tools of the request (of the Messages or
 	// Responses API) left out of the prompt: the fleet cannot run them.
 	SkippedTools []string `json:"-"`
+	// ToolSchemaParams name each tool's schema as the client's API does
+	// (the Messages API's "tools[2].input_schema"), for errors; absent,
+	// chat's "tools[i].function.parameters".
+	ToolSchemaParams []string `json:"-"`
 
 	// Extra holds the fields this type does not model.
 	Extra Extra `json:"-"`

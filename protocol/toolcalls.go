@@ -252,6 +252,7 @@ func addFunctionTools(creq *ChatCompletionRequest, tools []json.RawMessage, runn
 			return nil, InvalidRequest(at+"."+schemaParam, "%s.%s must be a JSON schema object", at, schemaParam).WithCode(CodeInvalidType)
 		}
 		creq.Tools = append(creq.Tools, chatTool(t.Name, t.Description, schema))
+		creq.ToolSchemaParams = append(creq.ToolSchemaParams, at+"."+schemaParam)
 		names = append(names, t.Name)
 	}
 	return names, nil

@@ -218,6 +218,16 @@ func (d *decoder) chatCompletion(creq *protocol.ChatCompletionRequest) (*protoco
 	}
 	req := creq.Completion(prompt)
 	req.Stop = append(append(protocol.StopList(nil), creq.Stop...), stops...)
+	if tc.Forced() {
+		// The call is the whole answer, written under its schema; it
+		// takes the place of a response format, which constrains text.
+		rf, e := creq.ToolCallFormat(toolcall.ArgumentsKey(tc.Format))
+		if e != nil {
+			return nil, nil, e
+		}
+		req.ResponseFormat = rf
+		tc.Format = toolcall.JSON
+	}
 	req.ToolCalling = tc
 	req.Reasoning = d.reasons(creq)
 	return req, prompt, nil

@@ -11,9 +11,11 @@
 //	             (or the newer [TOOL_CALLS]f[ARGS]{"a": 1})
 //	pythonic     [f(a=1, b='x'), g()]
 //	mlc          f(a=1, b='x')   (or ["f(a=1)", "g(b=2)"], MLC-LLM's own convention)
+//	json         {"name": "f", "arguments": {"a": 1}}   (the router's own: a required
+//	             call, written under its grammar; not a tool_parser)
 //
 // In hermes and mistral, calls sit among content: text around them stays
-// content. In llama3_json, pythonic and mlc, the whole output is the call
+// content. In llama3_json, pythonic, mlc and json, the whole output is the call
 // list or it is all content.
 //
 // Whole calls only: a Parser returns a call only once it is complete and

@@ -30,6 +30,20 @@ func jsonCall(raw []byte) (Call, bool) {
 	return Call{Name: name, Arguments: compact}, true
 }
 
+// parseJSONCall reads the whole output as one JSON call object (the JSON
+// format), white space around it allowed.
+func parseJSONCall(output string) ([]Call, bool) {
+	body := []byte(strings.TrimSpace(output))
+	if !json.Valid(body) {
+		return nil, false
+	}
+	c, ok := jsonCall(body)
+	if !ok {
+		return nil, false
+	}
+	return []Call{c}, true
+}
+
 // jsonArguments makes a call's arguments a compact JSON object: an object
 // as is, a JSON string that holds an object (some models quote it), and
 // "{}" for none or null. Anything else is not a call's arguments.

@@ -37,7 +37,24 @@ func Formats() []string {
 	return []string{"hermes", "llama3_json", "mistral", "pythonic", "mlc"}
 }
 
-// New returns a Parser for the named format.
+// JSON is the format of an answer written under the router's tool-call
+// grammar (a request that requires a call, protocol.ToolCallFormat): the
+// whole output is one {"name": …, "arguments"|"parameters": …} object.
+// It is no model's own syntax, so it is not among Formats: New takes it.
+const JSON = "json"
+
+// ArgumentsKey is the member that holds a call's arguments in the syntax
+// format names: Llama 3's "parameters", else "arguments". A call written
+// under the tool-call grammar uses it, to stay close to what the model
+// was taught.
+func ArgumentsKey(format string) string {
+	if format == "llama3_json" {
+		return "parameters"
+	}
+	return "arguments"
+}
+
+// New returns a Parser for the named format (one of Formats, or JSON).
 func New(format string) (Parser, error) {
 	return newParser(format, maxHeld)
 }
@@ -56,6 +73,8 @@ func newParser(format string, limit int) (Parser, error) {
 		return newWhole(pythonicCouldStart, parsePythonic, limit), nil
 	case "mlc":
 		return newWhole(func(string) bool { return true }, parseMLC, limit), nil
+	case JSON:
+		return newWhole(func(t string) bool { return t[0] == '{' }, parseJSONCall, limit), nil
 	}
 	return nil, fmt.Errorf("toolcall: unknown format %q (valid: %s)", format, strings.Join(Formats(), ", "))
 }

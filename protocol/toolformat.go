@@ -1,0 +1,293 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// A request that requires a tool call (chat's tool_choice "required" or
+// a named function, the Responses API's likewise, Anthropic's "any" and
+// "tool") is served through the JSON grammar: its answer is one call
+// object, {"name": <a tool's name>, "arguments": <that tool's
+// parameters>}, and nothing else, so that the engine cannot write
+// anything but a valid call. The format is MLC's RequestResponseFormat
+// (a JSON schema), the one way to constrain MLC's engines too; the
+// router reads the whole answer as that object (router/toolcall's JSON
+// format), whatever syntax the model's template teaches for calls.
+
+// Forced reports whether the choice requires a call.
+func (t *ToolCalling) Forced() bool {
+	return t != nil && (t.Choice == ToolChoiceRequired || t.Choice == ToolChoiceFunction)
+}
+
+// ToolCallFormat returns the response format of the call the request
+// requires, nil when it requires none. argsKey is the member that holds
+// the arguments ("arguments", or "parameters" for Llama 3's syntax). A
+// tool's schema the grammar cannot serve is a 400 naming its keyword,
+// under the tool's parameter (ToolSchemaParams).
+func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat, *Error) {
+	choice, function := chatToolChoice(r.ToolChoice)
+	if len(r.Tools) == 0 || (choice != ToolChoiceRequired && choice != ToolChoiceFunction) {
+		return nil, nil
+	}
+	var b toolSchema
+	var calls []string
+	for i, raw := range r.Tools {
+		var t struct {
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &t) != nil {
+			return nil, InvalidRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be a function tool", i).WithCode(CodeInvalidType)
+		}
+		if choice == ToolChoiceFunction && t.Function.Name != function {
+			continue
+		}
+		param := fmt.Sprintf("tools[%d].function.parameters", i)
+		if i < len(r.ToolSchemaParams) {
+			param = r.ToolSchemaParams[i]
+		}
+		params := t.Function.Parameters
+		if !present(params) {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		if _, e := engineSchema(param, params); e != nil {
+			return nil, e
+		}
+		args, err := b.hoist(fmt.Sprintf("tool%d_", i), params)
+		if err != nil {
+			return nil, InvalidRequest(param, "%s: %v", param, err).WithCode(CodeInvalidValue)
+		}
+		name, _ := json.Marshal(t.Function.Name)
+		key, _ := json.Marshal(argsKey)
+		calls = append(calls, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},%s:%s},"required":["name",%s],"additionalProperties":false}`, name, key, args, key))
+	}
+	if len(calls) == 0 {
+		return nil, InvalidRequest("tool_choice", "tool_choice names function %q, which is not among the request's tools", function).WithCode(CodeInvalidValue)
+	}
+	root := calls[0]
+	if len(calls) > 1 {
+		root = `{"anyOf":[` + strings.Join(calls, ",") + `]}`
+	}
+	schema := b.root(root)
+	rf, e := engineSchema("tools", schema)
+	if e != nil {
+		e.Message = "the tools together: " + e.Message
+	}
+	return rf, e
+}
+
+// toolSchema gathers the definitions of the tools' schemas, renamed so
+// that each tool's stay its own once they all sit at the call schema's
+// root (where a $ref "#/$defs/x" points).
+type toolSchema struct {
+	defs, definitions []string // "name":schema members
+}
+
+// hoist returns schema with its top-level $defs and definitions taken
+// out (kept in b, renamed with prefix) and every $ref to them renamed;
+// a schema without a type, a reference or alternatives is made an
+// object's, as a call's arguments are.
+func (b *toolSchema) hoist(prefix string, schema json.RawMessage) (string, error) {
+	ms, ok := objectMembers(schema)
+	if !ok {
+		return "", fmt.Errorf("must be a JSON schema object")
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	typed := false
+	n := 0
+	for _, m := range ms {
+		switch m.k {
+		case "type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const":
+			typed = true
+		}
+	}
+	if !typed {
+		out.WriteString(`"type":"object"`)
+		n++
+	}
+	for _, m := range ms {
+		if m.k == "$defs" || m.k == "definitions" {
+			defs, ok := objectMembers(m.v)
+			if !ok {
+				return "", fmt.Errorf("%s must be an object", m.k)
+			}
+			for _, d := range defs {
+				v, err := renameRefs(prefix, d.v)
+				if err != nil {
+					return "", err
+				}
+				k, _ := json.Marshal(prefix + d.k)
+				member := string(k) + ":" + v
+				if m.k == "$defs" {
+					b.defs = append(b.defs, member)
+				} else {
+					b.definitions = append(b.definitions, member)
+				}
+			}
+			continue
+		}
+		v, err := schemaKeyword(prefix, m)
+		if err != nil {
+			return "", err
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.k)
+		out.Write(k)
+		out.WriteByte(':')
+		out.WriteString(v)
+		n++
+	}
+	out.WriteByte('}')
+	return out.String(), nil
+}
+
+// root is the call schema root with the definitions gathered.
+func (b *toolSchema) root(root string) []byte {
+	if len(b.defs) == 0 && len(b.definitions) == 0 {
+		return []byte(root)
+	}
+	var out strings.Builder
+	out.WriteString(root[:len(root)-1])
+	if len(b.defs) > 0 {
+		out.WriteString(`,"$defs":{` + strings.Join(b.defs, ",") + `}`)
+	}
+	if len(b.definitions) > 0 {
+		out.WriteString(`,"definitions":{` + strings.Join(b.definitions, ",") + `}`)
+	}
+	out.WriteByte('}')
+	return []byte(out.String())
+}
+
+// renameRefs returns the subschema raw with its references to top-level
+// definitions renamed with prefix. Members of the keywords whose values
+// are data (const, enum, default, examples) are left alone.
+func renameRefs(prefix string, raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	ms, ok := objectMembers(raw)
+	if !ok {
+		return compactString(raw)
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	for i, m := range ms {
+		v, err := schemaKeyword(prefix, m)
+		if err != nil {
+			return "", err
+		}
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.k)
+		out.Write(k)
+		out.WriteByte(':')
+		out.WriteString(v)
+	}
+	out.WriteByte('}')
+	return out.String(), nil
+}
+
+// schemaKeyword is keyword m's value with its references renamed.
+func schemaKeyword(prefix string, m member) (string, error) {
+	switch m.k {
+	case "$ref":
+		var ref string
+		if json.Unmarshal(m.v, &ref) != nil {
+			return compactString(m.v)
+		}
+		for _, under := range []string{"#/$defs/", "#/definitions/"} {
+			if name, ok := strings.CutPrefix(ref, under); ok {
+				b, _ := json.Marshal(under + prefix + name)
+				return string(b), nil
+			}
+		}
+		return compactString(m.v)
+	case "const", "enum", "default", "examples":
+		return compactString(m.v)
+	case "properties", "$defs", "definitions", "patternProperties", "dependentSchemas":
+		// names to subschemas
+		named, ok := objectMembers(m.v)
+		if !ok {
+			return compactString(m.v)
+		}
+		var out bytes.Buffer
+		out.WriteByte('{')
+		for i, n := range named {
+			v, err := renameRefs(prefix, n.v)
+			if err != nil {
+				return "", err
+			}
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.k)
+			out.Write(k)
+			out.WriteByte(':')
+			out.WriteString(v)
+		}
+		out.WriteByte('}')
+		return out.String(), nil
+	}
+	v := bytes.TrimSpace(m.v)
+	if len(v) > 0 && v[0] == '[' {
+		var items []json.RawMessage
+		if json.Unmarshal(v, &items) != nil {
+			return compactString(v)
+		}
+		parts := make([]string, len(items))
+		for i, it := range items {
+			s, err := renameRefs(prefix, it)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = s
+		}
+		return "[" + strings.Join(parts, ",") + "]", nil
+	}
+	return renameRefs(prefix, v)
+}
+
+// compactString is raw compacted, an error when it is not JSON.
+func compactString(raw []byte) (string, error) {
+	s := compactJSON(raw)
+	if s == "" {
+		return "", fmt.Errorf("is not valid JSON")
+	}
+	return s, nil
+}
+
+// member is a member of a JSON object, in document order.
+type member struct {
+	k string
+	v json.RawMessage
+}
+
+// objectMembers returns the members of a JSON object in order; false
+// when raw is not one.
+func objectMembers(raw json.RawMessage) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	t, err := dec.Token()
+	if d, ok := t.(json.Delim); err != nil || !ok || d != '{' {
+		return nil, false
+	}
+	var out []member
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		out = append(out, member{t.(string), v})
+	}
+	return out, true
+}
