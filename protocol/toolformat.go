@@ -53,7 +53,7 @@ func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat,
 		}
 		params := t.Function.Parameters
 		if !present(params) {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
+			params = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`) // no arguments
 		}
 		if _, e := engineSchema(param, params); e != nil {
 			return nil, e

@@ -69,6 +69,7 @@ func TestToolCallFormat(t *testing.T) {
 			`{"name":"nope","arguments":{}}`,
 			`{"name":"ping","arguments":{},"extra":1}`,
 			`{"name":"ping","arguments":3}`,
+			`{"name":"ping","arguments":{"x":1}}`,
 			`{"name":"ping"}`,
 		}},
 		{`{"type":"function","function":{"name":"count"}}`, []string{count}, []string{weather, ping}},
