@@ -1,14 +1,20 @@
 package router
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -243,4 +249,87 @@ func TestToolChoiceUnsupportedSchema(t *testing.T) {
 	if status != http.StatusOK {
 		t.Errorf("tools offered, auto: %d %s", status, raw)
 	}
+}
+
+// TestToolChoiceModels: with Qwen3's byte-level BPE vocabulary (151k
+// tokens, Hermes-style calls), and with tiny read as Llama 3's JSON calls
+// (whose arguments are "parameters"), a required or named call is valid
+// too. (Llama 3's template in the reference packages reads no tools.)
+func TestToolChoiceModels(t *testing.T) {
+	for _, tc := range []struct{ model, parser string }{{"qwen3", ""}, {"tiny", "llama3_json"}} {
+		model := tc.model
+		t.Run(model+tc.parser, func(t *testing.T) {
+			path := "tiny"
+			if model != "tiny" {
+				path = npmref.ModelDir(t, model)
+			}
+			c := startCoreModel(t, model, path, 1, Config{Mode: ModeWhole, ToolParser: tc.parser}, nil)
+			rec := &bodyRecorder{engine: c.fleet.upstreams[0].url}
+			front := httptest.NewServer(rec)
+			t.Cleanup(front.Close)
+			c.fleet.upstreams[0].url = front.URL
+			key := `"arguments"`
+			if tc.parser == "llama3_json" {
+				key = `"parameters"`
+			}
+			for _, choice := range []any{"required", map[string]any{"type": "function", "function": map[string]any{"name": "book_table"}}} {
+				for _, p := range forcedPrompts()[:2] {
+					body := map[string]any{"model": model, "messages": []map[string]any{{"role": "user", "content": p}}, "tools": toolsOf(t, protocol.PathChatCompletions),
+						"tool_choice": choice, "max_tokens": 400, "temperature": 0, "stream": true}
+					what := model + " " + mustMarshal(t, choice) + " " + p
+					status, raw := callJSON(t, http.MethodPost, c.base+protocol.PathChatCompletions, body)
+					if status != http.StatusOK {
+						t.Fatalf("%s: %d %s", what, status, raw)
+					}
+					a := chatStreamAnswer(t, raw)
+					want := ""
+					if choice != "required" {
+						want = "book_table"
+					}
+					checkCall(t, protocol.PathChatCompletions, what, a, want)
+					if a.finish != protocol.FinishToolCalls {
+						t.Errorf("%s: finish %q", what, a.finish)
+					}
+					t.Logf("%s: %s", what, a.calls[0])
+					// The engine was asked for MLC's response format: the
+					// call's schema, its arguments under the syntax's key.
+					var sent struct {
+						ResponseFormat *protocol.ResponseFormat `json:"response_format"`
+					}
+					if err := json.Unmarshal([]byte(rec.last(protocol.PathCompletions)), &sent); err != nil || sent.ResponseFormat == nil ||
+						sent.ResponseFormat.Type != protocol.FormatJSONObject || sent.ResponseFormat.Schema == nil ||
+						!strings.Contains(*sent.ResponseFormat.Schema, `"properties":{"name":{"const":`) || !strings.Contains(*sent.ResponseFormat.Schema, key+":") {
+						t.Errorf("%s: the engine got %s, want a json_object format with a call schema whose arguments are %s", what, rec.last(protocol.PathCompletions), key)
+					}
+				}
+			}
+		})
+	}
+}
+
+// bodyRecorder passes requests on to an engine and keeps their bodies.
+type bodyRecorder struct {
+	engine string
+	mu     sync.Mutex
+	bodies map[string]string // path -> the last body
+}
+
+func (p *bodyRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	p.mu.Lock()
+	if p.bodies == nil {
+		p.bodies = map[string]string{}
+	}
+	p.bodies[r.URL.Path] = string(b)
+	p.mu.Unlock()
+	u, _ := url.Parse(p.engine)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+}
+
+// last is the last body sent to path.
+func (p *bodyRecorder) last(path string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bodies[path]
 }
