@@ -115,3 +115,17 @@ func TestWholeHolding(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONFormat(t *testing.T) {
+	runCases(t, JSON, []parseCase{
+		{"arguments", `{"name":"f","arguments":{"a":[1,{"b":"}"}]}}`, []Event{tc("f", `{"a":[1,{"b":"}"}]}`)}},
+		{"parameters, spaced", " \n{\"name\": \"g\", \"parameters\": {}}\n", []Event{tc("g", `{}`)}},
+		{"one call only", `{"name":"f","arguments":{}}; {"name":"g","arguments":{}}`, []Event{txt(`{"name":"f","arguments":{}}; {"name":"g","arguments":{}}`)}},
+		{"cut", `{"name":"f","arguments":{"a":`, []Event{txt(`{"name":"f","arguments":{"a":`)}},
+		{"no name", `{"arguments":{}}`, []Event{txt(`{"arguments":{}}`)}},
+		{"text", "Hello {x}", []Event{txt("Hello {x}")}},
+	})
+	if ArgumentsKey("llama3_json") != "parameters" || ArgumentsKey("hermes") != "arguments" || ArgumentsKey("mlc") != "arguments" {
+		t.Errorf("ArgumentsKey")
+	}
+}
