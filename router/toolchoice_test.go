@@ -187,8 +187,9 @@ func TestToolChoiceForced(t *testing.T) {
 	}
 }
 
-// TestToolChoiceResumed: a required call's stream, preempted midway and
-// resumed from the text delivered, is the one pass gives.
+// TestToolChoiceResumed: a required call is the same in disagg, from
+// one engine prefilling in chunks, and from a stream preempted midway
+// and resumed from the text delivered.
 func TestToolChoiceResumed(t *testing.T) {
 	c := startCore(t, 2, Config{Mode: ModeDisagg}, nil)
 	dec := c.fleet.upstreams[c.r.roles["decode"][0]]
@@ -204,6 +205,15 @@ func TestToolChoiceResumed(t *testing.T) {
 		}
 		want[i] = chatStreamAnswer(t, raw)
 		checkCall(t, protocol.PathChatCompletions, p, want[i], "")
+	}
+	// One engine, prefilling in chunks of 16 tokens: the same calls.
+	chunked := startCoreArgs(t, 1, Config{Mode: ModeWhole}, nil, "--overrides", "prefill_chunk_size=16")
+	for i, p := range forcedPrompts() {
+		status, raw := callJSON(t, http.MethodPost, chunked.base+protocol.PathChatCompletions, body(p))
+		got := chatStreamAnswer(t, raw)
+		if status != http.StatusOK || strings.Join(got.calls, "") != strings.Join(want[i].calls, "") || got.finish != want[i].finish {
+			t.Errorf("%s whole, chunked: %d %+v, want %+v", p, status, got, want[i])
+		}
 	}
 	proxy := &preemptingProxy{engine: dec.url, parents: map[string][]string{}}
 	front := httptest.NewServer(proxy)
