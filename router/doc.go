@@ -16,7 +16,9 @@
 //     respstore has SQLite's and Redis's), responsesstored.go serves
 //     them by id.
 //   - decode.go: decode and validate (decoder): the body, the model, the
-//     prompt's tokens, the chat rendered; embeddings.go for /v1/embeddings.
+//     prompt's tokens, the chat rendered (a chat that requires a tool
+//     call gets its call's schema as its response format);
+//     embeddings.go for /v1/embeddings.
 //   - admit.go: the gate: the tenant's budget, the fair queue in front of
 //     the engines' batch; peerload.go takes off it what other replicas
 //     run on the same engines; sloadmit.go holds back or refuses a
