@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcschema"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -302,7 +303,8 @@ func TestToolChoiceModels(t *testing.T) {
 					}
 					t.Logf("%s: %s", what, a.calls[0])
 					// The engine was asked for MLC's response format: the
-					// call's schema, its arguments under the syntax's key.
+					// call's schema, its arguments under the syntax's key,
+					// in a request MLC's protocol model accepts.
 					var sent struct {
 						ResponseFormat *protocol.ResponseFormat `json:"response_format"`
 					}
@@ -310,6 +312,9 @@ func TestToolChoiceModels(t *testing.T) {
 						sent.ResponseFormat.Type != protocol.FormatJSONObject || sent.ResponseFormat.Schema == nil ||
 						!strings.Contains(*sent.ResponseFormat.Schema, `"properties":{"name":{"const":`) || !strings.Contains(*sent.ResponseFormat.Schema, key+":") {
 						t.Errorf("%s: the engine got %s, want a json_object format with a call schema whose arguments are %s", what, rec.last(protocol.PathCompletions), key)
+					}
+					if err := mlcschema.CheckCompletionRequest([]byte(rec.last(protocol.PathCompletions))); err != nil {
+						t.Errorf("%s: MLC's CompletionRequest refuses what the engine got: %v", what, err)
 					}
 				}
 			}
