@@ -97,56 +97,36 @@ func (b *toolSchema) hoist(prefix string, schema json.RawMessage) (string, error
 	if !ok {
 		return "", fmt.Errorf("must be a JSON schema object")
 	}
-	var out bytes.Buffer
-	out.WriteByte('{')
-	typed := false
-	n := 0
+	rest := []member{{"type", json.RawMessage(`"object"`)}}
 	for _, m := range ms {
 		switch m.k {
 		case "type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const":
-			typed = true
+			rest = rest[:0] // typed: as written
 		}
-	}
-	if !typed {
-		out.WriteString(`"type":"object"`)
-		n++
 	}
 	for _, m := range ms {
-		if m.k == "$defs" || m.k == "definitions" {
-			defs, ok := objectMembers(m.v)
-			if !ok {
-				return "", fmt.Errorf("%s must be an object", m.k)
-			}
-			for _, d := range defs {
-				v, err := renameRefs(prefix, d.v)
-				if err != nil {
-					return "", err
-				}
-				k, _ := json.Marshal(prefix + d.k)
-				member := string(k) + ":" + v
-				if m.k == "$defs" {
-					b.defs = append(b.defs, member)
-				} else {
-					b.definitions = append(b.definitions, member)
-				}
-			}
+		if m.k != "$defs" && m.k != "definitions" {
+			rest = append(rest, m)
 			continue
 		}
-		v, err := schemaKeyword(prefix, m)
-		if err != nil {
-			return "", err
+		defs, ok := objectMembers(m.v)
+		if !ok {
+			return "", fmt.Errorf("%s must be an object", m.k)
 		}
-		if n > 0 {
-			out.WriteByte(',')
+		for _, d := range defs {
+			v, err := renameRefs(prefix, d.v)
+			if err != nil {
+				return "", err
+			}
+			k, _ := json.Marshal(prefix + d.k)
+			if m.k == "$defs" {
+				b.defs = append(b.defs, string(k)+":"+v)
+			} else {
+				b.definitions = append(b.definitions, string(k)+":"+v)
+			}
 		}
-		k, _ := json.Marshal(m.k)
-		out.Write(k)
-		out.WriteByte(':')
-		out.WriteString(v)
-		n++
 	}
-	out.WriteByte('}')
-	return out.String(), nil
+	return writeObject(rest, func(m member) (string, error) { return schemaKeyword(prefix, m) })
 }
 
 // root is the call schema root with the definitions gathered.
@@ -167,18 +147,62 @@ func (b *toolSchema) root(root string) []byte {
 }
 
 // renameRefs returns the subschema raw with its references to top-level
-// definitions renamed with prefix. Members of the keywords whose values
-// are data (const, enum, default, examples) are left alone.
+// definitions renamed with prefix.
 func renameRefs(prefix string, raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
 	ms, ok := objectMembers(raw)
 	if !ok {
 		return compactString(raw)
 	}
+	return writeObject(ms, func(m member) (string, error) { return schemaKeyword(prefix, m) })
+}
+
+// schemaKeyword is the value of keyword m of a subschema with its
+// references renamed. The values of the keywords that hold data (const,
+// enum, default, examples) are left as they are.
+func schemaKeyword(prefix string, m member) (string, error) {
+	switch m.k {
+	case "$ref":
+		var ref string
+		if json.Unmarshal(m.v, &ref) == nil {
+			for _, under := range []string{"#/$defs/", "#/definitions/"} {
+				if name, ok := strings.CutPrefix(ref, under); ok {
+					b, _ := json.Marshal(under + prefix + name)
+					return string(b), nil
+				}
+			}
+		}
+		return compactString(m.v)
+	case "const", "enum", "default", "examples":
+		return compactString(m.v)
+	case "properties", "$defs", "definitions", "patternProperties", "dependentSchemas":
+		named, ok := objectMembers(m.v) // names to subschemas
+		if !ok {
+			return compactString(m.v)
+		}
+		return writeObject(named, func(n member) (string, error) { return renameRefs(prefix, n.v) })
+	}
+	var items []json.RawMessage // anyOf, prefixItems, a list of types, required…
+	if json.Unmarshal(m.v, &items) == nil && items != nil {
+		parts := make([]string, len(items))
+		for i, it := range items {
+			s, err := renameRefs(prefix, it)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = s
+		}
+		return "[" + strings.Join(parts, ",") + "]", nil
+	}
+	return renameRefs(prefix, m.v)
+}
+
+// writeObject writes the members ms as a JSON object, each value as
+// value makes it.
+func writeObject(ms []member, value func(member) (string, error)) (string, error) {
 	var out bytes.Buffer
 	out.WriteByte('{')
 	for i, m := range ms {
-		v, err := schemaKeyword(prefix, m)
+		v, err := value(m)
 		if err != nil {
 			return "", err
 		}
@@ -192,66 +216,6 @@ func renameRefs(prefix string, raw json.RawMessage) (string, error) {
 	}
 	out.WriteByte('}')
 	return out.String(), nil
-}
-
-// schemaKeyword is keyword m's value with its references renamed.
-func schemaKeyword(prefix string, m member) (string, error) {
-	switch m.k {
-	case "$ref":
-		var ref string
-		if json.Unmarshal(m.v, &ref) != nil {
-			return compactString(m.v)
-		}
-		for _, under := range []string{"#/$defs/", "#/definitions/"} {
-			if name, ok := strings.CutPrefix(ref, under); ok {
-				b, _ := json.Marshal(under + prefix + name)
-				return string(b), nil
-			}
-		}
-		return compactString(m.v)
-	case "const", "enum", "default", "examples":
-		return compactString(m.v)
-	case "properties", "$defs", "definitions", "patternProperties", "dependentSchemas":
-		// names to subschemas
-		named, ok := objectMembers(m.v)
-		if !ok {
-			return compactString(m.v)
-		}
-		var out bytes.Buffer
-		out.WriteByte('{')
-		for i, n := range named {
-			v, err := renameRefs(prefix, n.v)
-			if err != nil {
-				return "", err
-			}
-			if i > 0 {
-				out.WriteByte(',')
-			}
-			k, _ := json.Marshal(n.k)
-			out.Write(k)
-			out.WriteByte(':')
-			out.WriteString(v)
-		}
-		out.WriteByte('}')
-		return out.String(), nil
-	}
-	v := bytes.TrimSpace(m.v)
-	if len(v) > 0 && v[0] == '[' {
-		var items []json.RawMessage
-		if json.Unmarshal(v, &items) != nil {
-			return compactString(v)
-		}
-		parts := make([]string, len(items))
-		for i, it := range items {
-			s, err := renameRefs(prefix, it)
-			if err != nil {
-				return "", err
-			}
-			parts[i] = s
-		}
-		return "[" + strings.Join(parts, ",") + "]", nil
-	}
-	return renameRefs(prefix, v)
 }
 
 // compactString is raw compacted, an error when it is not JSON.

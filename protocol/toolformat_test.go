@@ -89,6 +89,10 @@ func TestToolCallFormat(t *testing.T) {
 		if rf == nil || rf.Type != FormatJSONObject || rf.Schema == nil {
 			t.Fatalf("%s: format %+v", c.choice, rf)
 		}
+		// The properties keep their order: the grammar writes them so.
+		if w, u := strings.Index(*rf.Schema, `"where"`), strings.Index(*rf.Schema, `"unit"`); c.choice == `"required"` && (w < 0 || u < w) {
+			t.Errorf("the order of get_weather's properties: %s", *rf.Schema)
+		}
 		for _, doc := range c.ok {
 			if !validates(t, *rf.Schema, doc) {
 				t.Errorf("%s: %s does not validate against %s", c.choice, doc, *rf.Schema)
