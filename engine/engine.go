@@ -35,7 +35,7 @@ type engine struct {
 	// it again at once, without the backoff of a crash.
 	restartAsked atomic.Bool
 	// life is the engine's supervision, which StopEngine and StartEngine
-	// end and begin again (scale.go).
+	// end and begin again (park.go).
 	life lifecycle
 }
 
