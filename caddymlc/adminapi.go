@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddyserver/caddy/v2"
 )
 
@@ -56,7 +56,7 @@ func drainEngine(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	addr := r.PathValue("addr")
-	return drainAnswer(w, addr, liveNow().DrainEngine(addr, grace))
+	return drainAnswer(w, addr, liveNow().lifecycle.DrainEngine(addr, grace))
 }
 
 // graceOf is the request's ?grace= (a Caddy duration), -1 without one:
@@ -81,11 +81,11 @@ func restartModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := liveNow().RestartModel(r.PathValue("model"), grace)
+	st, err := liveNow().lifecycle.RestartModel(r.PathValue("model"), grace)
 	switch {
-	case errors.Is(err, router.ErrNoModel):
+	case errors.Is(err, fleet.ErrNoModel):
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
-	case errors.Is(err, router.ErrRolling):
+	case errors.Is(err, fleet.ErrRolling):
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: err}
 	case err != nil:
 		return err
@@ -98,7 +98,7 @@ func restartModel(w http.ResponseWriter, r *http.Request) error {
 // serveRestart answers the model's last rolling restart.
 func serveRestart(w http.ResponseWriter, r *http.Request) error {
 	model := r.PathValue("model")
-	st, ok := liveNow().RollOf(model)
+	st, ok := liveNow().lifecycle.RollOf(model)
 	if !ok {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no rolling restart of %s", model)}
 	}
@@ -109,7 +109,7 @@ func serveRestart(w http.ResponseWriter, r *http.Request) error {
 // undrainEngine puts an engine back in rotation.
 func undrainEngine(w http.ResponseWriter, r *http.Request) error {
 	addr := r.PathValue("addr")
-	return drainAnswer(w, addr, liveNow().UndrainEngine(addr))
+	return drainAnswer(w, addr, liveNow().lifecycle.UndrainEngine(addr))
 }
 
 // drainState is the answer of a drain or an undrain.
@@ -121,13 +121,13 @@ type drainState struct {
 
 // drainAnswer answers a drain or an undrain of addr that ended with err.
 func drainAnswer(w http.ResponseWriter, addr string, err error) error {
-	if errors.Is(err, router.ErrNoEngine) {
+	if errors.Is(err, fleet.ErrNoEngine) {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
 	}
 	if err != nil {
 		return err
 	}
-	st, err := liveNow().EngineDrainState(addr)
+	st, err := liveNow().lifecycle.EngineDrainState(addr)
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
 	}

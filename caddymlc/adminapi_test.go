@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -175,14 +176,14 @@ func TestAdminRollingRestart(t *testing.T) {
 	if status, body := adminPost(t, admin+"/mlc/models/tiny/restart"); status != http.StatusConflict {
 		t.Errorf("a second restart while one runs: %d %s", status, body)
 	}
-	var roll router.RollStatus
+	var roll fleet.RollStatus
 	waitFor(t, "the rolling restart to end", func() bool {
 		resp, err := http.Get(admin + "/mlc/models/tiny/restart")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		roll = router.RollStatus{}
+		roll = fleet.RollStatus{}
 		if err := json.NewDecoder(resp.Body).Decode(&roll); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -47,14 +48,16 @@ type App struct {
 	ctx     caddy.Context
 	logger  *zap.Logger
 	mu      sync.Mutex
-	handles map[string]*router.Handle      // by spec key
-	scales  map[string]*router.ScaleConfig // by spec key; absent: every engine runs
-	models  []*served                      // in provisioning order
-	held    []string                       // keys whose fleets this config holds
+	handles map[string]*router.Handle     // by spec key
+	scales  map[string]*fleet.ScaleConfig // by spec key; absent: every engine runs
+	models  []*served                     // in provisioning order
+	held    []string                      // keys whose fleets this config holds
 	// watching: this config holds the process's descriptor watch.
 	watching bool
-	// live is what the routers share, kept across reloads (live.go).
-	live *router.Live
+	// live is what the routers share, and lifecycle their engines'
+	// lifecycle, kept across reloads (live.go).
+	live      *router.Live
+	lifecycle *fleet.Lifecycle
 	// cluster is the connection of the Cluster option; nil without it.
 	cluster *clusterLink
 }
@@ -69,7 +72,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.handles = map[string]*router.Handle{}
-	a.live = acquireLive()
+	p := acquireLive()
+	a.live, a.lifecycle = p.Live, p.lifecycle
 	if a.Cluster != nil {
 		if err := cluster.RegisterMetrics(ctx.GetMetricsRegistry()); err != nil {
 			return fmt.Errorf("mlc: metrics: %w", err)
@@ -143,7 +147,7 @@ func (a *App) Start() error {
 		if err := lf.Reconfigure(h.Spec(), lf.Log()); err != nil {
 			a.logger.Warn("updating the supervision settings of a kept fleet", zap.Error(err))
 		}
-		lf.SetScale(a.scales[key])
+		a.lifecycle.Scale(lf, a.scales[key])
 		h.Set(lf)
 	}
 	holdDescriptorWatch(a.logger)
@@ -175,14 +179,14 @@ func (a *App) checkPorts() error {
 // acquire returns the fleet of h's spec, starting it (with its
 // autoscaling, nil for none) if no loaded config has it yet; while it
 // starts, the engine list shows it through h.
-func (a *App) acquire(key string, h *router.Handle, scale *router.ScaleConfig) (*router.LiveFleet, error) {
+func (a *App) acquire(key string, h *router.Handle, scale *fleet.ScaleConfig) (*router.LiveFleet, error) {
 	spec := h.Spec()
 	val, loaded, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
 		lf, err := router.NewLiveFleet(a.live, spec, a.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}
-		lf.SetScale(scale)
+		a.lifecycle.Scale(lf, scale)
 		h.Launching(lf)
 		// On a reload (a config runs) a port still taken waits; at the
 		// first start it fails, as a port held by another program would.

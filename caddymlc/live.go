@@ -1,29 +1,42 @@
 package caddymlc
 
 import (
-	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-mlc/caddy-mlc/fleet"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
-// lives holds the routers' router.Live, which outlives a reload: the old
-// config's routers drain beside the new one's, the operator's API sees
-// both, and a rolling restart or a drain goes on across it. Every mlc app
-// holds it while it runs; the last one's Cleanup lets it go.
+// lives holds the routers' router.Live and the engines' fleet.Lifecycle,
+// which outlive a reload: the old config's routers drain beside the new
+// one's, the operator's API sees both, and a rolling restart or a drain
+// goes on across it. Every mlc app holds them while it runs; the last
+// one's Cleanup lets them go.
 var lives = caddy.NewUsagePool()
 
 const liveKey = "mlc-live"
 
-// pooledLive is the Live in lives.
-type pooledLive struct{ *router.Live }
+// pooledLive is what lives holds: the routers' Live and the lifecycle of
+// their engines.
+type pooledLive struct {
+	*router.Live
+	lifecycle *fleet.Lifecycle
+}
+
+// newLive returns an empty Live and its lifecycle.
+func newLive() pooledLive {
+	lv := router.NewLive()
+	return pooledLive{Live: lv, lifecycle: fleet.New(lv)}
+}
 
 // Destruct has nothing to release: the routers close with their config.
 func (pooledLive) Destruct() error { return nil }
 
 // acquireLive returns the process's Live, made if no app holds it; each
 // call is to be matched by a releaseLive.
-func acquireLive() *router.Live {
-	val, _, _ := lives.LoadOrNew(liveKey, func() (caddy.Destructor, error) { return pooledLive{router.NewLive()}, nil })
-	return val.(pooledLive).Live
+func acquireLive() pooledLive {
+	val, _, _ := lives.LoadOrNew(liveKey, func() (caddy.Destructor, error) { return newLive(), nil })
+	return val.(pooledLive)
 }
 
 // releaseLive lets go of an acquireLive's hold.
@@ -31,14 +44,14 @@ func releaseLive() { _, _ = lives.Delete(liveKey) }
 
 // liveNow is the Live the running apps hold, for the admin API; an empty
 // one when no mlc app runs.
-func liveNow() *router.Live {
-	var l *router.Live
+func liveNow() pooledLive {
+	var l pooledLive
 	lives.Range(func(_, v any) bool {
-		l = v.(pooledLive).Live
+		l = v.(pooledLive)
 		return false
 	})
-	if l == nil {
-		return router.NewLive()
+	if l.Live == nil {
+		return newLive()
 	}
 	return l
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -70,19 +71,19 @@ func (s *Scale) withDefaults(pool int) *Scale {
 	if c.Max == 0 {
 		c.Max = pool
 	}
-	d := router.ScaleConfig{UpAfter: time.Duration(c.UpAfter), DownAfter: time.Duration(c.DownAfter),
+	d := fleet.ScaleConfig{UpAfter: time.Duration(c.UpAfter), DownAfter: time.Duration(c.DownAfter),
 		Cooldown: time.Duration(c.Cooldown), KVHigh: c.KVHigh}.WithDefaults()
 	c.UpAfter, c.DownAfter, c.Cooldown, c.KVHigh = caddy.Duration(d.UpAfter), caddy.Duration(d.DownAfter), caddy.Duration(d.Cooldown), d.KVHigh
 	return &c
 }
 
 // config is the router's form of the model's scale option; nil for none.
-func (c ModelConfig) scaleConfig() *router.ScaleConfig {
+func (c ModelConfig) scaleConfig() *fleet.ScaleConfig {
 	s := c.Scale
 	if s == nil {
 		return nil
 	}
-	return &router.ScaleConfig{Min: s.Min, Max: s.Max, Order: router.ScaleOrder(c.Mode, c.Endpoints),
+	return &fleet.ScaleConfig{Min: s.Min, Max: s.Max, Order: fleet.ScaleOrder(c.Mode, c.Endpoints),
 		UpAfter: time.Duration(s.UpAfter), DownAfter: time.Duration(s.DownAfter), Cooldown: time.Duration(s.Cooldown), KVHigh: s.KVHigh}
 }
 
@@ -163,11 +164,11 @@ func parseScaleOption(s *Scale, d *caddyfile.Dispenser) error {
 
 // setScale records the autoscaling of the fleet of key, which Start
 // gives the fleet (before its engines start, for a new one).
-func (a *App) setScale(key string, s *router.ScaleConfig) {
+func (a *App) setScale(key string, s *fleet.ScaleConfig) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.scales == nil {
-		a.scales = map[string]*router.ScaleConfig{}
+		a.scales = map[string]*fleet.ScaleConfig{}
 	}
 	a.scales[key] = s
 }

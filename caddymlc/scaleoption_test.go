@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -217,8 +218,8 @@ func TestCaddyfileScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Scale{Min: 1, Max: 3, UpAfter: caddy.Duration(time.Second), DownAfter: caddy.Duration(router.DefaultScaleDownAfter),
-		Cooldown: caddy.Duration(router.DefaultScaleCooldown), KVHigh: 0.8}
+	want := Scale{Min: 1, Max: 3, UpAfter: caddy.Duration(time.Second), DownAfter: caddy.Duration(fleet.DefaultScaleDownAfter),
+		Cooldown: caddy.Duration(fleet.DefaultScaleCooldown), KVHigh: 0.8}
 	if got := ms[0].Scale; got == nil || *got != want {
 		t.Errorf("scale %+v, want %+v", got, want)
 	}

@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -19,9 +18,6 @@ import (
 // grace of its engine's drain ends: the retry loop resumes it on another
 // engine from the text delivered, as after a preemption, blaming nobody.
 var errEngineDrained = errors.New("engine drained: the attempt moves to another engine")
-
-// ErrNoEngine is returned for an address that no live router uses.
-var ErrNoEngine = errors.New("no engine at that address")
 
 // Drain states, as /mlc/engines and caddy_mlc_engine_drain_state show
 // them (0: in rotation).
@@ -212,66 +208,4 @@ func (l *lease) unbind() {
 	delete(d.running, l)
 	d.mu.Unlock()
 	l.cancel(nil)
-}
-
-// enginesAt returns the engines at addr that the live routers use: one,
-// or, in the moment of a reload, one per fleet that has it.
-func (lv *Live) enginesAt(addr string) []*Upstream {
-	lv.mu.Lock()
-	defer lv.mu.Unlock()
-	var out []*Upstream
-	for r := range lv.routers {
-		for _, u := range r.candidates("") {
-			if u.addr == addr && !slices.Contains(out, u) {
-				out = append(out, u)
-			}
-		}
-	}
-	return out
-}
-
-// DrainEngine drains the engine at addr (Upstream.Drain) for grace, or,
-// when grace is negative, for its fleet's drain grace (Caddy's
-// grace_period, else DefaultDrainGrace).
-func (lv *Live) DrainEngine(addr string, grace time.Duration) error {
-	us := lv.enginesAt(addr)
-	if len(us) == 0 {
-		return fmt.Errorf("%w: %s", ErrNoEngine, addr)
-	}
-	for _, u := range us {
-		g := grace
-		if g < 0 {
-			g = time.Duration(u.fleet.grace.Load())
-		}
-		u.Drain(g)
-	}
-	return nil
-}
-
-// UndrainEngine puts the engine at addr back in rotation.
-func (lv *Live) UndrainEngine(addr string) error {
-	us := lv.enginesAt(addr)
-	if len(us) == 0 {
-		return fmt.Errorf("%w: %s", ErrNoEngine, addr)
-	}
-	for _, u := range us {
-		u.Undrain()
-	}
-	return nil
-}
-
-// EngineDrainState is the drain state of the engine at addr: "",
-// DrainDraining or DrainDrained.
-func (lv *Live) EngineDrainState(addr string) (string, error) {
-	us := lv.enginesAt(addr)
-	if len(us) == 0 {
-		return "", fmt.Errorf("%w: %s", ErrNoEngine, addr)
-	}
-	st := ""
-	for _, u := range us {
-		if s := u.drainStatus(); s == DrainDraining || st == "" {
-			st = s
-		}
-	}
-	return st, nil
 }

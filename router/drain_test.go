@@ -1,7 +1,6 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/completiontest"
 )
 
 // Draining an engine with a grace of 0 under 16 streams moves every
@@ -32,10 +31,10 @@ func TestDrainMigratesStreams(t *testing.T) {
 			const streams, maxTokens = 16, 600
 			last := tc.engines - 1
 			drained := c.fleet.upstreams[last]
-			want := references(c, c.engines[last], streams, maxTokens)
+			want := completiontest.References(t, c.engines[last], streams, maxTokens)
 			migrated := testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(causeMigrate))
 
-			finish := exactDrainStreams(t, c, want, maxTokens) // every stream has text: each runs on an engine
+			finish := completiontest.ExactStreams(t, c.base, want, maxTokens) // every stream has text: each runs on an engine
 			on := drained.inflight.Load()
 			before := drained.requests.Load()
 			drained.Drain(0)
@@ -49,7 +48,7 @@ func TestDrainMigratesStreams(t *testing.T) {
 				t.Error("no attempt was moved")
 			}
 			for i := range 4 {
-				if got := c.complete(c.base, greedy(drainPrompt(i), 8)); !strings.HasPrefix(want[i], got) {
+				if got := c.complete(c.base, greedy(completiontest.Tale(i), 8)); !strings.HasPrefix(want[i], got) {
 					t.Errorf("after the drain, request %d: %q", i, got)
 				}
 			}
@@ -68,7 +67,7 @@ func TestDrainMigratesStreams(t *testing.T) {
 
 			drained.Undrain()
 			for i := range 4 {
-				c.complete(c.base, greedy(drainPrompt(i), 4))
+				c.complete(c.base, greedy(completiontest.Tale(i), 4))
 			}
 			if drained.requests.Load() == before {
 				t.Error("the engine back in rotation got no request")
@@ -80,79 +79,6 @@ func TestDrainMigratesStreams(t *testing.T) {
 	}
 }
 
-// exactDrainStreams streams drainPrompt(i) through c for each want[i],
-// each checked exact, ended by its length and its usage counted once; it
-// returns once every stream has text, and finish waits for them all and
-// reports the failures.
-func exactDrainStreams(t *testing.T, c *core, want []string, maxTokens int) (finish func()) {
-	var started, wg sync.WaitGroup
-	started.Add(len(want))
-	errs := make(chan error, len(want))
-	for i := range want {
-		wg.Go(func() {
-			got, err := streamUsage(c.base, greedy(drainPrompt(i), maxTokens), started.Done)
-			switch {
-			case err != nil:
-				errs <- fmt.Errorf("stream %d: %w", i, err)
-			case got.text != want[i]:
-				errs <- fmt.Errorf("stream %d:\n got  %q\n want %q", i, got.text, want[i])
-			case got.usage == nil || got.usage.CompletionTokens != maxTokens || got.finish != protocol.FinishLength:
-				errs <- fmt.Errorf("stream %d: finish %q usage %+v, want %d tokens once", i, got.finish, got.usage, maxTokens)
-			}
-		})
-	}
-	started.Wait()
-	return func() {
-		t.Helper()
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-	}
-}
-
-// drainPrompt is the prompt of stream i.
-func drainPrompt(i int) string {
-	return fmt.Sprintf("tale %d of the %s harbour and the ships that never came back", i,
-		[]string{"north", "grey", "windy", "silent"}[i%4])
-}
-
-// references asks the engine at url alone, n requests at once, for the
-// greedy text of each drainPrompt.
-func references(c *core, url string, n, maxTokens int) []string {
-	c.t.Helper()
-	want := make([]string, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { want[i], errs[i] = completeText(url, greedy(drainPrompt(i), maxTokens)) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			c.t.Fatal(err)
-		}
-	}
-	return want
-}
-
-// completeText posts a whole completion to url and returns its text.
-func completeText(url string, body map[string]any) (string, error) {
-	b, _ := json.Marshal(body)
-	client := &http.Client{Timeout: 2 * time.Minute}
-	resp, err := client.Post(url+protocol.PathCompletions, "application/json", bytes.NewReader(b))
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var out protocol.CompletionResponse
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || len(out.Choices) != 1 {
-		return "", fmt.Errorf("%s: status %d, %v", url, resp.StatusCode, err)
-	}
-	return out.Choices[0].Text, nil
-}
-
 // drainStatusOf is the Drain of addr in the router's status.
 func drainStatusOf(r *Router, addr string) string {
 	for _, e := range r.Status().Engines {
@@ -161,68 +87,6 @@ func drainStatusOf(r *Router, addr string) string {
 		}
 	}
 	return "no such engine"
-}
-
-// streamedUsage is what a client saw of a streamed completion.
-type streamedUsage struct {
-	text, finish string
-	usage        *protocol.Usage
-	ttft         time.Duration // from the request to its first text
-}
-
-// streamUsage posts a streamed completion with usage to url, calls
-// firstText once at its first text, and reads it to [DONE].
-func streamUsage(url string, body map[string]any, firstText func()) (streamedUsage, error) {
-	var out streamedUsage
-	begin := time.Now()
-	first := sync.OnceFunc(func() {
-		out.ttft = time.Since(begin)
-		firstText()
-	})
-	defer first() // a stream that failed early does not hold the others
-	body["stream"] = true
-	body["stream_options"] = map[string]any{"include_usage": true}
-	b, _ := json.Marshal(body)
-	client := &http.Client{Timeout: 2 * time.Minute}
-	resp, err := client.Post(url+protocol.PathCompletions, "application/json", bytes.NewReader(b))
-	if err != nil {
-		return out, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	var sb strings.Builder
-	sse := protocol.NewSSEReader(resp.Body, 0)
-	for {
-		data, err := sse.Next()
-		if err != nil {
-			return out, fmt.Errorf("the stream ended without [DONE]: %w", err)
-		}
-		if protocol.IsDone(data) {
-			out.text = sb.String()
-			return out, nil
-		}
-		if e := protocol.ParseError(0, data); e != nil {
-			return out, e
-		}
-		var chunk protocol.CompletionResponse
-		if err := json.Unmarshal(data, &chunk); err != nil {
-			return out, err
-		}
-		if chunk.Usage != nil {
-			out.usage = chunk.Usage
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Text != "" {
-				sb.WriteString(ch.Text)
-				first()
-			}
-			if r := ch.Finished(); r != "" {
-				out.finish = r
-			}
-		}
-	}
 }
 
 // engineMetrics asks the engine at url for its metrics
@@ -262,16 +126,16 @@ func TestDrainGraceLetsStreamsFinish(t *testing.T) {
 	c := startCore(t, 2, Config{Mode: ModeWhole}, nil)
 	const streams, maxTokens = 4, 300
 	drained := c.fleet.upstreams[1]
-	want := references(c, c.engines[1], streams, maxTokens)
+	want := completiontest.References(t, c.engines[1], streams, maxTokens)
 	migrated := testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(causeMigrate))
 	var started, wg sync.WaitGroup
 	started.Add(streams)
 	errs := make(chan error, streams)
 	for i := range streams {
 		wg.Go(func() {
-			got, err := streamUsage(c.base, greedy(drainPrompt(i), maxTokens), started.Done)
-			if err != nil || got.text != want[i] {
-				errs <- fmt.Errorf("stream %d: %v\n got  %q\n want %q", i, err, got.text, want[i])
+			got, err := completiontest.Stream(c.base, greedy(completiontest.Tale(i), maxTokens), started.Done)
+			if err != nil || got.Text != want[i] {
+				errs <- fmt.Errorf("stream %d: %v\n got  %q\n want %q", i, err, got.Text, want[i])
 			}
 		})
 	}

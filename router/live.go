@@ -7,17 +7,14 @@ import (
 )
 
 // Live is what the routers of a process share while they run: the live
-// routers (the operator's view, drains and restarts find engines through
-// it), the rolling restarts, the other replicas' loads, the sink of prefix
+// routers (the operator's view; package fleet's drains, restarts and
+// autoscalers find engines through it), the other replicas' loads, the sink of prefix
 // changes and the notifier of engine changes. The mlc app owns one and
 // keeps it across reloads, when the old config's routers drain beside
 // the new one's; every Router and LiveFleet is made with it.
 type Live struct {
 	mu      sync.Mutex
 	routers map[*Router]struct{}
-
-	rollMu sync.Mutex
-	rolls  map[string]*RollStatus // the last rolling restart of each model
 
 	peerMu sync.Mutex // serialises the writers of peers
 	// peers are the other replicas' loads by model, replaced whole on a
@@ -45,7 +42,7 @@ type Live struct {
 
 // NewLive returns an empty Live.
 func NewLive() *Live {
-	return &Live{routers: map[*Router]struct{}{}, rolls: map[string]*RollStatus{}, largeSlots: newLargeSlots(), since: time.Now().Unix()}
+	return &Live{routers: map[*Router]struct{}{}, largeSlots: newLargeSlots(), since: time.Now().Unix()}
 }
 
 // add makes r live.

@@ -38,8 +38,8 @@ type LiveFleet struct {
 	logger   atomic.Pointer[zap.Logger]
 	grace    atomic.Int64 // drain grace, nanoseconds
 	inflight atomic.Int64
-	idle     notifier                   // notified when inflight drops to 0
-	scaler   atomic.Pointer[autoscaler] // nil: every spawned engine runs
+	idle     notifier               // notified when inflight drops to 0
+	scaler   atomic.Pointer[Scaler] // nil: every spawned engine runs
 }
 
 // NewLiveFleet makes the fleet of spec, its engines not started yet.
@@ -94,12 +94,31 @@ func (lf *LiveFleet) LaunchNow() error {
 }
 
 // ready starts what follows ready engines until they stop (ctx): their
-// load and GPU polls, the autoscaler.
+// load and GPU polls, the autoscaler's ticks.
 func (lf *LiveFleet) ready(ctx context.Context) {
 	lf.Fleet.PollLoad(ctx, lf)
 	lf.Fleet.PollGPUs(ctx)
-	lf.autoscale(ctx)
+	lf.tickScaler(ctx)
 	lf.wake()
+}
+
+// tickScaler ticks the fleet's autoscaler, if it has spawned engines,
+// until ctx ends; a reload may give it one later (SetScaler).
+func (lf *LiveFleet) tickScaler(ctx context.Context) {
+	if len(engine.Spawned(lf.spec.Endpoints)) == 0 {
+		return
+	}
+	interval := func() time.Duration {
+		if s := lf.Scaler(); s != nil {
+			return s.Interval()
+		}
+		return time.Second
+	}
+	goroutine.Every(ctx, lf.Log(), "autoscaler", interval, func() {
+		if s := lf.Scaler(); s != nil {
+			s.Tick(ctx)
+		}
+	}, nil)
 }
 
 // failed returns the error of a start that failed, or nil.

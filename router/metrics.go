@@ -123,7 +123,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.toolCalls, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped,
-		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.prefixPrompt, m.prefixHit, m.slo, m.sloRefused}, append(append(scaleCollectors(), m.latency.collectors()...), m.cache.collectors()...)...) {
+		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.prefixPrompt, m.prefixHit, m.slo, m.sloRefused}, append(m.latency.collectors(), m.cache.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

@@ -46,12 +46,19 @@ const caddyLayer = 5
 // rankOf is the layer of the package in dir (relative to the module's
 // root), -1 for one not ranked.
 func rankOf(dir string) int {
+	_, rank := layerOf(dir)
+	return rank
+}
+
+// layerOf is the prefix and rank of the package in dir's layer; "" and
+// -1 for one not ranked.
+func layerOf(dir string) (string, int) {
 	for _, l := range layers() {
 		if dir == l.prefix || strings.HasPrefix(dir, l.prefix+"/") {
-			return l.rank
+			return l.prefix, l.rank
 		}
 	}
-	return -1
+	return "", -1
 }
 
 // TestLayering checks every import of the module's code: the core
@@ -60,6 +67,7 @@ func rankOf(dir string) int {
 func TestLayering(t *testing.T) {
 	fset := token.NewFileSet()
 	checked := 0
+	seen := map[string]bool{} // the layers' prefixes with code
 	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -72,10 +80,11 @@ func TestLayering(t *testing.T) {
 		}
 		rel, _ := filepath.Rel("..", filepath.Dir(p))
 		rel = filepath.ToSlash(rel)
-		rank := rankOf(rel)
+		prefix, rank := layerOf(rel)
 		if rank < 0 {
 			return nil
 		}
+		seen[prefix] = true
 		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
@@ -100,11 +109,17 @@ func TestLayering(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no imports checked")
 	}
+	for _, l := range layers() {
+		if l.rank >= 0 && !seen[l.prefix] {
+			t.Errorf("layer %s has no code: a package moved, and the layers did not follow", l.prefix)
+		}
+	}
 }
 
-// sharedCollector reports the package-level variables of router/ allowed
-// all the same: Prometheus collectors, one per name in a process, as
-// Caddy's own modules keep theirs.
+// sharedCollector reports the package-level variables of router/ and of
+// fleet/ (not their subpackages) allowed all the same: Prometheus
+// collectors, one per name in a process, as Caddy's own modules keep
+// theirs.
 func sharedCollector(name string) bool {
 	switch name {
 	case "metricsOnce", "metrics", "scaleMetricsOnce", "scaleMetricsVal":
@@ -114,17 +129,15 @@ func sharedCollector(name string) bool {
 }
 
 // TestNoPackageState fails on a package-level var of router/ (its
-// subpackages included) or of the lifecycle package that may hold
-// mutable state: one is allowed only when it is blank (an interface
+// subpackages included) or of fleet/, the engines' lifecycle, that may
+// hold mutable state: one is allowed only when it is blank (an interface
 // check), an error made once, a compiled regexp, or a composite literal
 // read as a constant.
 func TestNoPackageState(t *testing.T) {
 	fset := token.NewFileSet()
-	// What the routers share is a Live, which its owner passes down.
+	// What the routers share is a Live, and what their engines' lifecycle
+	// keeps a fleet.Lifecycle, which their owner passes down.
 	for _, root := range []string{".", "../fleet"} {
-		if _, err := os.Stat(root); err != nil {
-			continue
-		}
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -147,7 +160,7 @@ func TestNoPackageState(t *testing.T) {
 				for _, spec := range g.Specs {
 					vs := spec.(*ast.ValueSpec)
 					for i, name := range vs.Names {
-						if name.Name == "_" || (filepath.Dir(p) == "." && sharedCollector(name.Name)) {
+						if name.Name == "_" || (filepath.Dir(p) == root && sharedCollector(name.Name)) {
 							continue
 						}
 						if i >= len(vs.Values) || !constantLike(vs.Values[i]) {

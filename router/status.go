@@ -71,6 +71,26 @@ type LoadStatus struct {
 	At          time.Time `json:"at"`
 }
 
+// ScaleStatus is a model's autoscaling in GET /mlc/engines.
+type ScaleStatus struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+	// Target is the size the autoscaler brings the model to: the engines
+	// running or starting, less one draining to stop.
+	Target int         `json:"target"`
+	Ready  int         `json:"ready"`
+	Last   *ScaleEvent `json:"last,omitempty"`
+}
+
+// ScaleEvent is the autoscaler's last change, as operators see it.
+type ScaleEvent struct {
+	At        time.Time `json:"at"`
+	Direction string    `json:"direction"` // up or down
+	Reason    string    `json:"reason"`
+	Engine    string    `json:"engine"`
+	Error     string    `json:"error,omitempty"`
+}
+
 // RouterStatus is one router as operators see it (GET /mlc/engines).
 type RouterStatus struct {
 	Model string `json:"model"`
@@ -134,7 +154,9 @@ func (r *Router) Status() RouterStatus {
 	qs := r.gate.queue.Stats()
 	st.Gate = GateStatus{Batch: r.gate.batch, Capacity: qs.Limits.Requests, InFlight: qs.InFlight, Waiting: qs.Waiting, Tenants: r.gate.queue.Snapshot()}
 	lf := r.handle.shown()
-	st.Scale = scaleStatusOf(lf)
+	if lf != nil && lf.Scaler() != nil {
+		st.Scale = lf.Scaler().Status()
+	}
 	roles := r.EffectiveRoles()
 	starts := engine.DeviceIDStarts(endpointGPUs(r.Endpoints))
 	for i, ep := range r.Endpoints {
@@ -147,7 +169,10 @@ func (r *Router) Status() RouterStatus {
 			es.Since, es.Elapsed = sinceOf(lf.Since(i))
 			es.InFlight, es.Requests = u.inflight.Load(), u.requests.Load()
 			es.Breaker, es.Draining, es.Drain = u.breaker.state(pid).String(), lf.draining(), u.drainStatus()
-			es.Load, es.Scale = loadStatusOf(u), scaleStateOf(lf, i)
+			es.Load = loadStatusOf(u)
+			if s := lf.Scaler(); s != nil {
+				es.Scale = s.EngineState(i)
+			}
 			if r.readsLatency {
 				es.Predicted = predictedStatus(u)
 			}

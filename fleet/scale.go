@@ -1,4 +1,4 @@
-package router
+package fleet
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // Defaults of a model's autoscaling (ScaleConfig).
@@ -73,9 +74,8 @@ func (c ScaleConfig) Validate(pool int) error {
 // no prefill engine runs), then the others in endpoint order. The last
 // to start is the first to stop.
 func ScaleOrder(mode string, eps []engine.Endpoint) []int {
-	gen := RoleIndexes(mode, eps)[newStrategy(&Router{Config: Config{Mode: mode}}).generatingRole()]
 	var out []int
-	for _, i := range gen {
+	for _, i := range router.GeneratingEndpoints(mode, eps) {
 		if !eps[i].External {
 			out = append(out, i)
 			break

@@ -1,16 +1,17 @@
-package router
+package fleet
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // Errors of RestartModel.
@@ -38,48 +39,48 @@ type RollStatus struct {
 // spawned engines of the model (see rollingRestart): grace is each
 // engine's drain grace, a negative one its fleet's. It returns the plan;
 // RollOf follows it.
-func (lv *Live) RestartModel(model string, grace time.Duration) (RollStatus, error) {
-	engines := lv.modelEngines(model)
+func (lc *Lifecycle) RestartModel(model string, grace time.Duration) (RollStatus, error) {
+	engines := lc.modelEngines(model)
 	if len(engines) == 0 {
 		return RollStatus{}, fmt.Errorf("%w: %s", ErrNoModel, model)
 	}
-	lv.rollMu.Lock()
-	defer lv.rollMu.Unlock()
-	if st := lv.rolls[model]; st != nil && st.State == "running" {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if st := lc.rolls[model]; st != nil && st.State == "running" {
 		return *st, fmt.Errorf("%w: %s", ErrRolling, model)
 	}
 	st := &RollStatus{Model: model, State: "running", Started: time.Now(), Restarted: []string{}}
 	for _, u := range engines {
-		st.Engines = append(st.Engines, u.addr)
+		st.Engines = append(st.Engines, u.Addr())
 	}
-	lv.rolls[model] = st
-	log := engines[0].fleet.Log()
+	lc.rolls[model] = st
+	log := engines[0].Fleet().Log()
 	log.Info("rolling restart", zap.String("model", model), zap.Strings("engines", st.Engines))
 	plan := *st
 	goroutine.Go(log, "rolling restart", func() {
-		err := rollingRestart(context.Background(), engines, grace, func(current string, restarted bool) {
-			lv.rollMu.Lock()
-			defer lv.rollMu.Unlock()
+		err := lc.rollingRestart(context.Background(), engines, grace, func(current string, restarted bool) {
+			lc.mu.Lock()
+			defer lc.mu.Unlock()
 			st.Current = current
 			if restarted {
 				st.Restarted = append(st.Restarted, current)
 				st.Current = ""
 			}
 		})
-		lv.endRoll(st, err)
+		lc.endRoll(st, err)
 		if err != nil {
 			log.Error("rolling restart stopped", zap.String("model", model), zap.Error(err))
 			return
 		}
 		log.Info("rolling restart done", zap.String("model", model), zap.Duration("took", time.Since(st.Started).Round(time.Millisecond)))
-	}, func(p any) { lv.endRoll(st, fmt.Errorf("panic: %v", p)) })
+	}, func(p any) { lc.endRoll(st, fmt.Errorf("panic: %v", p)) })
 	return plan, nil
 }
 
 // endRoll records the end of a rolling restart.
-func (lv *Live) endRoll(st *RollStatus, err error) {
-	lv.rollMu.Lock()
-	defer lv.rollMu.Unlock()
+func (lc *Lifecycle) endRoll(st *RollStatus, err error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
 	st.State, st.Ended = "done", time.Now()
 	if err != nil {
 		st.State, st.Error = "failed", err.Error()
@@ -87,10 +88,10 @@ func (lv *Live) endRoll(st *RollStatus, err error) {
 }
 
 // RollOf returns the last rolling restart of the model.
-func (lv *Live) RollOf(model string) (RollStatus, bool) {
-	lv.rollMu.Lock()
-	defer lv.rollMu.Unlock()
-	st := lv.rolls[model]
+func (lc *Lifecycle) RollOf(model string) (RollStatus, bool) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	st := lc.rolls[model]
 	if st == nil {
 		return RollStatus{}, false
 	}
@@ -99,56 +100,32 @@ func (lv *Live) RollOf(model string) (RollStatus, bool) {
 	return out, true
 }
 
+// rollRunning reports that a rolling restart of the model runs.
+func (lc *Lifecycle) rollRunning(model string) bool {
+	st, ok := lc.RollOf(model)
+	return ok && st.State == "running"
+}
+
 // modelEngines returns the spawned engines of the fleets that serve the
 // model (not those of a fleet a reload replaced), in fleet order.
-func (lv *Live) modelEngines(model string) []*Upstream {
-	lv.mu.Lock()
-	defer lv.mu.Unlock()
-	var out []*Upstream
-	for r := range lv.routers {
+func (lc *Lifecycle) modelEngines(model string) []*router.Upstream {
+	var out []*router.Upstream
+	for _, r := range lc.routers.Routers() {
 		if r.Model != model {
 			continue
 		}
-		for _, u := range r.spawnedEngines() {
+		for _, u := range r.SpawnedEngines() {
 			if !slices.Contains(out, u) {
 				out = append(out, u)
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *Upstream) int {
-		if a.fleet != b.fleet {
-			return compareAddr(a, b)
+	slices.SortStableFunc(out, func(a, b *router.Upstream) int {
+		if a.Fleet() != b.Fleet() {
+			return strings.Compare(a.Addr(), b.Addr())
 		}
-		return a.index - b.index
+		return a.Index() - b.Index()
 	})
-	return out
-}
-
-// compareAddr orders engines of different fleets by address.
-func compareAddr(a, b *Upstream) int {
-	switch {
-	case a.addr < b.addr:
-		return -1
-	case a.addr > b.addr:
-		return 1
-	}
-	return 0
-}
-
-// spawnedEngines are the engines of the router's fleet that it runs
-// itself (not those its autoscaler stopped); none while its fleet drains
-// after a reload.
-func (r *Router) spawnedEngines() []*Upstream {
-	lf := r.handle.get()
-	if lf == nil || lf.draining() {
-		return nil
-	}
-	var out []*Upstream
-	for _, i := range engine.Spawned(lf.spec.Endpoints) {
-		if !lf.Parked(i) {
-			out = append(out, lf.upstreams[i])
-		}
-	}
 	return out
 }
 
@@ -160,47 +137,35 @@ func (r *Router) spawnedEngines() []*Upstream {
 // at the first engine that does not drain or come back, which is put
 // back in rotation all the same (the router takes it when it is ready):
 // no second engine goes down while one is not back.
-func rollingRestart(ctx context.Context, engines []*Upstream, grace time.Duration, progress func(addr string, restarted bool)) error {
+func (lc *Lifecycle) rollingRestart(ctx context.Context, engines []*router.Upstream, grace time.Duration, progress func(addr string, restarted bool)) error {
 	for _, u := range engines {
-		progress(u.addr, false)
-		if err := u.restart(ctx, grace); err != nil {
+		progress(u.Addr(), false)
+		if err := lc.restart(ctx, u, grace); err != nil {
 			return err
 		}
-		progress(u.addr, true)
+		progress(u.Addr(), true)
 	}
 	return nil
 }
 
-// restart drains the engine for grace (its fleet's when negative),
+// restart drains the engine u for grace (its fleet's when negative),
 // restarts its process and puts it back in rotation.
-func (u *Upstream) restart(ctx context.Context, grace time.Duration) error {
+func (lc *Lifecycle) restart(ctx context.Context, u *router.Upstream, grace time.Duration) error {
+	lf := u.Fleet()
 	if grace < 0 {
-		grace = time.Duration(u.fleet.grace.Load())
+		grace = lf.Grace()
 	}
 	u.Drain(grace)
 	defer u.Undrain()
 	if err := u.WaitDrained(ctx, grace); err != nil {
-		return fmt.Errorf("engine %s did not drain: %w", u.addr, err)
+		return fmt.Errorf("engine %s did not drain: %w", u.Addr(), err)
 	}
-	spec := u.fleet.spec.Normalize()
+	spec := lf.Spec().Normalize()
 	rctx, cancel := context.WithTimeout(ctx, spec.StopGrace+spec.StartupTimeout)
 	defer cancel()
-	if err := u.fleet.Restart(rctx, u.index); err != nil {
+	if err := lf.Restart(rctx, u.Index()); err != nil {
 		return err
 	}
-	closeIdleTo(u)
+	lc.closeIdleTo(u)
 	return nil
-}
-
-// closeIdleTo drops the routers' idle connections, after the engine u
-// restarted: they went to its old process.
-func closeIdleTo(u *Upstream) {
-	lv := u.fleet.live
-	lv.mu.Lock()
-	defer lv.mu.Unlock()
-	for r := range lv.routers {
-		if slices.Contains(r.candidates(""), u) {
-			r.client.close()
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package router
+package fleet
 
 import (
 	"fmt"
@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
+	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/completiontest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // A rolling restart of three engines under 32 concurrent streams fails
@@ -18,18 +19,18 @@ import (
 // back in rotation before the next, and the streams it had move to the
 // others exactly.
 func TestRollingRestartUnderLoad(t *testing.T) {
-	for _, mode := range []string{ModeWhole, ModeDisagg} {
+	for _, mode := range []string{router.ModeWhole, router.ModeDisagg} {
 		t.Run(mode, func(t *testing.T) {
-			c := startCore(t, 3, Config{Mode: mode}, nil)
+			c := startCore(t, 3, mode)
 			const clients, prompts, maxTokens, calmRequests = 32, 8, 48, 64
-			want := references(c, c.engines[2], prompts, maxTokens)
-			engines := c.r.spawnedEngines()
+			want := completiontest.References(t, c.engines[2], prompts, maxTokens)
+			engines := c.r.SpawnedEngines()
 			var pids []int
 			for _, u := range engines {
-				_, pid := u.status()
+				_, pid := c.fleet.Status(u.Index())
 				pids = append(pids, pid)
 			}
-			migrated := testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(causeMigrate))
+			movedBefore := migrated(t)
 
 			var rolling, stop atomic.Bool
 			var served atomic.Int64
@@ -45,20 +46,20 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 					for n := k; !stop.Load(); n++ {
 						i := n % prompts
 						inRoll := rolling.Load()
-						got, err := streamUsage(c.base, greedy(drainPrompt(i), maxTokens), func() {})
+						got, err := completiontest.Stream(c.base, completiontest.Greedy(completiontest.Tale(i), maxTokens), func() {})
 						switch {
 						case err != nil:
 							errs <- fmt.Errorf("client %d, request %d: %w", k, n, err)
 							return
-						case got.text != want[i] || got.finish != protocol.FinishLength || got.usage == nil || got.usage.CompletionTokens != maxTokens:
-							errs <- fmt.Errorf("client %d, prompt %d: finish %q usage %+v\n got  %q\n want %q", k, i, got.finish, got.usage, got.text, want[i])
+						case got.Text != want[i] || got.Finish != protocol.FinishLength || got.Usage == nil || got.Usage.CompletionTokens != maxTokens:
+							errs <- fmt.Errorf("client %d, prompt %d: finish %q usage %+v\n got  %q\n want %q", k, i, got.Finish, got.Usage, got.Text, want[i])
 							return
 						}
 						mu.Lock()
 						if inRoll {
-							during = append(during, got.ttft)
+							during = append(during, got.TTFT)
 						} else {
-							before = append(before, got.ttft)
+							before = append(before, got.TTFT)
 						}
 						mu.Unlock()
 						if served.Add(1) >= calmRequests {
@@ -70,7 +71,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 			<-calm
 			rolling.Store(true)
 			begin := time.Now()
-			err := rollingRestart(t.Context(), engines, 50*time.Millisecond, func(string, bool) {})
+			err := c.lc.rollingRestart(t.Context(), engines, 50*time.Millisecond, func(string, bool) {})
 			took := time.Since(begin)
 			stop.Store(true)
 			wg.Wait()
@@ -84,14 +85,14 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 				t.Error(err)
 			}
 			for i, u := range engines {
-				if ready, pid := u.status(); !ready || pid == pids[i] || u.draining() {
-					t.Errorf("engine %d after the roll: ready %v, pid %d (was %d), draining %v", i, ready, pid, pids[i], u.draining())
+				if st, pid := c.fleet.Status(u.Index()); st != engine.StateReady || pid == pids[i] || u.Draining() {
+					t.Errorf("engine %d after the roll: %v, pid %d (was %d), draining %v", i, st, pid, pids[i], u.Draining())
 				}
 			}
 			p99b, p99d := p99(before), p99(during)
 			t.Logf("roll of 3 engines in %v under %d streams: %d requests, %d failed, %v attempts moved; TTFT p99 %v before (%d), %v during (%d)",
 				took.Round(time.Millisecond), clients, served.Load(), failed,
-				testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(causeMigrate))-migrated,
+				migrated(t)-movedBefore,
 				p99b.Round(time.Millisecond), len(before), p99d.Round(time.Millisecond), len(during))
 			if len(during) == 0 {
 				t.Error("no request was served during the roll")

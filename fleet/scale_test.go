@@ -1,4 +1,4 @@
-package router
+package fleet
 
 import (
 	"slices"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // The planner adds an engine only after pressure lasted up_after, takes
@@ -96,10 +97,10 @@ func TestScaleConfigValidate(t *testing.T) {
 // The first generating engine starts first: a decode engine in disagg.
 func TestScaleOrder(t *testing.T) {
 	eps := []engine.Endpoint{{Port: 1}, {Port: 2}, {Port: 3, External: true}, {Port: 4}}
-	if got := ScaleOrder(ModeDisagg, eps); !slices.Equal(got, []int{1, 0, 3}) {
+	if got := ScaleOrder(router.ModeDisagg, eps); !slices.Equal(got, []int{1, 0, 3}) {
 		t.Errorf("disagg: %v", got)
 	}
-	if got := ScaleOrder(ModeWhole, eps); !slices.Equal(got, []int{0, 1, 3}) {
+	if got := ScaleOrder(router.ModeWhole, eps); !slices.Equal(got, []int{0, 1, 3}) {
 		t.Errorf("whole: %v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package router
+package fleet
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/completiontest"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // The autoscaler's scale-down is a drain: the streams on the engine it
@@ -16,28 +18,28 @@ import (
 // then its process stops and it shows scaled down. Its scale-up starts
 // it again, and it takes requests once ready.
 func TestAutoscalerDownDrainsThenStops(t *testing.T) {
-	c := startCore(t, 2, Config{Mode: ModeWhole}, nil)
+	c := startCore(t, 2, router.ModeWhole)
 	hour := time.Hour // the autoscaler's own ticks decide nothing: the test drives it
-	c.fleet.SetScale(&ScaleConfig{Min: 1, Max: 2, UpAfter: hour, DownAfter: hour, Cooldown: hour, KVHigh: 1})
+	c.lc.Scale(c.fleet, &ScaleConfig{Min: 1, Max: 2, UpAfter: hour, DownAfter: hour, Cooldown: hour, KVHigh: 1})
 	c.fleet.SetGrace(0)
-	a := c.fleet.scaler.Load()
+	a := c.fleet.Scaler().(*autoscaler)
 	const streams, maxTokens = 12, 600
-	want := references(c, c.engines[0], streams, maxTokens)
-	migrated := testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(causeMigrate))
+	want := completiontest.References(t, c.engines[0], streams, maxTokens)
+	movedBefore := migrated(t)
 	downs := testutil.ToFloat64(scaleMetricsOf().decisions.WithLabelValues("tiny", "down", scaleIdle))
 
-	finish := exactDrainStreams(t, c, want, maxTokens)
-	gone := c.fleet.upstreams[1]
-	on := gone.inflight.Load()
-	a.act(context.Background(), "tiny", 1, scaleDecision{-1, scaleIdle}, a.signals(time.Now(), c.fleet.routers()))
+	finish := completiontest.ExactStreams(t, c.base, want, maxTokens)
+	gone := c.fleet.Upstreams()[1]
+	on := gone.InFlight()
+	a.act(context.Background(), "tiny", 1, scaleDecision{-1, scaleIdle}, a.signals(time.Now(), c.lc.fleetRouters(c.fleet)))
 	finish()
 	if on == 0 {
 		t.Fatal("no stream ran on the engine scaled down: the test tested nothing")
 	}
-	waitScaled(t, a, func() bool {
-		return a.state(1) == ScaleScaledDown && c.fleet.State(1) == engine.StateStopped && c.fleet.Parked(1) && gone.drainStatus() == ""
+	waitScaled(t, c, a, func() bool {
+		return a.state(1) == ScaleScaledDown && c.fleet.State(1) == engine.StateStopped && c.fleet.Parked(1) && gone.DrainState() == ""
 	})
-	moved := testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(causeMigrate)) - migrated
+	moved := migrated(t) - movedBefore
 	t.Logf("%d of %d streams on the engine scaled down; %v attempts moved", on, streams, moved)
 	if moved == 0 {
 		t.Error("no attempt moved")
@@ -50,15 +52,16 @@ func TestAutoscalerDownDrainsThenStops(t *testing.T) {
 		t.Errorf("status after the scale-down: %+v", st)
 	}
 
-	before := gone.requests.Load()
-	a.act(context.Background(), "tiny", 1, scaleDecision{+1, scaleQueue}, a.signals(time.Now(), c.fleet.routers()))
-	waitScaled(t, a, func() bool { ready, _ := gone.status(); return ready && a.state(1) == "" })
+	before := c.engineStatus(1).Requests
+	a.act(context.Background(), "tiny", 1, scaleDecision{+1, scaleQueue}, a.signals(time.Now(), c.lc.fleetRouters(c.fleet)))
+	waitScaled(t, c, a, func() bool { return gone.Ready() && a.state(1) == "" })
 	for i := range 4 {
-		if got := c.complete(c.base, greedy(drainPrompt(i), 8)); !strings.HasPrefix(want[i], got) {
-			t.Errorf("after the scale-up, request %d: %q", i, got)
+		got, err := completiontest.Text(c.base, completiontest.Greedy(completiontest.Tale(i), 8))
+		if err != nil || !strings.HasPrefix(want[i], got) {
+			t.Errorf("after the scale-up, request %d: %q, %v", i, got, err)
 		}
 	}
-	if gone.requests.Load() == before {
+	if c.engineStatus(1).Requests == before {
 		t.Error("the engine scaled up again got no request")
 	}
 
@@ -76,11 +79,11 @@ func TestAutoscalerDownDrainsThenStops(t *testing.T) {
 
 // waitScaled waits, on the engines' changes, until the autoscaler's
 // action is over and cond holds.
-func waitScaled(t *testing.T, a *autoscaler, cond func() bool) {
+func waitScaled(t *testing.T, c *core, a *autoscaler, cond func() bool) {
 	t.Helper()
 	deadline := time.After(time.Minute)
 	for {
-		changed := a.lf.live.changes.wait()
+		changed := c.live.NextChange()
 		if !a.acting.Load() && cond() {
 			return
 		}

@@ -1,0 +1,47 @@
+package fleet
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/caddy-mlc/caddy-mlc/router"
+)
+
+// Routers are the live routers, what the lifecycle acts through: a
+// router.Live.
+type Routers interface {
+	// Routers returns the live routers, ordered by model.
+	Routers() []*router.Router
+}
+
+// Lifecycle is the engines' lifecycle of a process's routers: an
+// operator's drain of an engine, the rolling restarts of a model's
+// engines, and the fleets' autoscalers. The mlc app owns one beside the
+// routers' router.Live and keeps it across reloads, so that a rolling
+// restart goes on across one.
+type Lifecycle struct {
+	routers Routers
+
+	mu    sync.Mutex
+	rolls map[string]*RollStatus // the last rolling restart of each model
+}
+
+// New returns the lifecycle of the routers.
+func New(routers Routers) *Lifecycle {
+	return &Lifecycle{routers: routers, rolls: map[string]*RollStatus{}}
+}
+
+// fleetRouters are the live routers whose engines are lf's, by model.
+func (lc *Lifecycle) fleetRouters(lf *router.LiveFleet) []*router.Router {
+	return slices.DeleteFunc(lc.routers.Routers(), func(r *router.Router) bool { return r.Fleet() != lf })
+}
+
+// closeIdleTo drops the routers' idle connections, after the engine u
+// restarted: they went to its old process.
+func (lc *Lifecycle) closeIdleTo(u *router.Upstream) {
+	for _, r := range lc.routers.Routers() {
+		if slices.Contains(r.Engines(), u) {
+			r.CloseIdle()
+		}
+	}
+}
