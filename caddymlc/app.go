@@ -216,7 +216,7 @@ func (a *App) drainGrace() time.Duration {
 
 // Stop hands this config's routers over to the config that replaced it,
 // then releases its fleets: a fleet no config holds any more drains and
-// stops (see liveFleet.Destruct). When Caddy exits, readiness and new
+// stops (see pooledFleet.Destruct). When Caddy exits, readiness and new
 // requests are refused first (see shuttingDown).
 func (a *App) Stop() error {
 	if caddy.Exiting() {
@@ -317,14 +317,14 @@ func routesHold(routes caddyhttp.RouteList, r *Handler) bool {
 }
 
 // pooledFleet is a fleet in a usage pool: when no config holds it any
-// more it drains, then stops its engines (router.LiveFleet.Drain). During a
-// reload that returns at once; when Caddy exits it drains and stops
-// before returning, so that no engine outlives Caddy.
+// more it drains, then stops its engines (fleet.Retire). During a reload
+// that returns at once; when Caddy exits it drains and stops before
+// returning, so that no engine outlives Caddy.
 type pooledFleet struct{ *router.LiveFleet }
 
 // Destruct drains the fleet and stops its engines.
 func (p pooledFleet) Destruct() error {
-	p.Drain(caddy.Exiting())
+	fleet.Retire(p.LiveFleet, caddy.Exiting())
 	return nil
 }
 

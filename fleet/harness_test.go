@@ -58,7 +58,7 @@ func startCore(t testing.TB, n int, mode string) *core {
 	if err := c.fleet.LaunchNow(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.fleet.Drain(true) })
+	t.Cleanup(func() { Retire(c.fleet, true) })
 	handle := router.NewHandle(spec)
 	handle.Set(c.fleet)
 	cfg := router.Config{Model: "tiny", Path: "tiny", EngineKind: engine.KindBuiltin, Mode: mode, Endpoints: eps,

@@ -121,14 +121,14 @@ func (u *Upstream) migrate(gen uint64) {
 	}
 	d.expired = true
 	d.mu.Unlock()
-	if n := u.moveAttempts(); n > 0 {
+	if n := u.MoveAttempts(); n > 0 {
 		u.fleet.Log().Info("drain grace over: moving the attempts on the engine to others", addrField(u), zap.Int("attempts", n))
 	}
 }
 
-// moveAttempts cancels every attempt on the engine with errEngineDrained:
+// MoveAttempts cancels every attempt on the engine with errEngineDrained:
 // each resumes on another engine. It returns how many it moved.
-func (u *Upstream) moveAttempts() int {
+func (u *Upstream) MoveAttempts() int {
 	d := &u.drain
 	d.mu.Lock()
 	cancels := slices.Collect(maps.Values(d.running))

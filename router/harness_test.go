@@ -75,7 +75,7 @@ func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, po
 	if err := c.fleet.LaunchNow(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.fleet.Drain(true) })
+	t.Cleanup(func() { stopFleet(c.fleet) })
 	cfg.Model, cfg.Path, cfg.EngineKind, cfg.EngineArgs = name, path, engine.KindBuiltin, engineArgs
 	defaults(&cfg)
 	handle := NewHandle(spec)
@@ -88,6 +88,15 @@ func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, po
 	t.Cleanup(srv.Close)
 	c.base = srv.URL
 	return c
+}
+
+// stopFleet retires the fleet and stops its engines once nothing runs on
+// them (fleet.Retire's way, which router's tests cannot import).
+func stopFleet(lf *LiveFleet) {
+	lf.Retire()
+	lf.wake()
+	lf.WaitIdle(DefaultDrainGrace)
+	lf.Shutdown()
 }
 
 // defaults fills what the adapter's defaults would.

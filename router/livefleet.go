@@ -24,11 +24,10 @@ const DefaultDrainGrace = 30 * time.Second
 // LiveFleet is a fleet of engines and what the routers know of them. The
 // mlc app keeps it in the fleets UsagePool, shared by every config that
 // has the same engines: a reload that keeps the engines keeps it, with
-// its counts and breakers. When no config holds it any more it drains:
-// new work goes to the engines of the config that replaced it, the streams
-// it has finish, or move there when the grace period ends, and then its
-// engines stop. The engines' own life (start, ports, stop) is
-// engine.Fleet's.
+// its counts and breakers. When no config holds it any more it retires
+// (fleet.Retire): new work goes to the engines of the config that
+// replaced it, and it stops once the streams it has are done. The
+// engines' own life (start, ports, stop) is engine.Fleet's.
 type LiveFleet struct {
 	*engine.Fleet
 	spec      engine.Spec
@@ -127,20 +126,8 @@ func (lf *LiveFleet) failed() error { return lf.LaunchErr() }
 // draining reports that no config holds the fleet any more.
 func (lf *LiveFleet) draining() bool { return lf.Retired() }
 
-// Drain is called when no config holds the fleet any more: it drains,
-// then stops the engines. During a reload it returns at once and drains
-// in the background, so that neither the old config's stop nor the new
-// config's requests wait for it; when the process exits (exiting) it
-// drains and stops before returning, so that no engine outlives it.
-func (lf *LiveFleet) Drain(exiting bool) {
-	lf.Retire()
-	lf.wake()
-	if exiting {
-		lf.drainAndStop()
-		return
-	}
-	goroutine.Go(lf.Log(), "engine fleet drain", lf.drainAndStop, func(any) { lf.Shutdown() })
-}
+// InFlight counts the calls in flight on the whole fleet.
+func (lf *LiveFleet) InFlight() int64 { return lf.inflight.Load() }
 
 // SetLogger makes log the fleet's logger: the newest config's (a stopped
 // config's log outputs may be closed).
@@ -196,32 +183,9 @@ func (h *Handle) shown() *LiveFleet {
 	return h.launching.Load()
 }
 
-// moveSlack bounds the wait for the attempts moved off a retired fleet
-// to let go of its engines: cancelled, they end at once.
-const moveSlack = 10 * time.Second
-
-// drainAndStop lets the streams on the fleet finish for its grace, moves
-// those still running to the engines that replaced it (exactly, as
-// after an operator's drain), then stops the engines.
-func (lf *LiveFleet) drainAndStop() {
-	grace := time.Duration(lf.grace.Load())
-	if n := lf.inflight.Load(); n > 0 {
-		lf.Log().Info("draining engines before stopping them", zap.Int64("in_flight", n), zap.Duration("grace", grace))
-	}
-	if !lf.waitIdle(grace) {
-		lf.Log().Warn("drain grace period over: the streams still on the old engines move to the new ones",
-			zap.Int64("in_flight", lf.inflight.Load()))
-		for _, u := range lf.upstreams {
-			u.moveAttempts()
-		}
-		lf.waitIdle(moveSlack)
-	}
-	lf.Shutdown()
-}
-
-// waitIdle waits up to d until nothing runs on the fleet; it reports
+// WaitIdle waits up to d until nothing runs on the fleet; it reports
 // whether nothing does.
-func (lf *LiveFleet) waitIdle(d time.Duration) bool {
+func (lf *LiveFleet) WaitIdle(d time.Duration) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	for {
