@@ -2,7 +2,10 @@
 // OpenAI-compatible API of one or more models and turns each request into
 // calls to MLC-LLM engines, disaggregated or whole, resuming what an
 // engine preempts or fails. It imports no Caddy package; the caddymlc
-// package adapts it to Caddy.
+// package adapts it to Caddy. It is what happens to a request; the
+// engines' lifecycle (an operator's drain, rolling restarts, autoscaling,
+// a retired fleet's drain) is package fleet's, which acts on the routers
+// through fleetapi.go.
 //
 // Its files follow a request in order:
 //
@@ -19,21 +22,29 @@
 //     prompt's tokens, the chat rendered (a chat that requires a tool
 //     call gets its call's schema as its response format);
 //     embeddings.go for /v1/embeddings.
+//     facts.go: who the request is for, from outside its body;
+//     allowed.go: the models its API key allows.
 //   - admit.go: the gate: the tenant's budget, the fair queue in front of
 //     the engines' batch; peerload.go takes off it what other replicas
 //     run on the same engines; sloadmit.go holds back or refuses a
 //     request no engine is predicted to serve within its latency target.
+//     requesttimeout.go bounds a request's whole time.
 //   - completion.go: the request's choices, each run by resume.go.
 //   - resume.go: one choice's attempts (choiceJob.run): each started,
 //     read to the client and closed; one preempted or failed is resumed
-//     from the text delivered.
+//     from the text delivered. enginewait.go sums what a choice waited on
+//     others (the engines, the queue, a backoff), the rest being the
+//     router's own time.
 //   - strategy.go, disagg.go: an attempt per mode: whole (one engine's
 //     /v1/completions) or disagg (prep_recv, remote_send, start_generate),
-//     each returning an attempt; release.go gives reservations back.
+//     each returning an attempt; release.go gives reservations back;
+//     roles.go: the endpoints that prefill and those that decode.
 //   - choose.go: choosing an engine (pick: tiers, then the policy) or
 //     waiting for one (acquire).
 //   - attempt.go: an attempt's stream and its Close; engineclient.go: the
-//     calls, under a watchdog, and their verdicts.
+//     calls, under a watchdog, and their verdicts; prefill.go: a long
+//     prompt's prefill is work, not a stall; nodescriptors.go: no
+//     descriptor left to reach an engine.
 //   - sink.go: the answer out, streamed or whole, completion or chat,
 //     behind serve.go's outcomeSink, which serialises the choices;
 //     choicelogprobs.go the logprobs that go with the text;
@@ -41,20 +52,24 @@
 //     eventstream.go's named events. In front of the chat-based APIs'
 //     sinks, toolsink.go reads tool calls out of the text (with the
 //     model's parser, package toolcall) and thinksink.go a model's
-//     reasoning (Messages' thinking blocks).
+//     reasoning (Messages' thinking blocks). keepalive.go: a stream that
+//     waits says so; cachedtokens.go: the usage's cached tokens.
 //
-// Around them: router.go (Router, Config, New, reloads), policy.go and
-// policies.go (the selection policy API and the built-in ones),
-// sloaware.go (the slo_aware policy), latency.go and ewls.go (each
-// engine's latency model, learned online), attainment.go (the share of
-// requests that met their latency targets), hooks.go
-// (a route's lifecycle hooks), prefix.go (the prefix index), upstream.go,
-// proc.go, breaker.go and engineload.go (an engine as the router knows
-// it: its counts, health, and what it says of its load), livefleet.go (a
-// fleet as the routers see it; its engines' start, polls and stop are
-// engine.Fleet's), drain.go (an operator's drain of an engine, its
-// attempts moved), restart.go (a model's rolling restart), scale.go and
-// autoscale.go (a fleet's autoscaling: the planner's decisions, the
-// autoscaler's actions), status.go
-// (what operators read), metrics.go, trace.go.
+// Around them: router.go (Router, Config, New, reloads), live.go (Live:
+// what the routers of a process share; notifier.go wakes those that
+// wait), policy.go and policies.go (the selection policy API and the
+// built-in ones), sloaware.go (the slo_aware policy), latency.go and
+// ewls.go (each engine's latency model, learned online), attainment.go
+// (the share of requests that met their latency targets), hooks.go (a
+// route's lifecycle hooks), prefix.go (the prefix index), prefixhits.go
+// and prefixmoves.go (how well it predicts), prefixshare.go and
+// peerload.go (what other replicas share of their indexes and loads),
+// upstream.go, proc.go, breaker.go and engineload.go (an engine as the
+// router knows it: its counts, health, and what it says of its load),
+// livefleet.go (a fleet as the routers see it; its engines' start, polls
+// and stop are engine.Fleet's), drain.go (an engine out of rotation: no
+// attempt is given it, those on it move when its grace ends),
+// fleetapi.go (what package fleet reads of the routers and acts on, and
+// the Scaler it plugs in), status.go (what operators read), metrics.go,
+// trace.go.
 package router

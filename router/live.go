@@ -8,10 +8,10 @@ import (
 
 // Live is what the routers of a process share while they run: the live
 // routers (the operator's view; package fleet's drains, restarts and
-// autoscalers find engines through it), the other replicas' loads, the sink of prefix
-// changes and the notifier of engine changes. The mlc app owns one and
-// keeps it across reloads, when the old config's routers drain beside
-// the new one's; every Router and LiveFleet is made with it.
+// autoscalers find engines through it), the other replicas' loads, the
+// sink of prefix changes and the notifier of engine changes. The mlc app
+// owns one and keeps it across reloads, when the old config's routers
+// drain beside the new one's; every Router and LiveFleet is made with it.
 type Live struct {
 	mu      sync.Mutex
 	routers map[*Router]struct{}
