@@ -20,6 +20,8 @@ type bench struct {
 	procs    procs
 	// prefixCache is the engines' --prefix-cache-mode; "": disable.
 	prefixCache string
+	// engineArgs are more flags of the engines (--overrides ...).
+	engineArgs []string
 }
 
 // buildCaddy builds the caddy binary of this checkout into the work
@@ -66,9 +68,9 @@ func (b *bench) startEnginesModel(ctx context.Context, n int, model string) ([]s
 			return nil, err
 		}
 		name := fmt.Sprintf("engine %d (%s)", i, ep.Addr())
-		started[i], err = b.procs.start(name, filepath.Join(b.work, fmt.Sprintf("engine%d.log", i)), env, b.caddyBin,
-			"mlc-engine", model, "--enable-debug", "--mode", "server", "--prefix-cache-mode", cmp.Or(b.prefixCache, "disable"),
-			"--host", ep.Host, "--port", strconv.Itoa(ep.Port))
+		args := append([]string{"mlc-engine", model, "--enable-debug", "--mode", "server", "--prefix-cache-mode", cmp.Or(b.prefixCache, "disable"),
+			"--host", ep.Host, "--port", strconv.Itoa(ep.Port)}, b.engineArgs...)
+		started[i], err = b.procs.start(name, filepath.Join(b.work, fmt.Sprintf("engine%d.log", i)), env, b.caddyBin, args...)
 		if err != nil {
 			return nil, err
 		}

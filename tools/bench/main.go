@@ -32,6 +32,15 @@
 //	go run ./tools/bench -slo -quick        # about two minutes
 //	go run ./tools/bench -slo
 //
+// -longprompt runs the long prompts of issue 39 (longprompt.go): a few
+// prompts that take three times engine_timeout to prefill among 32
+// clients of short ones; it fails when a long one is not answered
+// exactly in one attempt, kept alive, or an engine is blamed, and with
+// -check when the short ones' TTFT p99 more than doubles.
+//
+//	go run ./tools/bench -longprompt -quick   # under a minute
+//	go run ./tools/bench -longprompt -check   # the issue's sizes: a few minutes
+//
 // See README.md beside this file for the figures and what they mean.
 package main
 
@@ -125,6 +134,9 @@ func run(args []string, stdout io.Writer) (err error) {
 	}
 	if cfg.agents {
 		return b.runAgents(ctx, cfg, stdout)
+	}
+	if cfg.longPrompt {
+		return b.runLongPrompt(ctx, cfg, args, stdout, load, started)
 	}
 	engines, err := b.startEngines(ctx, 2)
 	if err != nil {
