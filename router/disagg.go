@@ -80,7 +80,7 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 	}
 	if local != "" {
 		d.r.metrics.localPrefills.WithLabelValues(local).Inc()
-		lctx := d.r.planPrefill(ctx, dec.Upstream, d.r.readsLatency, len(q.Prompt))
+		lctx := d.r.planPrefill(ctx, dec.Upstream, d.r.readsLatency, dec.uncached(len(q.Prompt)))
 		return startAttempt(lctx, d.r.client, dec, protocol.PathCompletions, localRequest(whole), req.Stream)
 	}
 	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
@@ -135,7 +135,7 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 		return end, end, "", nil // the decode engine's prefix cache holds the window
 	}
 	pre.routed()
-	sctx := d.r.planPrefill(pre.bind(ctx), pre.Upstream, d.r.readsLatency, end-recv.PrefixMatchedLength, dec.url)
+	sctx := d.r.planPrefill(pre.bind(ctx), pre.Upstream, d.r.readsLatency, pre.uncached(end), dec.url)
 	var ack *protocol.Usage
 	if ack, sendErr = d.remoteSend(sctx, pre, dec, req, recv, end); sendErr == nil {
 		pre.finish(ack) // what it reused of its own cache corrects its index

@@ -62,8 +62,9 @@ func withPrefillScale(ctx context.Context, scale int) context.Context {
 	return context.WithValue(ctx, prefillScaleKey{}, scale)
 }
 
-// planPrefill is ctx for a call on u that prefills tokens of the prompt,
-// waiting also on the engines at the URLs of also.
+// planPrefill is ctx for a call on u that prefills tokens of the prompt
+// (those its prefix cache does not hold: see lease.uncached), waiting
+// also on the engines at the URLs of also.
 func (c *Config) planPrefill(ctx context.Context, u *Upstream, readsLatency bool, tokens int, also ...string) context.Context {
 	if tokens <= 0 {
 		return ctx
@@ -73,6 +74,38 @@ func (c *Config) planPrefill(ctx context.Context, u *Upstream, readsLatency bool
 		allow *= time.Duration(scale)
 	}
 	return context.WithValue(ctx, prefillKey{}, prefillPlan{allow: min(allow, c.maxPrefillTime()), tokens: tokens, also: also})
+}
+
+// uncached is how many of the first n prompt tokens the lease's engine
+// has to compute: n less what its prefix cache is expected to hold (the
+// prefix index's pages known computed there when the call was routed,
+// for a router that keeps the index; nothing otherwise), never less
+// than the last token, which an engine always computes.
+func (l *lease) uncached(n int) int {
+	if n <= 0 {
+		return n
+	}
+	return n - min(max(l.route.prefix.predicted, 0), n-1)
+}
+
+// leastUncached is the fewest tokens of prompt that any of the router's
+// engines is expected to have to compute, by the prefix index where the
+// router keeps one (the pages known computed there); all of them
+// otherwise.
+func (r *Router) leastUncached(prompt []int) int {
+	n := len(prompt)
+	if !r.readsPrefixes || n == 0 {
+		return n
+	}
+	q := &Request{Prompt: prompt}
+	held := 0
+	for role := range r.roles {
+		chain := windowChain(role, q)
+		for _, u := range r.candidates(role) {
+			held = max(held, u.prefixes.matchHeld(chain))
+		}
+	}
+	return n - min(held, n-1)
 }
 
 // prefillOf is the plan of a call made with ctx; zero: none.
@@ -113,27 +146,32 @@ func (c *Config) maxPrefillTime() time.Duration {
 	return DefaultMaxPrefillTime
 }
 
-// checkPrefillTime refuses a prompt that no engine is predicted to
-// prefill within max_prefill_time, idle: 413 prompt_too_long, naming the
-// prompt's tokens and the limit. predict is the fleet's idle time to
-// first token for n tokens (ok false when no model can say), else the
-// configured rate decides.
-func (c *Config) checkPrefillTime(n int, predict sloPredictor) *protocol.Error {
+// checkPrefillTime refuses a prompt of n tokens that no engine is
+// predicted to prefill within max_prefill_time, idle: 413
+// prompt_too_long, naming the prompt's tokens and the limit. uncached
+// is the fewest of them an engine has to compute (see leastUncached);
+// predict is the fleet's idle time to first token for that many (ok
+// false when no model can say), else the configured rate decides.
+func (c *Config) checkPrefillTime(n, uncached int, predict sloPredictor) *protocol.Error {
 	limit := c.maxPrefillTime()
 	var d time.Duration
 	ok := false
 	if predict != nil {
-		_, d, ok = predict(n)
+		_, d, ok = predict(uncached)
 	}
 	if !ok {
-		d = time.Duration(float64(n) / c.prefillRate() * float64(time.Second))
+		d = time.Duration(float64(uncached) / c.prefillRate() * float64(time.Second))
 	}
 	if d <= limit {
 		return nil
 	}
+	tokens := fmt.Sprintf("%d tokens", n)
+	if uncached < n {
+		tokens += fmt.Sprintf(" (%d of them in no engine's prefix cache)", uncached)
+	}
 	return protocol.Errorf(http.StatusRequestEntityTooLarge, protocol.ErrTypeInvalidRequest,
-		"the prompt's %d tokens would take about %v to prefill, above this server's max_prefill_time of %v",
-		n, d.Round(time.Second), limit).WithCode("prompt_too_long")
+		"the prompt's %s would take about %v to prefill, above this server's max_prefill_time of %v",
+		tokens, d.Round(time.Second), limit).WithCode("prompt_too_long")
 }
 
 // prefillTimeoutError is the answer when a choice's prefill outran its

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -202,4 +204,56 @@ func TestPrefillFrozenEngine(t *testing.T) {
 		t.Errorf("answered %v after the freeze, above %v (the engine timeout, a second, and %v for the prefill alone)", took, bound, alone)
 	}
 	t.Logf("answered %v after the freeze (%v alone)", took.Round(time.Millisecond), alone.Round(time.Millisecond))
+}
+
+// randomPromptIDs is a prompt of n token ids of the tiny model, the same
+// for the same seed and unlike any other seed's from its first token.
+func randomPromptIDs(seed uint64, n int) []int {
+	r := rand.New(rand.NewPCG(seed, 39))
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = 3 + r.IntN(1200)
+	}
+	return ids
+}
+
+// The prefill time a prompt is allowed, and refused beyond, counts only
+// the tokens the engine's prefix cache is not expected to hold: a prompt
+// that extends one the engine has computed is served where the same
+// number of new tokens is refused, and its call's allowance is that of
+// its new tokens.
+func TestPrefillCountsUncachedTokens(t *testing.T) {
+	const rate = 1000.0
+	c := startCoreArgs(t, 1, Config{Mode: ModeWhole, EngineTimeout: time.Second, PrefillRate: rate, MaxPrefillTime: time.Second},
+		PrefixAware{}, "--prefix-cache-mode", "radix")
+	head := randomPromptIDs(1, 900) // 0.9 s at the rate: within the bound
+	if status, raw, _ := postStream(t, c.base, greedy(head, 4)); status != http.StatusOK {
+		t.Fatalf("the head alone: %d %s", status, raw)
+	}
+	longer := append(slices.Clone(head), randomPromptIDs(2, 400)...) // 1.3 s, 0.4 s of it new
+	if status, raw, _ := postStream(t, c.base, greedy(longer, 4)); status != http.StatusOK {
+		t.Errorf("the head and 400 tokens more: %d %s; want 200 (the engine holds the head)", status, raw)
+	}
+	other := randomPromptIDs(3, len(longer))
+	status, raw, _ := postStream(t, c.base, greedy(other, 4))
+	if status != http.StatusRequestEntityTooLarge || !strings.Contains(raw, "1300 tokens would") {
+		t.Errorf("a new prompt of 1300 tokens: %d %s; want 413 naming its 1300 tokens", status, raw)
+	}
+
+	// The allowance of a call on the engine: its uncached tokens at the rate.
+	q := &Request{Prompt: append(slices.Clone(longer), randomPromptIDs(4, 100)...)}
+	l, err := c.r.acquire(t.Context(), "", pickOptions{req: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.release(nil)
+	l.routed()
+	held := len(longer) / kvPageTokens * kvPageTokens
+	if got, want := l.uncached(len(q.Prompt)), len(q.Prompt)-held; got != want {
+		t.Errorf("uncached %d of %d tokens, want %d (the engine holds %d)", got, len(q.Prompt), want, held)
+	}
+	plan := prefillOf(c.r.planPrefill(t.Context(), l.Upstream, false, l.uncached(len(q.Prompt))))
+	if want := time.Duration(float64(len(q.Prompt)-held) / rate * float64(time.Second)); plan.allow != want {
+		t.Errorf("allowance %v, want %v for the %d uncached tokens", plan.allow, want, len(q.Prompt)-held)
+	}
 }

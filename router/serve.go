@@ -106,7 +106,7 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.dec.context)
 	}
 	if apiErr == nil {
-		apiErr = r.checkPrefillTime(len(prompt), r.gate.predict)
+		apiErr = r.checkPrefillTime(len(prompt), r.leastUncached(prompt), r.gate.predict)
 	}
 	if apiErr != nil {
 		r.refuse(w, hreq, a, apiErr)

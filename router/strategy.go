@@ -74,6 +74,6 @@ func (s *wholeRequest) start(ctx context.Context, req *protocol.CompletionReques
 		}
 	}()
 	l.routed()
-	ctx = s.r.planPrefill(l.bind(ctx), l.Upstream, s.r.readsLatency, len(q.Prompt))
+	ctx = s.r.planPrefill(l.bind(ctx), l.Upstream, s.r.readsLatency, l.uncached(len(q.Prompt)))
 	return startAttempt(ctx, s.r.client, l, protocol.PathCompletions, req, req.Stream)
 }

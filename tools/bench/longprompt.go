@@ -469,11 +469,11 @@ func writeLong(w io.Writer, run *longRun) {
 		s.longTokens, run.compute.Seconds(), run.delay, (run.compute + run.delay*time.Duration(s.longTokens)).Seconds(), longTimes, s.engineTimeout,
 		s.engineTimeout, s.keepAlive, run.rate, prefillMargin, s.clients, s.shortPrompt, s.shortGen, s.longs, s.longGenerate)
 	fmt.Fprintln(w, "| long | prompt tokens | TTFT s | total s | attempts | exact | keep-alives | longest silence s | error |")
-	fmt.Fprintln(w, "| --: | --: | --: | --: | --: | --- | --: | --: | --- |")
+	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --- | --: | --: | --- |")
 	for i, r := range run.longs {
 		errText := ""
 		if r.err != nil {
-			errText = fmt.Sprintf("%.100s", r.err.Error())
+			errText = strings.ReplaceAll(fmt.Sprintf("%.100s", r.err.Error()), "|", "/")
 		}
 		fmt.Fprintf(w, "| %d | %d | %.1f | %.1f | %d | %s | %d | %.1f | %s |\n", i+1, r.prompt, r.ttft.Seconds(), r.took.Seconds(),
 			r.attempts, yesNo(r.err == nil && r.text == run.refs[i]), r.keepAlives, r.silence.Seconds(), errText)
@@ -492,7 +492,7 @@ func writeLong(w io.Writer, run *longRun) {
 			if s.err == nil {
 				took = append(took, s.took)
 			} else if first == "" {
-				first = fmt.Sprintf("%.100s", s.err.Error())
+				first = strings.ReplaceAll(fmt.Sprintf("%.100s", s.err.Error()), "|", "/")
 			}
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", row.name, len(row.ss), failed, div(float64(len(row.ss)), row.wall.Seconds()),

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
+)
+
+// The short form of the long-prompt run, end to end: every long prompt
+// is in the table, answered exactly in one attempt and kept alive while
+// it waited (the run fails otherwise), the short requests are measured
+// with and without them, and nothing the run started outlives it.
+func TestLongPromptShortForm(t *testing.T) {
+	before := enginetest.Children(t)
+	var out bytes.Buffer
+	if err := run([]string{"-longprompt", "-quick", "-caddy", os.Args[0]}, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	longs, err := parseTable(out.String(), []string{"long", "prompt tokens", "TTFT s", "total s", "attempts", "exact", "keep-alives", "longest silence s", "error"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(longs) != quickLong.longs {
+		t.Fatalf("%d long prompts in the table, want %d:\n%s", len(longs), quickLong.longs, out.String())
+	}
+	for _, row := range longs {
+		if row["prompt tokens"] != strconv.Itoa(quickLong.longTokens) || row["attempts"] != "1" || row["exact"] != "yes" {
+			t.Errorf("long %s: %v", row["long"], row)
+		}
+	}
+	shorts, err := parseTable(out.String(), []string{"short requests", "sent", "failed", "requests/s", "TTFT p50 ms", "TTFT p99 ms", "latency p50 ms", "latency p99 ms", "first error"})
+	if err != nil || len(shorts) != 2 {
+		t.Fatalf("short requests' table: %v\n%s", err, out.String())
+	}
+	for _, row := range shorts {
+		if n, err := strconv.Atoi(row["sent"]); err != nil || n == 0 || row["failed"] != "0" {
+			t.Errorf("short requests %s: %v", row["short requests"], row)
+		}
+	}
+	for pid := range enginetest.Children(t) {
+		if !before[pid] {
+			t.Errorf("process %d outlived the run", pid)
+		}
+	}
+}
