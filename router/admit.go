@@ -78,8 +78,9 @@ type admitted struct {
 // tenant's budget and waits for its turn at the engines. prompt is its
 // prompt's tokens, tokens what the request may cost: its prompt and all
 // it may generate; begin is its arrival. It sets the budget's headers on
-// w.
-func (g *gate) admit(ctx context.Context, w http.ResponseWriter, f Facts, prompt int, tokens int64, begin time.Time) (h *admitted, err error) {
+// w, then calls waiting while it waits in the queue (a stream's
+// keep-alives), which writes nothing else.
+func (g *gate) admit(ctx context.Context, w http.ResponseWriter, f Facts, prompt int, tokens int64, begin time.Time, waiting func() (stop func())) (h *admitted, err error) {
 	if err := g.slo.hold(ctx, g.predict, f, prompt, begin); err != nil {
 		g.metrics.sloRefused.WithLabelValues(g.model, g.metrics.tenants.Label(f.Tenant, 1), bandLabel(f.Band)).Inc()
 		return nil, err
@@ -109,7 +110,9 @@ func (g *gate) admit(ctx context.Context, w http.ResponseWriter, f Facts, prompt
 		}
 	}
 	g.refreshLimits()
+	stop := waiting()
 	t, err := g.queue.Enqueue(ctx, fair.Item{Tenant: f.Tenant, Band: f.Band, Cost: tokens})
+	stop()
 	if err != nil {
 		if h.res != nil {
 			_ = h.res.Cancel(context.WithoutCancel(ctx))

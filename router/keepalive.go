@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,7 +12,8 @@ import (
 )
 
 // Streams that wait say so: a streamed answer that has had nothing to
-// send for the keep-alive interval (its request queued on an engine, a
+// send for the keep-alive interval (its request waiting in the router's
+// queue for its turn at the engines, queued on an engine, a
 // long prompt being prefilled, a stream being resumed elsewhere) sends
 // what its API has for it, which no client takes for content: an SSE
 // comment line for completions, chat and responses, Anthropic's ping
@@ -88,8 +90,26 @@ func (o *outcomeSink) keepAliveDue(ka keepAliver, every time.Duration) time.Dura
 		return every
 	}
 	_ = ka.keepAlive() // a client gone shows in the next delta
-	o.active = time.Now()
+	o.active, o.kept = time.Now(), true
 	return every
+}
+
+// refuseWaited answers a request the gate refused after it waited (a
+// queue timeout, a client gone): as refuse does, unless a keep-alive
+// opened its stream meanwhile, when the status is gone and the error is
+// the stream's last event, in its API's shape.
+func (r *Router) refuseWaited(w http.ResponseWriter, hreq *http.Request, a api, rec *outcomeSink, apiErr *protocol.Error) {
+	rec.mu.Lock()
+	kept := rec.kept
+	rec.mu.Unlock()
+	if !kept {
+		r.refuse(w, hreq, a, apiErr)
+		return
+	}
+	outcome := outcomeOf(apiErr)
+	r.metrics.requests.WithLabelValues(r.Model, r.Mode, a.endpoint, outcome).Inc()
+	r.vars(hreq.Context(), VarOutcome, outcome)
+	rec.fail(apiErr)
 }
 
 // keepAlive sends an SSE comment (completions, chat completions).

@@ -77,3 +77,49 @@ func TestRequestTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A stream waiting in the router's queue for its turn at the engines
+// sends keep-alives too, and its text is the same; when the queue gives
+// up on it after a keep-alive opened the stream, the error is the
+// stream's last event.
+func TestKeepAliveWhileQueued(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		queueTimeout time.Duration
+	}{{"admitted", time.Minute}, {"queue timeout", 600 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startCore(t, 1, Config{Mode: ModeWhole, EngineTimeout: time.Second, PrefillRate: 100, KeepAlive: 150 * time.Millisecond,
+				MaxInflight: 1, QueueTimeout: tc.queueTimeout}, nil)
+			short := greedy("the quick brown fox", 4)
+			want := c.complete(c.base, short)
+			slow(t, c.engines[0], 2*time.Millisecond, 0) // the long prompt holds the one slot 2 s and more
+			done := make(chan int, 1)
+			go func() {
+				status, _, _ := postStream(t, c.base, greedy(longPromptIDs(1000), 4))
+				done <- status
+			}()
+			deadline := time.Now().Add(time.Minute)
+			for c.r.candidates("")[0].inflight.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the long prompt reached no engine")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			status, raw, text := postStream(t, c.base, short)
+			first := strings.Index(raw, "data: ")
+			if status != http.StatusOK || first < 0 || strings.Count(raw[:first], ": keep-alive\n\n") < 2 {
+				t.Fatalf("status %d; want 200 and keep-alives while queued, before any event: %s", status, raw)
+			}
+			if tc.queueTimeout == time.Minute {
+				if text != want {
+					t.Errorf("text %q after the queue, want %q", text, want)
+				}
+			} else if !strings.HasPrefix(raw[first:], `data: {"error"`) || strings.Contains(raw, "[DONE]") || text != "" {
+				t.Errorf("a queue timeout after keep-alives: want the error as the stream's only event: %s", raw)
+			}
+			if s := <-done; s != http.StatusOK {
+				t.Errorf("the long prompt: %d", s)
+			}
+		})
+	}
+}

@@ -114,18 +114,19 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	}
 	req.Model = r.Path // what the engines are told; the answers say r.Model
 	f := factsOf(hreq.Context())
-	g, err := r.gate.admit(hreq.Context(), w, f, len(prompt), r.cost(len(prompt), req), begin)
-	if err != nil {
-		r.attain.record(r.metrics, r.Model, f, false)
-		r.refuse(w, hreq, a, answerOf(timedOut(hreq.Context(), err)))
-		return
-	}
 	c := r.newCompletion(a.idPrefix, req, prompt, begin)
-	c.facts, c.admitWait = f, g.waited
 	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
 	defer sw.end()
-	sw.lift() // a request being worked on is bounded by its own timeouts, not the server's
+	sw.lift() // a request waiting or being worked on is bounded by its own timeouts, not the server's
 	rec := &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
+	g, err := r.gate.admit(hreq.Context(), w, f, len(prompt), r.cost(len(prompt), req), begin,
+		func() (stop func()) { return rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger) })
+	if err != nil {
+		r.attain.record(r.metrics, r.Model, f, false)
+		r.refuseWaited(w, hreq, a, rec, answerOf(timedOut(hreq.Context(), err)))
+		return
+	}
+	c.facts, c.admitWait = f, g.waited
 	defer rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger)()
 	st := c.run(hreq.Context(), rec)
 	r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens), budgetCost(len(prompt), st.cached, st.tokens, r.cachedWeight()))
@@ -323,10 +324,11 @@ type outcomeSink struct {
 	mu   sync.Mutex
 	sink sink
 	err  *protocol.Error
-	// active is when text last went out, ended that the answer did
-	// (see keepAlive).
+	// active is when text last went out, ended that the answer did,
+	// kept that a keep-alive went out (see keepAlive).
 	active time.Time
 	ended  bool
+	kept   bool
 }
 
 func (o *outcomeSink) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
