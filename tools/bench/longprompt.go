@@ -53,6 +53,15 @@ var (
 // longTimes is how long a prefill alone should take, in engine timeouts.
 const longTimes = 3
 
+// longChunk is the engines' prefill_chunk_size: a step that prefills a
+// chunk of a long prompt takes its compute and its delay, and the tiny
+// model's attention on a CPU makes a 512-token chunk (the default) deep
+// in a 12,000-token prompt cost seconds, over engine_timeout on a busy
+// machine, where a GPU's step takes milliseconds. The streams decoding
+// meanwhile would be silent for it, and their engine taken for a stalled
+// one. Smaller chunks keep a step within a second or so.
+const longChunk = 64
+
 // prefillMargin is how much slower than the engines' measured speed the
 // router's prefill_rate is set: an operator's conservative rate.
 const prefillMargin = 1.5
@@ -100,7 +109,7 @@ func (b *bench) runLongPrompt(ctx context.Context, cfg *config, args []string, s
 	}
 	run := &longRun{shape: shape}
 	kv := shape.longs*(shape.longTokens+shape.longGenerate) + shape.clients*(shape.shortPrompt+shape.shortGen) + 4096
-	b.engineArgs = []string{"--overrides", fmt.Sprintf("max_total_seq_length=%d", kv)}
+	b.engineArgs = []string{"--overrides", fmt.Sprintf("max_total_seq_length=%d;prefill_chunk_size=%d", kv, longChunk)}
 	engines, err := b.startEngines(ctx, 2)
 	if err != nil {
 		return err
@@ -129,6 +138,13 @@ func (b *bench) runLongPrompt(ctx context.Context, cfg *config, args []string, s
 		fmt.Sprintf("prefill_rate %.0f", run.rate))), false)
 	if err != nil {
 		return err
+	}
+	err = poll(ctx, startTimeout, func() (bool, error) {
+		st, err := caddyStatus(ctx, caddy)
+		return err == nil && len(st.Engines) == len(engines) && !slices.ContainsFunc(st.Engines, func(e router.EngineStatus) bool { return e.State != "ready" }), err
+	})
+	if err != nil {
+		return fmt.Errorf("the router's engines to be ready: %w", err)
 	}
 	stopWatch := watchEngines(ctx, caddy, &run.unwell)
 	progressf("longprompt: %d short clients alone for %v", shape.clients, shape.alone)
@@ -465,8 +481,9 @@ func readAttempts(ctx context.Context, path string, run *longRun) error {
 
 func writeLong(w io.Writer, run *longRun) {
 	s := run.shape
-	fmt.Fprintf(w, "Engines: a %d-token prompt alone took %.1f s to answer, undelayed; with %v added per prompt token it is %.0f s, %dx engine_timeout %v. Router: mode whole, least_loaded, `engine_timeout %v`, `keepalive %v`, `prefill_rate %.0f` (%.1fx slower than the engines' speed). %d clients of %d-token prompts, %d generated, streamed; %d long prompts, %d generated, streamed, sent together after a second.\n\n",
-		s.longTokens, run.compute.Seconds(), run.delay, (run.compute + run.delay*time.Duration(s.longTokens)).Seconds(), longTimes, s.engineTimeout,
+	alone := run.compute + run.delay*time.Duration(s.longTokens)
+	fmt.Fprintf(w, "Engines: `prefill_chunk_size %d`; a %d-token prompt alone took %.1f s to answer, undelayed; with %v added per prompt token, %.0f s: %.1fx engine_timeout %v (goal %dx; above it when the compute alone is). Router: mode whole, least_loaded, `engine_timeout %v`, `keepalive %v`, `prefill_rate %.0f` (%.1fx slower than the engines' speed). %d clients of %d-token prompts, %d generated, streamed; %d long prompts, %d generated, streamed, sent together after a second.\n\n",
+		longChunk, s.longTokens, run.compute.Seconds(), run.delay, alone.Seconds(), alone.Seconds()/s.engineTimeout.Seconds(), s.engineTimeout, longTimes,
 		s.engineTimeout, s.keepAlive, run.rate, prefillMargin, s.clients, s.shortPrompt, s.shortGen, s.longs, s.longGenerate)
 	fmt.Fprintln(w, "| long | prompt tokens | TTFT s | total s | attempts | exact | keep-alives | longest silence s | error |")
 	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --- | --: | --: | --- |")
