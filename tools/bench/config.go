@@ -60,6 +60,7 @@ type config struct {
 
 	// The long-prompt run (-longprompt, issue 39, longprompt.go).
 	longPrompt bool
+	longTokens int // the long prompts' tokens; 0: the shape's
 }
 
 // quickDefaults replace the defaults of the flags not given when -quick is:
@@ -118,6 +119,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.budgetWindow, "budget-window", time.Minute, "-budgets: how long the tenant sends")
 	fs.BoolVar(&c.agents, "agents", false, "run agent sessions instead (issue 44): a shared head, growing histories, tool time between turns; least_loaded, prefix_aware, round_robin")
 	fs.BoolVar(&c.longPrompt, "longprompt", false, "run long prompts among short ones instead (issue 39): two slowed engines, a few prompts that take 3x engine_timeout to prefill, 32 clients of short ones")
+	fs.IntVar(&c.longTokens, "long-tokens", 0, "-longprompt: the long prompts' tokens (default 12000; with -quick 3000)")
 	fs.BoolVar(&c.slo, "slo", false, "run the goodput comparison instead (issue 30): slo_aware against least_loaded, three engines one slower, rising rate")
 	rates := fs.String("slo-rates", "4,8,12,16,20,24,28", "-slo: the request rates of the steps, requests a second, rising")
 	fs.DurationVar(&c.sloStep, "slo-step", 20*time.Second, "-slo: how long each step sends")
@@ -178,6 +180,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case c.rounds < 1 || c.perClient < 1 || c.minRequests < 1 || c.promptLen < 1 || c.profileSecs < 1:
 		return nil, fmt.Errorf("-rounds, -per-client, -min-requests, -prompt-len and -profile-secs must be positive")
+	case c.longTokens < 0:
+		return nil, fmt.Errorf("-long-tokens must be positive")
 	case c.flood < 1 || c.floodTokens < 1 || c.bStreams < 1 || c.samples < 1:
 		return nil, fmt.Errorf("-flood, -flood-tokens, -b-streams and -samples must be positive")
 	case c.check && !c.fairness && !c.budgets && !c.slo && !c.json && !c.agents && !c.longPrompt:

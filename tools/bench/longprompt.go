@@ -107,6 +107,9 @@ func (b *bench) runLongPrompt(ctx context.Context, cfg *config, args []string, s
 	if cfg.quick {
 		shape = quickLong
 	}
+	if cfg.longTokens > 0 {
+		shape.longTokens = cfg.longTokens
+	}
 	run := &longRun{shape: shape}
 	kv := shape.longs*(shape.longTokens+shape.longGenerate) + shape.clients*(shape.shortPrompt+shape.shortGen) + 4096
 	b.engineArgs = []string{"--overrides", fmt.Sprintf("max_total_seq_length=%d;prefill_chunk_size=%d", kv, longChunk)}
