@@ -257,3 +257,29 @@ func TestPrefillCountsUncachedTokens(t *testing.T) {
 		t.Errorf("allowance %v, want %v for the %d uncached tokens", plan.allow, want, len(q.Prompt)-held)
 	}
 }
+
+// Where the router keeps the engines' latency models (slo_aware) and
+// they are fitted, a prefill's predicted time is theirs, not the
+// configured rate's: a prompt the rate says is too long to prefill
+// within max_prefill_time is refused before the model knows the engine,
+// and served once it does.
+func TestPrefillTimeFromTheLatencyModel(t *testing.T) {
+	c := startCore(t, 1, Config{Mode: ModeWhole, PrefillRate: 100, MaxPrefillTime: 2 * time.Second}, SLOAware{})
+	prompt := randomPromptIDs(9, 400) // 4 s at the rate
+	if status, raw, _ := postStream(t, c.base, greedy(prompt, 4)); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("before the model has data: %d %s; want 413 by the rate", status, raw)
+	}
+	for i := range 16 {
+		if status, raw, _ := postStream(t, c.base, greedy(randomPromptIDs(uint64(20+i), 20+10*i), 4)); status != http.StatusOK {
+			t.Fatalf("a prompt of %d tokens: %d %s", 20+10*i, status, raw)
+		}
+	}
+	u := c.r.candidates("")[0]
+	_, idle, _ := predictFleet([]*Upstream{u}, len(prompt))
+	if idle <= 0 || idle > 2*time.Second {
+		t.Fatalf("the fitted model predicts %v for %d tokens: the test needs it within max_prefill_time", idle, len(prompt))
+	}
+	if status, raw, _ := postStream(t, c.base, greedy(prompt, 4)); status != http.StatusOK {
+		t.Errorf("with the model predicting %v: %d %s; want 200", idle, status, raw)
+	}
+}
