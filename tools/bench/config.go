@@ -180,8 +180,10 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case c.rounds < 1 || c.perClient < 1 || c.minRequests < 1 || c.promptLen < 1 || c.profileSecs < 1:
 		return nil, fmt.Errorf("-rounds, -per-client, -min-requests, -prompt-len and -profile-secs must be positive")
-	case c.longTokens < 0:
-		return nil, fmt.Errorf("-long-tokens must be positive")
+	case c.longTokens < 0 || c.longTokens > 0 && !c.longPrompt:
+		return nil, fmt.Errorf("-long-tokens: a positive number, with -longprompt")
+	case c.longPrompt && (c.fairness || c.budgets || c.slo || c.json || c.agents):
+		return nil, fmt.Errorf("-longprompt is a run of its own")
 	case c.flood < 1 || c.floodTokens < 1 || c.bStreams < 1 || c.samples < 1:
 		return nil, fmt.Errorf("-flood, -flood-tokens, -b-streams and -samples must be positive")
 	case c.check && !c.fairness && !c.budgets && !c.slo && !c.json && !c.agents && !c.longPrompt:

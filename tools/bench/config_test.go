@@ -47,6 +47,9 @@ func TestConfigRejectsBadFlags(t *testing.T) {
 		{"-budgets"},
 		{"-budgets", "-replicas", "3", "-fairness"},
 		{"-budgets", "-replicas", "3", "-budget-limit", "0"},
+		{"-long-tokens", "1000"},
+		{"-longprompt", "-long-tokens", "-1"},
+		{"-longprompt", "-agents"},
 		{"extra"},
 	} {
 		if _, err := parseConfig(args, io.Discard); err == nil {

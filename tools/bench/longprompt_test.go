@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 )
@@ -46,6 +47,47 @@ func TestLongPromptShortForm(t *testing.T) {
 	for pid := range enginetest.Children(t) {
 		if !before[pid] {
 			t.Errorf("process %d outlived the run", pid)
+		}
+	}
+}
+
+// checkLong fails a run on what must hold whatever the load, and on the
+// TTFT goal only with -check.
+func TestCheckLong(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	shorts := func(p99 time.Duration) []shortSample {
+		out := make([]shortSample, 100)
+		for i := range out {
+			out[i].ttft = ms(10)
+		}
+		out[98].ttft, out[99].ttft = p99, p99
+		return out
+	}
+	good := func() *longRun {
+		return &longRun{shape: quickLong, refs: []string{"a", "b"},
+			longs: []longResult{{text: "a", attempts: 1, silence: ms(1900)}, {text: "b", attempts: 1, silence: ms(2100)}},
+			alone: shorts(ms(100)), with: shorts(ms(150))}
+	}
+	if err := checkLong(good(), true); err != nil {
+		t.Errorf("a run that met everything: %v", err)
+	}
+	for name, spoil := range map[string]func(r *longRun){
+		"inexact":        func(r *longRun) { r.longs[1].text = "c" },
+		"two attempts":   func(r *longRun) { r.longs[0].attempts = 2 },
+		"no attempts":    func(r *longRun) { r.longs[0].attempts = 0 },
+		"silent":         func(r *longRun) { r.longs[0].silence = ms(3100) },
+		"failed":         func(r *longRun) { r.longs[0].err = errNoDone },
+		"blamed":         func(r *longRun) { r.unwell = []string{"127.0.0.1:1 breaker open"} },
+		"short failed":   func(r *longRun) { r.with[3].err = errNoDone },
+		"TTFT over goal": func(r *longRun) { r.with = shorts(ms(201)) },
+	} {
+		r := good()
+		spoil(r)
+		if err := checkLong(r, true); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+		if err := checkLong(r, false); (err == nil) != (name == "TTFT over goal") {
+			t.Errorf("%s without -check: %v", name, err)
 		}
 	}
 }
