@@ -110,9 +110,7 @@ func (g *gate) admit(ctx context.Context, w http.ResponseWriter, f Facts, prompt
 		}
 	}
 	g.refreshLimits()
-	stop := waiting()
-	t, err := g.queue.Enqueue(ctx, fair.Item{Tenant: f.Tenant, Band: f.Band, Cost: tokens})
-	stop()
+	t, err := g.wait(ctx, fair.Item{Tenant: f.Tenant, Band: f.Band, Cost: tokens}, waiting)
 	if err != nil {
 		if h.res != nil {
 			_ = h.res.Cancel(context.WithoutCancel(ctx))
@@ -123,6 +121,25 @@ func (g *gate) admit(ctx context.Context, w http.ResponseWriter, f Facts, prompt
 	g.metrics.admissionWait.WithLabelValues(g.model, g.metrics.tenants.Label(f.Tenant, tokens)).Observe(h.waited.Seconds())
 	g.metrics.waiting.WithLabelValues(g.model).Set(float64(g.queue.Stats().Waiting))
 	return h, nil
+}
+
+// wait submits it to the queue and waits for its grant, calling waiting
+// for the time it is not granted at once.
+func (g *gate) wait(ctx context.Context, it fair.Item, waiting func() (stop func())) (*fair.Ticket, error) {
+	t, err := g.queue.Submit(it)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-t.Ready():
+	default:
+		stop := waiting()
+		defer stop()
+	}
+	if err := t.Wait(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // done gives back the request's capacity (used: its tokens) and settles
