@@ -61,6 +61,7 @@ type config struct {
 	// The long-prompt run (-longprompt, issue 39, longprompt.go).
 	longPrompt bool
 	longTokens int // the long prompts' tokens; 0: the shape's
+	longChunk  int // the engines' prefill_chunk_size; 0: longChunk
 }
 
 // quickDefaults replace the defaults of the flags not given when -quick is:
@@ -120,6 +121,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.agents, "agents", false, "run agent sessions instead (issue 44): a shared head, growing histories, tool time between turns; least_loaded, prefix_aware, round_robin")
 	fs.BoolVar(&c.longPrompt, "longprompt", false, "run long prompts among short ones instead (issue 39): two slowed engines, a few prompts that take 3x engine_timeout to prefill, 32 clients of short ones")
 	fs.IntVar(&c.longTokens, "long-tokens", 0, "-longprompt: the long prompts' tokens (default 12000; with -quick 3000)")
+	fs.IntVar(&c.longChunk, "long-chunk", 0, "-longprompt: the engines' prefill_chunk_size (default 64)")
 	fs.BoolVar(&c.slo, "slo", false, "run the goodput comparison instead (issue 30): slo_aware against least_loaded, three engines one slower, rising rate")
 	rates := fs.String("slo-rates", "4,8,12,16,20,24,28", "-slo: the request rates of the steps, requests a second, rising")
 	fs.DurationVar(&c.sloStep, "slo-step", 20*time.Second, "-slo: how long each step sends")
@@ -180,8 +182,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case c.rounds < 1 || c.perClient < 1 || c.minRequests < 1 || c.promptLen < 1 || c.profileSecs < 1:
 		return nil, fmt.Errorf("-rounds, -per-client, -min-requests, -prompt-len and -profile-secs must be positive")
-	case c.longTokens < 0 || c.longTokens > 0 && !c.longPrompt:
-		return nil, fmt.Errorf("-long-tokens: a positive number, with -longprompt")
+	case c.longTokens < 0 || c.longTokens > 0 && !c.longPrompt || c.longChunk < 0 || c.longChunk > 0 && !c.longPrompt:
+		return nil, fmt.Errorf("-long-tokens, -long-chunk: positive numbers, with -longprompt")
 	case c.longPrompt && (c.fairness || c.budgets || c.slo || c.json || c.agents):
 		return nil, fmt.Errorf("-longprompt is a run of its own")
 	case c.flood < 1 || c.floodTokens < 1 || c.bStreams < 1 || c.samples < 1:

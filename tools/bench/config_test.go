@@ -50,6 +50,7 @@ func TestConfigRejectsBadFlags(t *testing.T) {
 		{"-long-tokens", "1000"},
 		{"-longprompt", "-long-tokens", "-1"},
 		{"-longprompt", "-agents"},
+		{"-longprompt", "-long-chunk", "-64"},
 		{"extra"},
 	} {
 		if _, err := parseConfig(args, io.Discard); err == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,7 +60,8 @@ const longTimes = 3
 // in a 12,000-token prompt cost seconds, over engine_timeout on a busy
 // machine, where a GPU's step takes milliseconds. The streams decoding
 // meanwhile would be silent for it, and their engine taken for a stalled
-// one. Smaller chunks keep a step within a second or so.
+// one. Smaller chunks keep a step within a second or so (-long-chunk
+// sets another).
 const longChunk = 64
 
 // prefillMargin is how much slower than the engines' measured speed the
@@ -93,6 +95,7 @@ type longRun struct {
 	compute     time.Duration // the slowest reference prefill, undelayed
 	delay       time.Duration // the engines' prefill delay per token
 	rate        float64       // the router's prefill_rate
+	chunk       int           // the engines' prefill_chunk_size
 	refs        []string
 	longs       []longResult
 	alone, with []shortSample
@@ -111,8 +114,9 @@ func (b *bench) runLongPrompt(ctx context.Context, cfg *config, args []string, s
 		shape.longTokens = cfg.longTokens
 	}
 	run := &longRun{shape: shape}
+	run.chunk = cmp.Or(cfg.longChunk, longChunk)
 	kv := shape.longs*(shape.longTokens+shape.longGenerate) + shape.clients*(shape.shortPrompt+shape.shortGen) + 4096
-	b.engineArgs = []string{"--overrides", fmt.Sprintf("max_total_seq_length=%d;prefill_chunk_size=%d", kv, longChunk)}
+	b.engineArgs = []string{"--overrides", fmt.Sprintf("max_total_seq_length=%d;prefill_chunk_size=%d", kv, run.chunk)}
 	engines, err := b.startEngines(ctx, 2)
 	if err != nil {
 		return err
@@ -486,7 +490,7 @@ func writeLong(w io.Writer, run *longRun) {
 	s := run.shape
 	alone := run.compute + run.delay*time.Duration(s.longTokens)
 	fmt.Fprintf(w, "Engines: `prefill_chunk_size %d`; a %d-token prompt alone took %.1f s to answer, undelayed; with %v added per prompt token, %.0f s: %.1fx engine_timeout %v (goal %dx; above it when the compute alone is). Router: mode whole, least_loaded, `engine_timeout %v`, `keepalive %v`, `prefill_rate %.0f` (%.1fx slower than the engines' speed). %d clients of %d-token prompts, %d generated, streamed; %d long prompts, %d generated, streamed, sent together after a second.\n\n",
-		longChunk, s.longTokens, run.compute.Seconds(), run.delay, alone.Seconds(), alone.Seconds()/s.engineTimeout.Seconds(), s.engineTimeout, longTimes,
+		run.chunk, s.longTokens, run.compute.Seconds(), run.delay, alone.Seconds(), alone.Seconds()/s.engineTimeout.Seconds(), s.engineTimeout, longTimes,
 		s.engineTimeout, s.keepAlive, run.rate, prefillMargin, s.clients, s.shortPrompt, s.shortGen, s.longs, s.longGenerate)
 	fmt.Fprintln(w, "| long | prompt tokens | TTFT s | total s | attempts | exact | keep-alives | longest silence s | error |")
 	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --- | --: | --: | --- |")
