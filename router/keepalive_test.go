@@ -114,8 +114,17 @@ func TestKeepAliveWhileQueued(t *testing.T) {
 				if text != want {
 					t.Errorf("text %q after the queue, want %q", text, want)
 				}
-			} else if !strings.HasPrefix(raw[first:], `data: {"error"`) || strings.Contains(raw, "[DONE]") || text != "" {
-				t.Errorf("a queue timeout after keep-alives: want the error as the stream's only event: %s", raw)
+			} else {
+				if !strings.HasPrefix(raw[first:], `data: {"error"`) || strings.Contains(raw, "[DONE]") || text != "" {
+					t.Errorf("a queue timeout after keep-alives: want the error as the stream's only event: %s", raw)
+				}
+				// Messages: message_start and pings, then Anthropic's error event.
+				status, raw := postRaw(t, c.base, "/v1/messages", map[string]any{"model": "tiny", "max_tokens": 4, "stream": true,
+					"messages": []map[string]any{{"role": "user", "content": "the quick brown fox"}}})
+				start, ping, fail := strings.Index(raw, "event: message_start"), strings.Index(raw, "event: ping"), strings.Index(raw, "event: error")
+				if status != http.StatusOK || start < 0 || ping < start || fail < ping || strings.Contains(raw, "message_stop") {
+					t.Errorf("messages: status %d; want message_start, pings, then an error event: %s", status, raw)
+				}
 			}
 			if s := <-done; s != http.StatusOK {
 				t.Errorf("the long prompt: %d", s)
