@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
@@ -93,7 +94,7 @@ func (h *Handler) provisionAuth(app *App) error {
 	}
 	h.failures = newFailureLimiter(limit, h.logger.Named("keys"))
 	if app != nil && app.cluster != nil && limit > 0 {
-		h.stopFailures = h.failures.shareOver(app.cluster.conn)
+		h.stopFailures = h.failures.shareOver(cluster.NewFailedChecks(app.cluster.conn))
 	}
 	return nil
 }

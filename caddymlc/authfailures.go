@@ -103,19 +103,9 @@ func (l *failureLimiter) sweep(now time.Time) {
 	}
 }
 
-// authFailChannel is the cluster bus channel of failed key checks: each
-// message a client address.
-const authFailChannel = "auth-failures"
-
-// shareOver makes l tell conn's other replicas of its failures and count
-// theirs; the returned func stops it.
-func (l *failureLimiter) shareOver(conn *cluster.Conn) (stop func()) {
-	channel := conn.Key(authFailChannel)
-	l.share = func(addr string) { conn.Publish(channel, []byte(addr)) }
-	return conn.Subscribe(channel, func(msgs [][]byte) {
-		now := time.Now()
-		for _, m := range msgs {
-			l.seen(string(m), now)
-		}
-	})
+// shareOver makes l tell the cluster's other replicas of its failures
+// and count theirs; the returned func stops it.
+func (l *failureLimiter) shareOver(fc *cluster.FailedChecks) (stop func()) {
+	l.share = fc.Publish
+	return fc.Follow(func(addr string) { l.seen(addr, time.Now()) })
 }

@@ -119,3 +119,33 @@ func removeKeyLines(path, name string) (int, error) {
 	}
 	return removed, os.Rename(tmp.Name(), path)
 }
+
+// createKey answers POST /mlc/keys ({"name", "models", "expires"}): a new
+// key for name, in the keys file, or Redis, of every config loaded (the
+// first of them, when several); the key is in the answer, once, and
+// nowhere else.
+func createKey(w http.ResponseWriter, r *http.Request) error {
+	var line KeyLine
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&line); err != nil || line.Name == "" {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`want {"name": ..., "models": [...], "expires": RFC 3339}: %v`, err)}
+	}
+	rings := keyrings()
+	if len(rings) == 0 {
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no keys option is loaded")}
+	}
+	k := rings[0]
+	key, j, err := freshKey(&line)
+	if err == nil {
+		if k.redis != nil {
+			err = k.redis.add(r.Context(), line, j)
+		} else if err = appendLine(k.path, j); err == nil {
+			k.load(nil)
+		}
+	}
+	if err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("keys %s: %w", k.path, err)}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	return json.NewEncoder(w).Encode(map[string]any{"name": line.Name, "key": key, "keys": k.path})
+}

@@ -2,13 +2,8 @@ package caddymlc
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"sync/atomic"
-	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/cluster"
@@ -22,21 +17,20 @@ import (
 // keysPoll.
 const KeysRedis = "redis"
 
-// redisKeyring is a keyring whose keys are a Redis hash,
-// <key_prefix>:keys, each field a key's SHA-256 and its value the key's
-// line; it reads the hash every keysPoll. While Redis is out of reach
-// it keeps the keys it read last (a revocation then waits for Redis to
-// come back), and says so once.
+// redisKeyring is a keyring whose keys are the cluster's (cluster.Keys);
+// it reads them every keysPoll. While Redis is out of reach it keeps the
+// keys it read last (a revocation then waits for Redis to come back),
+// and says so once.
 type redisKeyring struct {
 	*keyring
-	conn *cluster.Conn
-	down atomic.Bool // the last read failed
+	store *cluster.Keys
+	down  atomic.Bool // the last read failed
 }
 
 // openRedisKeyring reads the keys from conn's Redis and keeps reading
 // them.
 func openRedisKeyring(conn *cluster.Conn, log *zap.Logger) *redisKeyring {
-	k := &redisKeyring{keyring: &keyring{path: KeysRedis, done: make(chan struct{})}, conn: conn}
+	k := &redisKeyring{keyring: &keyring{path: KeysRedis, done: make(chan struct{})}, store: cluster.NewKeys(conn)}
 	k.log.Store(log)
 	k.keys.Store(&[]apiKey{})
 	k.redis = k
@@ -50,20 +44,9 @@ func openRedisKeyring(conn *cluster.Conn, log *zap.Logger) *redisKeyring {
 	return k
 }
 
-// hash is the Redis hash of the keys.
-func (k *redisKeyring) hash() string { return k.conn.Key("keys") }
-
-// call bounds one Redis call: the cluster's timeout, at least a second
-// (the keys are read off any request's path).
-func (k *redisKeyring) call(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, max(k.conn.Timeout(), time.Second))
-}
-
 // read reads the keys from Redis.
 func (k *redisKeyring) read(ctx context.Context) {
-	ctx, cancel := k.call(ctx)
-	defer cancel()
-	fields, err := k.conn.Client().HGetAll(ctx, k.hash()).Result()
+	fields, err := k.store.Lines(ctx)
 	if err != nil {
 		if !k.down.Swap(true) {
 			k.log.Load().Warn("keys in Redis unreadable: the keys read last are kept", zap.Error(err))
@@ -87,9 +70,7 @@ func (k *redisKeyring) read(ctx context.Context) {
 
 // add stores a key's line.
 func (k *redisKeyring) add(ctx context.Context, line KeyLine, j []byte) error {
-	ctx, cancel := k.call(ctx)
-	defer cancel()
-	if err := k.conn.Client().HSet(ctx, k.hash(), line.SHA256, j).Err(); err != nil {
+	if err := k.store.Put(ctx, line.SHA256, j); err != nil {
 		return err
 	}
 	k.read(ctx)
@@ -98,9 +79,7 @@ func (k *redisKeyring) add(ctx context.Context, line KeyLine, j []byte) error {
 
 // remove deletes the keys of name, and says how many there were.
 func (k *redisKeyring) remove(ctx context.Context, name string) (int, error) {
-	ctx, cancel := k.call(ctx)
-	defer cancel()
-	fields, err := k.conn.Client().HGetAll(ctx, k.hash()).Result()
+	fields, err := k.store.Lines(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -113,39 +92,9 @@ func (k *redisKeyring) remove(ctx context.Context, name string) (int, error) {
 	if len(gone) == 0 {
 		return 0, nil
 	}
-	if err := k.conn.Client().HDel(ctx, k.hash(), gone...).Err(); err != nil {
+	if err := k.store.Delete(ctx, gone...); err != nil {
 		return 0, err
 	}
 	k.read(ctx)
 	return len(gone), nil
-}
-
-// createKey answers POST /mlc/keys ({"name", "models", "expires"}): a new
-// key for name, in the keys file, or Redis, of every config loaded (the
-// first of them, when several); the key is in the answer, once, and
-// nowhere else.
-func createKey(w http.ResponseWriter, r *http.Request) error {
-	var line KeyLine
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&line); err != nil || line.Name == "" {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`want {"name": ..., "models": [...], "expires": RFC 3339}: %v`, err)}
-	}
-	rings := keyrings()
-	if len(rings) == 0 {
-		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no keys option is loaded")}
-	}
-	k := rings[0]
-	key, j, err := freshKey(&line)
-	if err == nil {
-		if k.redis != nil {
-			err = k.redis.add(r.Context(), line, j)
-		} else if err = appendLine(k.path, j); err == nil {
-			k.load(nil)
-		}
-	}
-	if err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("keys %s: %w", k.path, err)}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
-	return json.NewEncoder(w).Encode(map[string]any{"name": line.Name, "key": key, "keys": k.path})
 }

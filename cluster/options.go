@@ -3,8 +3,10 @@
 // replica follows (Conn), the tenants' budgets (BudgetStore) and a batched
 // publish/subscribe bus (Conn.Publish, Conn.Subscribe) on which Sharing
 // carries each replica's in-flight requests and what it learns of the
-// engines' prefix caches. The Caddy adapter is its only user: it sits
-// above router/, which it imports.
+// engines' prefix caches (prefixevent.go: an event's wire form), and
+// FailedChecks the failed API key checks; the API keys themselves (Keys)
+// when the adapter keeps them in Redis. The Caddy adapter is its only
+// user: it sits above router/, which it imports.
 //
 // Redis is never a single point of failure: every call on a request's
 // path has a short deadline, and while Redis is out of reach the callers

@@ -19,7 +19,7 @@ func (p *prefixPublisher) PrefixLearned(model string, ev router.PrefixEvent) {
 	if !ok {
 		ch, _ = p.channels.LoadOrStore(model, prefixChannel(p.conn, model))
 	}
-	p.conn.Publish(ch.(string), router.AppendPrefixEvent(nil, ev))
+	p.conn.Publish(ch.(string), appendPrefixEvent(nil, ev))
 }
 
 func prefixChannel(c *Conn, model string) string { return c.Key(model, "prefix") }
@@ -45,7 +45,7 @@ func (s *Sharing) ApplyPrefixes(model string) {
 	s.conn.Subscribe(prefixChannel(s.conn, model), func(msgs [][]byte) {
 		evs := make([]router.PrefixEvent, 0, len(msgs))
 		for _, m := range msgs {
-			if ev, err := router.DecodePrefixEvent(m); err == nil {
+			if ev, err := decodePrefixEvent(m); err == nil {
 				evs = append(evs, ev)
 			}
 		}

@@ -1,11 +1,6 @@
 package router
 
-import (
-	"encoding/binary"
-	"errors"
-
-	"github.com/caddy-mlc/caddy-mlc/engine"
-)
+import "github.com/caddy-mlc/caddy-mlc/engine"
 
 // Several Caddy replicas in front of the same engines each keep a prefix
 // index (prefix.go) of what they routed. Alone, each sees a third of the
@@ -13,7 +8,7 @@ import (
 // already filled with it, or fills an engine's cache with a prefix another
 // replica keeps elsewhere. Sharing what each learns gives them one view:
 // the prefix tracker hands every change it makes to its index to a
-// PrefixSink (the mlc app's cluster, which publishes it), and
+// PrefixSink (package cluster's, which publishes it in its wire form), and
 // ApplyPrefixEvents makes the other replicas' changes to the local
 // indexes. An event is what the tracker did, so that each replica's index
 // follows the same steps as one router's that routed every request.
@@ -155,66 +150,4 @@ func (lv *Live) prefixEngines(model string) map[string][]*Upstream {
 		}
 	}
 	return out
-}
-
-// The wire form of an event: kind, engine address (its length, a
-// uvarint, then its bytes),
-// tokens and predicted (zigzag varints), the chain (its length, then each
-// hash, 8 bytes little-endian). A chain is bounded by what a prompt can
-// be (a million tokens, 65,536 pages).
-const maxChainPages = 1 << 16
-
-var errPrefixEvent = errors.New("malformed prefix event")
-
-// AppendPrefixEvent appends ev's wire form to b.
-func AppendPrefixEvent(b []byte, ev PrefixEvent) []byte {
-	b = append(b, byte(ev.Kind))
-	b = binary.AppendUvarint(b, uint64(len(ev.Engine)))
-	b = append(b, ev.Engine...)
-	b = binary.AppendVarint(b, int64(ev.Tokens))
-	b = binary.AppendVarint(b, int64(ev.Predicted))
-	b = binary.AppendUvarint(b, uint64(len(ev.Chain)))
-	for _, h := range ev.Chain {
-		b = binary.LittleEndian.AppendUint64(b, h)
-	}
-	return b
-}
-
-// DecodePrefixEvent reads an event's wire form.
-func DecodePrefixEvent(b []byte) (PrefixEvent, error) {
-	var ev PrefixEvent
-	if len(b) < 2 {
-		return ev, errPrefixEvent
-	}
-	ev.Kind = PrefixEventKind(b[0])
-	if ev.Kind < PrefixRouted || ev.Kind > PrefixFinished {
-		return ev, errPrefixEvent
-	}
-	n, k := binary.Uvarint(b[1:])
-	if k <= 0 || n > uint64(len(b)-1-k) {
-		return ev, errPrefixEvent
-	}
-	b = b[1+k:]
-	ev.Engine, b = string(b[:n]), b[n:]
-	tokens, k := binary.Varint(b)
-	if k <= 0 {
-		return ev, errPrefixEvent
-	}
-	b = b[k:]
-	predicted, k := binary.Varint(b)
-	if k <= 0 {
-		return ev, errPrefixEvent
-	}
-	b = b[k:]
-	pages, k := binary.Uvarint(b)
-	if k <= 0 || pages > maxChainPages || uint64(len(b)-k) != pages*8 {
-		return ev, errPrefixEvent
-	}
-	b = b[k:]
-	ev.Tokens, ev.Predicted = int(tokens), int(predicted)
-	ev.Chain = make([]uint64, pages)
-	for i := range ev.Chain {
-		ev.Chain[i] = binary.LittleEndian.Uint64(b[8*i:])
-	}
-	return ev, nil
 }

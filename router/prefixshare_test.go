@@ -1,7 +1,6 @@
 package router
 
 import (
-	"bytes"
 	"slices"
 	"sync"
 	"testing"
@@ -72,23 +71,11 @@ func TestPrefixEventsReplayTheTrackersSteps(t *testing.T) {
 	u.prefixes.lru.Init()
 	u.prefixes.pages, u.prefixes.limit = nil, 0
 	u.prefixes.mu.Unlock()
-	var wire [][]byte
-	for _, ev := range events {
-		wire = append(wire, AppendPrefixEvent(nil, ev))
-	}
-	var decoded []PrefixEvent
-	for _, b := range wire {
-		ev, err := DecodePrefixEvent(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		decoded = append(decoded, ev)
-	}
-	s.r.live.ApplyPrefixEvents("other-model", decoded) // not this router's: ignored
+	s.r.live.ApplyPrefixEvents("other-model", events) // not this router's: ignored
 	if pages, _, _ := indexState(&u.prefixes); len(pages) != 0 {
 		t.Fatal("events of another model changed the index")
 	}
-	s.r.live.ApplyPrefixEvents("tiny", decoded)
+	s.r.live.ApplyPrefixEvents("tiny", events)
 	pages, held, limit := indexState(&u.prefixes)
 	if !slices.Equal(pages, wantPages) || !slices.Equal(held, wantHeld) || limit != wantLimit {
 		t.Fatalf("replayed index:\n%x %v %d\nthe router's:\n%x %v %d", pages, held, limit, wantPages, wantHeld, wantLimit)
@@ -106,38 +93,4 @@ func TestNoPrefixEventsWithoutTheIndex(t *testing.T) {
 	if len(sink.events) != 0 {
 		t.Fatalf("least_loaded shared %d prefix events", len(sink.events))
 	}
-}
-
-func TestPrefixEventWireForm(t *testing.T) {
-	ev := PrefixEvent{Kind: PrefixFinished, Engine: "[::1]:8081", Chain: []uint64{1, 1 << 63, 42}, Tokens: -1, Predicted: 32}
-	b := AppendPrefixEvent(nil, ev)
-	got, err := DecodePrefixEvent(b)
-	if err != nil || got.Kind != ev.Kind || got.Engine != ev.Engine || !slices.Equal(got.Chain, ev.Chain) || got.Tokens != -1 || got.Predicted != 32 {
-		t.Fatalf("round trip: %+v, %v", got, err)
-	}
-	for i := range len(b) {
-		if _, err := DecodePrefixEvent(b[:i]); err == nil {
-			t.Fatalf("a cut event of %d bytes decoded", i)
-		}
-	}
-	if _, err := DecodePrefixEvent(append(bytes.Clone(b), 0)); err == nil {
-		t.Fatal("an event with a trailing byte decoded")
-	}
-}
-
-func FuzzDecodePrefixEvent(f *testing.F) {
-	f.Add(AppendPrefixEvent(nil, PrefixEvent{Kind: PrefixRouted, Engine: "127.0.0.1:1", Chain: []uint64{7}}))
-	f.Add([]byte{3, 0, 1, 1, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ev, err := DecodePrefixEvent(b)
-		if err != nil {
-			return
-		}
-		if again := AppendPrefixEvent(nil, ev); !bytes.Equal(again, b) {
-			// Varints have one shortest form; a longer one is read too.
-			if ev2, err := DecodePrefixEvent(again); err != nil || ev2.Engine != ev.Engine || !slices.Equal(ev2.Chain, ev.Chain) {
-				t.Fatalf("re-encoding %x gave %x", b, again)
-			}
-		}
-	})
 }
