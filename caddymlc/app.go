@@ -155,7 +155,7 @@ func (a *App) Start() error {
 	current.Store(a)
 	for _, s := range a.models {
 		if s.dynamic != nil {
-			s.dynamic.start(grace)
+			s.dynamic.Start(grace)
 		}
 		s.logStart(a.listenAddrs(s.owner))
 	}
@@ -233,7 +233,7 @@ func (a *App) Stop() error {
 	current.CompareAndSwap(a, nil)
 	for _, s := range a.models {
 		if s.dynamic != nil {
-			s.dynamic.stop()
+			s.dynamic.Stop()
 		}
 	}
 	a.releaseAll()

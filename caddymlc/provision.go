@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddy-mlc/caddy-mlc/router/budget"
 )
@@ -64,7 +65,7 @@ type served struct {
 	owner   *Handler
 	cfg     ModelConfig
 	logger  *zap.Logger
-	dynamic *dynamicSet
+	dynamic *fleet.Discovery
 	core    *router.Router
 	live    *router.Live // the app's
 }

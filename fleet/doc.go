@@ -28,5 +28,10 @@
 //   - autoscale.go: the autoscaler, which reads a fleet's signals, asks
 //     its planner and acts: an engine started (engine.Fleet.StartEngine)
 //     or drained then stopped (engine.Fleet.StopEngine).
+//   - discovery.go: a router's discovered engines (Discovery, its
+//     router.Discovered): the adapter's sources asked, the engines
+//     reconciled with their answers, held in the adapter's pool;
+//     departed.go: an engine that left its source drains, then is let
+//     go, unless it comes back first.
 //   - metrics.go: the autoscalers' caddy_mlc_scale_* metrics.
 package fleet

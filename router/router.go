@@ -145,8 +145,8 @@ type Router struct {
 	closed   chan struct{}
 }
 
-// Discovered are engines found while the router runs (the adapter's
-// dynamic sources), by the role asked: "" (any), prefill, decode.
+// Discovered are engines found while the router runs (a fleet.Discovery
+// over the adapter's dynamic sources), by the role asked: "" (any), prefill, decode.
 type Discovered interface {
 	Engines(role string) []*Upstream
 }

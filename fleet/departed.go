@@ -1,4 +1,4 @@
-package caddymlc
+package fleet
 
 import (
 	"context"
@@ -15,16 +15,16 @@ import (
 // then move, exactly, to the other engines (router.Upstream.Drain). It
 // stays listed, draining, until nothing runs on it; then it is let go.
 // The caller holds d.mu.
-func (d *dynamicSet) leave(ctx context.Context, addr string) {
+func (d *Discovery) leave(ctx context.Context, addr string) {
 	lf := d.held[addr]
 	delete(d.held, addr)
 	d.gone[addr] = lf
 	u := lf.Upstreams()[0]
-	d.r.logger.Info("dynamic engine gone; it drains", zap.String("engine", addr), zap.Duration("grace", d.grace))
+	d.log.Info("dynamic engine gone; it drains", zap.String("engine", addr), zap.Duration("grace", d.grace))
 	u.Drain(d.grace)
-	goroutine.Go(d.r.logger, "dynamic engine drain", func() {
+	goroutine.Go(d.log, "dynamic engine drain", func() {
 		if err := u.WaitDrained(ctx, d.grace); err != nil && ctx.Err() == nil {
-			d.r.logger.Warn("a gone dynamic engine did not drain; letting it go", zap.String("engine", addr), zap.Error(err))
+			d.log.Warn("a gone dynamic engine did not drain; letting it go", zap.String("engine", addr), zap.Error(err))
 		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -34,13 +34,13 @@ func (d *dynamicSet) leave(ctx context.Context, addr string) {
 		delete(d.gone, addr)
 		d.release(addr)
 		d.forget(u)
-		d.r.logger.Info("gone dynamic engine drained and let go", zap.String("engine", addr))
+		d.log.Info("gone dynamic engine drained and let go", zap.String("engine", addr))
 	}, nil)
 }
 
 // comeBack takes back an engine that drains after it left the source and
 // is listed again: it is in rotation again. The caller holds d.mu.
-func (d *dynamicSet) comeBack(addr string) *router.LiveFleet {
+func (d *Discovery) comeBack(addr string) *router.LiveFleet {
 	lf := d.gone[addr]
 	if lf == nil {
 		return nil
@@ -48,26 +48,26 @@ func (d *dynamicSet) comeBack(addr string) *router.LiveFleet {
 	delete(d.gone, addr)
 	d.held[addr] = lf
 	lf.Upstreams()[0].Undrain()
-	d.r.logger.Info("dynamic engine back while it drained", zap.String("engine", addr))
+	d.log.Info("dynamic engine back while it drained", zap.String("engine", addr))
 	return lf
 }
 
 // keepGone lists the draining gone engines among the engines of any
 // role: operators see them drain, and a drain by address finds them; no
 // request is given them. The caller holds d.mu.
-func (d *dynamicSet) keepGone(byRole map[string][]*router.Upstream) {
+func (d *Discovery) keepGone(byRole map[string][]*router.Upstream) {
 	for _, lf := range d.gone {
 		byRole[""] = append(byRole[""], lf.Upstreams()[0])
 	}
 }
 
 // forget takes u off the listed engines. The caller holds d.mu.
-func (d *dynamicSet) forget(u *router.Upstream) {
+func (d *Discovery) forget(u *router.Upstream) {
 	old := *d.engines.Load()
 	next := make(map[string][]*router.Upstream, len(old))
 	for role, us := range old {
 		next[role] = slices.DeleteFunc(slices.Clone(us), func(v *router.Upstream) bool { return v == u })
 	}
 	d.engines.Store(&next)
-	d.r.live.EnginesChanged()
+	d.live.EnginesChanged()
 }
