@@ -59,17 +59,17 @@ func (e *Engine) servePrepRecvs() bool {
 // pages for the rest of [0, end), reporting false when pages are short.
 func (e *Engine) tryPrepRecv(w *prepWait) bool {
 	s := &sequence{tokens: w.tokens, user: w.user, state: seqPrepared, windowEnd: w.end}
-	pages, matched := e.pool.Match(w.tokens, min(w.end, len(w.tokens)-1))
-	if !e.fits(pagesFor(w.end) - len(pages)) {
-		e.pool.ReleaseAll(pages)
+	pages, matched := e.sched.pool.Match(w.tokens, min(w.end, len(w.tokens)-1))
+	if !e.sched.fits(pagesFor(w.end) - len(pages)) {
+		e.sched.pool.ReleaseAll(pages)
 		return false
 	}
 	s.setPages(pages)
 	s.matched, s.kvLen = matched, matched
 	for len(s.slots) < w.end {
-		page, ok := e.pool.Alloc()
+		page, ok := e.sched.pool.Alloc()
 		if !ok { // fits promised more than Alloc gives: try again later
-			e.pool.ReleaseAll(s.pages)
+			e.sched.pool.ReleaseAll(s.pages)
 			return false
 		}
 		s.addPage(page)
@@ -121,12 +121,12 @@ func (e *Engine) receiveKV(t *transfer) *protocol.Error {
 			return protocol.InvalidRequest("kv_addr_info", "KV slot %d (token %d) is not reserved for user %q", slot, pos, t.user)
 		}
 	}
-	d := e.pool.Dim()
+	d := e.sched.pool.Dim()
 	off := 0
 	for j, slot := range t.slots {
-		for l := range e.pool.KV.K {
-			off = decodeFloats(e.pool.KV.K[l][slot*d:(slot+1)*d], t.data, off)
-			off = decodeFloats(e.pool.KV.V[l][slot*d:(slot+1)*d], t.data, off)
+		for l := range e.sched.pool.KV.K {
+			off = decodeFloats(e.sched.pool.KV.K[l][slot*d:(slot+1)*d], t.data, off)
+			off = decodeFloats(e.sched.pool.KV.V[l][slot*d:(slot+1)*d], t.data, off)
 		}
 		s.present[t.begin+j] = true
 	}
@@ -174,14 +174,14 @@ func (s *sequence) missing(begin int) int {
 // gatherKV encodes the keys and values of positions [begin, end) of s:
 // per position, per layer, the key then the value, float32 little-endian.
 func (e *Engine) gatherKV(s *sequence, begin, end int) []byte {
-	d := e.pool.Dim()
-	layers := len(e.pool.KV.K)
+	d := e.sched.pool.Dim()
+	layers := len(e.sched.pool.KV.K)
 	buf := make([]byte, 0, (end-begin)*layers*2*d*4)
 	for pos := begin; pos < end; pos++ {
 		slot := s.slots[pos]
 		for l := range layers {
-			buf = appendFloats(buf, e.pool.KV.K[l][slot*d:(slot+1)*d])
-			buf = appendFloats(buf, e.pool.KV.V[l][slot*d:(slot+1)*d])
+			buf = appendFloats(buf, e.sched.pool.KV.K[l][slot*d:(slot+1)*d])
+			buf = appendFloats(buf, e.sched.pool.KV.V[l][slot*d:(slot+1)*d])
 		}
 	}
 	return buf

@@ -3,7 +3,8 @@
 // and chat completions, MLC's microserving endpoints for prefill/decode
 // disaggregation, engine metrics) on top of a small deterministic model
 // (package model), a paged KV cache with a radix prefix cache (package
-// kvcache), and a continuous-batching scheduler.
+// kvcache), and a continuous-batching scheduler (scheduler.go: who runs;
+// step.go: the model run on it).
 //
 // The engine is an exact oracle: the same prompt gives the same token ids
 // whether it is prefilled in one pass or in chunks, across two engine

@@ -57,9 +57,7 @@ type Engine struct {
 	slowness atomic.Pointer[protocol.Slowness]
 
 	// Owned by the scheduler goroutine.
-	pool     *kvcache.Pool
-	waiting  []*sequence
-	running  []*sequence
+	sched    scheduler
 	prepared map[string]*sequence // by user
 	// released holds the users whose reservations were released, until
 	// their reservation would have expired: a prep_recv that reaches the
@@ -69,15 +67,13 @@ type Engine struct {
 	pendingPrep []*prepWait // prep_recvs waiting for pages
 	blocked     int         // queued work the last step could not start (Metrics.Blocked)
 	active      map[*request]bool
-	admitSeq    uint64
 	scratch     *model.Scratch
 	logits      []float32
 	stats       counters
 }
 
-// counters are the scheduler's running totals.
+// counters are the tokens the engine computed.
 type counters struct {
-	preemptions   int64
 	prefillTokens int64
 	decodeTokens  int64
 }
@@ -113,13 +109,17 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 		logger:   log.New(logOut, "mlc-engine: ", log.LstdFlags|log.LUTC),
 		cmds:     make(chan func()),
 		done:     make(chan struct{}),
-		pool:     kvcache.NewPool(pages, c.Layers, c.Dim, opts.PrefixCacheMode == protocol.PrefixCacheRadix),
 		prepared: map[string]*sequence{},
 		released: map[string]time.Time{},
 		active:   map[*request]bool{},
 		scratch:  m.NewScratch(),
 		logits:   make([]float32, c.Vocab),
 		eos:      map[int]bool{},
+	}
+	e.sched = scheduler{pool: kvcache.NewPool(pages, c.Layers, c.Dim, opts.PrefixCacheMode == protocol.PrefixCacheRadix),
+		maxRunning: opts.Overrides.MaxNumSequence, chunk: opts.Overrides.PrefillChunkSize, logf: e.logf}
+	if disagg {
+		e.sched.endPreempted = func(s *sequence) { e.finish(s, finishPreempt) }
 	}
 	for _, id := range tok.EOSTokenIDs() {
 		e.eos[id] = true

@@ -21,8 +21,7 @@ func (e *Engine) submit(r *request) {
 	e.active[r] = true
 	r.live = len(r.seqs)
 	for _, s := range r.seqs {
-		s.state = seqWaiting
-		e.waiting = append(e.waiting, s)
+		e.sched.queue(s)
 	}
 	if !r.computeOnly && e.noRoom(len(r.prompt)) {
 		r.noRoom = true
@@ -106,13 +105,13 @@ func (e *Engine) send(s *sequence, p piece, finish string) {
 func (e *Engine) finish(s *sequence, reason string) {
 	switch s.state {
 	case seqRunning:
-		e.removeRunning(s)
+		e.sched.removeRunning(s)
 	case seqWaiting:
-		e.removeWaiting(s)
+		e.sched.removeWaiting(s)
 	case seqDone:
 		return
 	}
-	e.dropPages(s)
+	e.sched.dropPages(s)
 	s.state = seqDone
 	r := s.req
 	if reason != finishAbort {
@@ -159,8 +158,8 @@ func jsonInt(n int) json.RawMessage {
 // [sendBegin, end) become the request's payload.
 func (e *Engine) finishCompute(s *sequence) {
 	payload := e.gatherKV(s, s.req.sendBegin, s.kvLen)
-	e.removeRunning(s)
-	e.dropPages(s)
+	e.sched.removeRunning(s)
+	e.sched.dropPages(s)
 	s.state = seqDone
 	e.endRequest(s.req, payload, false)
 }
@@ -186,9 +185,9 @@ func (e *Engine) abortAll() {
 		for _, s := range r.seqs {
 			if s.state != seqDone {
 				s.state = seqDone
-				e.removeRunning(s)
-				e.removeWaiting(s)
-				e.dropPages(s)
+				e.sched.removeRunning(s)
+				e.sched.removeWaiting(s)
+				e.sched.dropPages(s)
 			}
 		}
 		e.endRequest(r, nil, true)
@@ -222,7 +221,7 @@ func (e *Engine) expire(now time.Time) {
 func (e *Engine) dropPrepared(user string) {
 	s := e.prepared[user]
 	delete(e.prepared, user)
-	e.pool.ReleaseAll(s.pages)
+	e.sched.pool.ReleaseAll(s.pages)
 	s.pages, s.slots = nil, nil
 	s.state = seqDone
 }

@@ -61,7 +61,7 @@ func serve(opts *Options) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	e.logf("serving %s (%d KV pages of 16, prefix cache %s, disaggregation %v, device %s) on %s",
-		opts.Model, e.pool.Pages(), opts.PrefixCacheMode, w != nil, opts.Device, ln.Addr())
+		opts.Model, e.sched.pool.Pages(), opts.PrefixCacheMode, w != nil, opts.Device, ln.Addr())
 	select {
 	case <-ctx.Done():
 	case err := <-served:

@@ -36,9 +36,9 @@ func (e *Engine) Metrics() (Metrics, error) {
 
 func (e *Engine) snapshot() Metrics {
 	return Metrics{
-		Running: len(e.running), Waiting: len(e.waiting) + len(e.pendingPrep), Blocked: e.blocked, Prepared: len(e.prepared),
-		Pages:       e.pool.Stats(),
-		Preemptions: e.stats.preemptions, PrefillTokens: e.stats.prefillTokens, DecodeTokens: e.stats.decodeTokens,
+		Running: len(e.sched.running), Waiting: len(e.sched.waiting) + len(e.pendingPrep), Blocked: e.blocked, Prepared: len(e.prepared),
+		Pages:       e.sched.pool.Stats(),
+		Preemptions: e.sched.preemptions, PrefillTokens: e.stats.prefillTokens, DecodeTokens: e.stats.decodeTokens,
 	}
 }
 
