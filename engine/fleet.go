@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -52,22 +51,10 @@ type Fleet struct {
 	reconfigMu  sync.Mutex    // serializes Reconfigure
 	reconfigSig chan struct{} // closed at the next Reconfigure; under mu
 
-	ctx    context.Context // canceled by Stop
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // start and the engine goroutines
+	launch launcher // starts, supervises and stops the processes
 
 	mu      sync.Mutex
-	stopped bool
-	begun   bool // start ran: StartEngine launches, no longer only unparks
 	changed chan struct{}
-
-	startOnce sync.Once
-	startErr  error
-	stopOnce  sync.Once
-
-	// Set by start, read by Stop after wg.Wait.
-	sp  *spawner
-	uid UIDSource
 
 	life launchState // Launch, Retire, Shutdown
 }
@@ -85,7 +72,7 @@ func New(spec Spec, opts Options) (*Fleet, error) {
 	if f.client == nil {
 		f.client = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
 	}
-	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.launch.init(f)
 	for i, ep := range spec.Endpoints {
 		f.engines = append(f.engines, newEngine(f, i, ep))
 	}
@@ -145,107 +132,16 @@ func (f *Fleet) notify() {
 // does not become ready within the startup timeout, or when ctx is done;
 // the fleet is then stopped. Calling Start again returns the first
 // call's result; concurrent calls wait for it.
-func (f *Fleet) Start(ctx context.Context) error {
-	f.startOnce.Do(func() {
-		f.startErr = f.start(ctx)
-		if f.startErr != nil {
-			_ = f.Stop()
-		}
-	})
-	return f.startErr
-}
+func (f *Fleet) Start(ctx context.Context) error { return f.launch.start(ctx) }
 
 // Stop stops every engine: SIGTERM to each process group, SIGKILL after the
 // grace period. It returns when all processes are gone, and stops the
 // NVSHMEM uid helper. A Start in progress is abandoned. Stop is idempotent
 // and may be called from any goroutine.
 func (f *Fleet) Stop() error {
-	f.stopOnce.Do(func() {
-		f.mu.Lock()
-		f.stopped = true
-		f.mu.Unlock()
-		f.cancel()
-		f.wg.Wait()
-		if f.uid != nil {
-			if err := f.uid.Close(); err != nil {
-				f.logger().Warn("stopping NVSHMEM uid source", zap.Error(err))
-			}
-		}
-		if f.sp != nil {
-			f.sp.close()
-		}
-		f.client.CloseIdleConnections()
-		f.logger().Info("engine fleet stopped")
-	})
+	f.launch.stop()
 	return nil
 }
-
-// start is Start's body. It holds a wg count so that Stop waits for it.
-func (f *Fleet) start(ctx context.Context) error {
-	f.mu.Lock()
-	if f.stopped {
-		f.mu.Unlock()
-		return ErrStopped
-	}
-	f.begun = true
-	f.wg.Add(1)
-	f.mu.Unlock()
-	defer f.wg.Done()
-
-	t0 := time.Now()
-	sctx, cancel := context.WithCancel(f.ctx)
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
-	if err := f.prepare(sctx); err != nil {
-		return err
-	}
-	if err := f.launchAll(sctx); err != nil {
-		return err
-	}
-	f.logger().Info("engine fleet started", zap.Int("spawned", f.spawned()), zap.Int("left_stopped", f.parked()),
-		zap.Int("external", len(f.engines)-f.spawned()),
-		zap.Int(f.deviceWord(), f.spec.DeviceIDStarts()[len(f.engines)]),
-		zap.Stringer("took", time.Since(t0).Round(time.Millisecond)))
-	return nil
-}
-
-// deviceWord names what the endpoints' "gpus" count: NVSHMEM PEs for the
-// builtin engine, which runs on the CPU, GPUs for the others.
-func (f *Fleet) deviceWord() string {
-	if f.spec.Kind.Driver().Traits().OnCPU {
-		return "pes"
-	}
-	return "gpus"
-}
-
-// launchAll starts one goroutine per engine and waits until every spawned
-// engine is ready, or the first failure. Parked engines (StopEngine before
-// Start) are left stopped.
-func (f *Fleet) launchAll(sctx context.Context) error {
-	results := make(chan error, len(f.engines))
-	launched := 0
-	for _, e := range f.engines {
-		if e.ep.External {
-			f.wg.Go(func() { e.runExternal(f.ctx) })
-			continue
-		}
-		e.life.mu.Lock()
-		if !e.life.parked {
-			f.superviseEngine(e, sctx, results)
-			launched++
-		}
-		e.life.mu.Unlock()
-	}
-	for range launched {
-		if err := <-results; err != nil {
-			return fmt.Errorf("starting engine fleet: %w", err)
-		}
-	}
-	return nil
-}
-
-// spawned returns the number of engines the fleet runs itself.
-func (f *Fleet) spawned() int { return len(Spawned(f.spec.Endpoints)) }
 
 // Status returns the state and the process id of engine i, read together:
 // an engine is never seen ready without a process, nor with a process

@@ -195,10 +195,10 @@ func TestAKindAddedFromItsOwnFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, ok := f.uidSource().(*NVSHMEMHelper); !ok || h.Python != "/opt/echo/python" {
-		t.Errorf("uid source %#v", f.uidSource())
+	if h, ok := f.launch.uidSource().(*NVSHMEMHelper); !ok || h.Python != "/opt/echo/python" {
+		t.Errorf("uid source %#v", f.launch.uidSource())
 	}
-	if w := f.deviceWord(); w != "pes" {
+	if w := f.launch.deviceWord(); w != "pes" {
 		t.Errorf("device word %q", w)
 	}
 }

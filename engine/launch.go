@@ -86,7 +86,7 @@ func (f *Fleet) launchNow(ready func(context.Context)) error {
 	}
 	f.logger().Info("engine fleet ready", zap.Duration("took", time.Since(begin).Round(time.Millisecond)))
 	if ready != nil {
-		ready(f.ctx)
+		ready(f.launch.ctx)
 	}
 	f.life.once.Do(func() { close(f.life.launched) })
 	return nil

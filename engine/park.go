@@ -51,21 +51,6 @@ func (f *Fleet) parked() int {
 	return n
 }
 
-// superviseEngine runs engine e's goroutine (see engine.run) under a
-// context of its own, which StopEngine cancels. The caller holds e.life.mu
-// and a count of f.wg. It returns the supervision's context.
-func (f *Fleet) superviseEngine(e *engine, startCtx context.Context, initial chan<- error) context.Context {
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan struct{})
-	e.life.cancel, e.life.done = cancel, done
-	f.wg.Go(func() {
-		defer close(done)
-		defer cancel()
-		e.run(startCtx, ctx, initial)
-	})
-	return ctx
-}
-
 // StopEngine stops spawned engine i and keeps it stopped, the rest of the
 // fleet running: SIGTERM, SIGKILL after the stop grace, its state
 // StateStopped. Whoever routes to it drains it first. A StartEngine in
@@ -98,38 +83,7 @@ func (f *Fleet) StartEngine(ctx context.Context, i int) error {
 	if e.ep.External {
 		return fmt.Errorf("engine %s: %w", e.ep.Addr(), ErrExternal)
 	}
-	e.life.mu.Lock()
-	e.life.parked = false
-	f.mu.Lock()
-	stopped, begun := f.stopped, f.begun
-	if !stopped {
-		f.wg.Add(1) // Stop waits for this start
-		defer f.wg.Done()
-	}
-	f.mu.Unlock()
-	switch {
-	case stopped:
-		e.life.mu.Unlock()
-		return ErrStopped
-	case !begun:
-		e.life.mu.Unlock()
-		return nil
-	case e.life.running():
-		e.life.mu.Unlock()
-		return f.readyAgain(ctx, e, 0)
-	}
-	sctx, cancel := context.WithCancel(f.ctx)
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
-	initial := make(chan error, 1)
-	e.logger().Info("starting engine on request")
-	ectx := f.superviseEngine(e, sctx, initial)
-	defer context.AfterFunc(ectx, cancel)() // a StopEngine abandons the start
-	e.life.mu.Unlock()
-	if err := <-initial; err != nil {
-		return fmt.Errorf("starting engine %s: %w", e.ep.Addr(), err)
-	}
-	return nil
+	return f.launch.startEngine(ctx, e)
 }
 
 // readyAgain waits until engine e is ready with a process other than

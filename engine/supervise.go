@@ -90,14 +90,14 @@ func (e *engine) launch(ctx context.Context) (*process, error) {
 	if err := checkPortFree(e.ep); err != nil {
 		return nil, fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
 	}
-	p, err := startProcess(e.f.sp, procConfig{program: e.program, args: e.args, env: e.env, logger: e.logger})
+	p, err := startProcess(e.f.launch.sp, procConfig{program: e.program, args: e.args, env: e.env, logger: e.logger})
 	if err != nil {
 		return nil, fmt.Errorf("engine %s: %w", e.ep.Addr(), err)
 	}
 	e.setProc(p)
 	err = e.waitReady(ctx, p, t0)
 	if err == nil {
-		e.f.readyLog(e.i, time.Since(t0))
+		e.f.launch.readyLog(e.i, time.Since(t0))
 		return p, nil
 	}
 	switch {

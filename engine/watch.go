@@ -83,7 +83,7 @@ func (e *engine) watch(ctx context.Context, p *process) bool {
 // once, on results.
 func (f *Fleet) probeAsync(ctx context.Context, base string, results chan<- error) {
 	timeout := f.settings().probeTimeout()
-	f.wg.Go(func() {
+	f.launch.wg.Go(func() {
 		var err error
 		if goroutine.Call(f.logger, "engine health check", func() { err = Probe(ctx, f.client, base, timeout) }) {
 			err = errors.New("health check panicked")
