@@ -37,6 +37,7 @@ func layers() []struct {
 		{"fleet", 4},
 		{"cluster", 4},
 		{"respstore", 4},
+		{"fdreserve", 4},
 		{"caddymlc", 5},
 	}
 }
