@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/apikeys"
 	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
@@ -46,9 +47,12 @@ type Auth struct {
 // DefaultAuthFailures is the default of AuthFailures.
 const DefaultAuthFailures = 20
 
-// authWindow is the window of AuthFailures, and how long an address
-// that went past it is refused.
-const authWindow = time.Minute
+// KeysRedis is the keys option's value that keeps the keys in the
+// cluster's Redis (the mlc global option's cluster): every replica reads
+// them there, so that a key made or revoked through any replica's admin
+// API (POST /mlc/keys, DELETE /mlc/keys/{name}) is seen by all within
+// a second.
+const KeysRedis = apikeys.InRedis
 
 // keysPath is a keys file's absolute path.
 func keysPath(p string) string {
@@ -80,21 +84,17 @@ func (h *Handler) provisionAuth(app *App) error {
 		return fmt.Errorf("mlc_router: keys: %w", err)
 	}
 	h.held = append(h.held, key)
-	if k, ok := val.(*redisKeyring); ok {
-		h.keys = k.keyring
-	} else {
-		h.keys = val.(*keyring)
-	}
+	h.keys = val.(*apikeys.Keyring)
 	if loaded {
-		h.keys.log.Store(h.logger.Named("keys"))
+		h.keys.SetLogger(h.logger.Named("keys"))
 	}
 	limit := h.AuthFailures
 	if limit == 0 {
 		limit = DefaultAuthFailures
 	}
-	h.failures = newFailureLimiter(limit, h.logger.Named("keys"))
+	h.failures = apikeys.NewFailureLimiter(limit, h.logger.Named("keys"))
 	if app != nil && app.cluster != nil && limit > 0 {
-		h.stopFailures = h.failures.shareOver(cluster.NewFailedChecks(app.cluster.conn))
+		h.stopFailures = h.failures.ShareOver(cluster.NewFailedChecks(app.cluster.conn))
 	}
 	return nil
 }
@@ -104,13 +104,13 @@ func (h *Handler) provisionAuth(app *App) error {
 func keysSource(file string, app *App, log *zap.Logger) (string, func() (caddy.Destructor, error), error) {
 	if file != KeysRedis {
 		path := keysPath(caddy.NewReplacer().ReplaceAll(file, ""))
-		return "mlc-keys/" + path, func() (caddy.Destructor, error) { return openKeyring(path, log), nil }, nil
+		return "mlc-keys/" + path, func() (caddy.Destructor, error) { return apikeys.OpenFile(path, log), nil }, nil
 	}
 	if app == nil || app.cluster == nil {
 		return "", nil, fmt.Errorf("mlc_router: keys redis needs the cluster (the mlc global option's cluster { redis ... })")
 	}
 	link := app.cluster
-	return "mlc-keys/redis/" + link.key, func() (caddy.Destructor, error) { return openRedisKeyring(link.conn, log), nil }, nil
+	return "mlc-keys/redis/" + link.key, func() (caddy.Destructor, error) { return apikeys.OpenRedis(link.conn, log), nil }, nil
 }
 
 // presentedKey is the API key the request carries where clients send
@@ -137,16 +137,16 @@ func (h *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.R
 	}
 	addr := clientAddr(req)
 	now := time.Now()
-	if wait, held := h.failures.held(addr, now); held {
+	if wait, held := h.failures.Held(addr, now); held {
 		e := protocol.Errorf(http.StatusTooManyRequests, "rate_limit_exceeded", "too many requests with a bad API key from this address; try again later").WithCode("rate_limit_exceeded")
 		e.RetryAfter = wait
 		writeAPIError(w, req, e)
 		return nil
 	}
-	key, why := h.keys.lookup(presentedKey(req), now)
+	key, why := h.keys.Lookup(presentedKey(req), now)
 	if why != "" {
 		authFailures().WithLabelValues(why).Inc()
-		h.failures.fail(addr, now)
+		h.failures.Fail(addr, now)
 		writeAPIError(w, req, keyError(why))
 		return nil
 	}
@@ -160,9 +160,9 @@ func (h *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.R
 // keyError is OpenAI's 401 for a key refused for why.
 func keyError(why string) *protocol.Error {
 	msg := map[string]string{
-		keyMissing: "no API key: send one as Authorization: Bearer <key>, x-api-key or api-key",
-		keyUnknown: "incorrect API key provided",
-		keyExpired: "the API key provided has expired",
+		apikeys.Missing: "no API key: send one as Authorization: Bearer <key>, x-api-key or api-key",
+		apikeys.Unknown: "incorrect API key provided",
+		apikeys.Expired: "the API key provided has expired",
 	}[why]
 	return protocol.Errorf(http.StatusUnauthorized, protocol.ErrTypeInvalidRequest, "%s", msg).WithCode("invalid_api_key")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/apikeys"
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
@@ -72,8 +73,8 @@ type Handler struct {
 	held   []string // usage pool keys of the shared queues, budgets, response store and keys
 	// keys are the keys file's keys, nil without one; failures counts
 	// the failed checks by client address.
-	keys     *keyring
-	failures *failureLimiter
+	keys     *apikeys.Keyring
+	failures *apikeys.FailureLimiter
 	// stopFailures stops sharing failed key checks with the other
 	// replicas (nil: none shared).
 	stopFailures func()

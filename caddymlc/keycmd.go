@@ -1,11 +1,6 @@
 package caddymlc
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +11,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+
+	"github.com/caddy-mlc/caddy-mlc/apikeys"
 )
 
 // keyCommand is `caddy mlc-key new`, which makes an API key.
@@ -51,7 +48,7 @@ func runKeyCommand(fl caddycmd.Flags, out io.Writer) (int, error) {
 	if file == "" {
 		return caddy.ExitCodeFailedStartup, errors.New("--file <keys file> is required")
 	}
-	line := KeyLine{Name: strings.TrimSpace(args[1])}
+	line := apikeys.KeyLine{Name: strings.TrimSpace(args[1])}
 	if line.Name == "" {
 		return caddy.ExitCodeFailedStartup, errors.New("the key's name is empty")
 	}
@@ -67,62 +64,10 @@ func runKeyCommand(fl caddycmd.Flags, out io.Writer) (int, error) {
 		}
 		line.Expires = t
 	}
-	key, err := newKey(file, line)
+	key, err := apikeys.NewKey(file, line)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
 	fmt.Fprintln(out, key)
 	return caddy.ExitCodeSuccess, nil
-}
-
-// newKey makes a random key for line's name, appends line with its
-// hash to the keys file, and returns the key.
-func newKey(file string, line KeyLine) (string, error) {
-	key, j, err := freshKey(&line)
-	if err != nil {
-		return "", err
-	}
-	return key, appendLine(file, j)
-}
-
-// freshKey makes a random key for line's name, fills in its hash, and
-// returns the key and the line as a keys file holds it.
-func freshKey(line *KeyLine) (key string, j []byte, err error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", nil, err
-	}
-	key = "sk-mlc-" + base64.RawURLEncoding.EncodeToString(b)
-	sum := sha256.Sum256([]byte(key))
-	line.SHA256 = hex.EncodeToString(sum[:])
-	j, err = json.Marshal(line)
-	return key, j, err
-}
-
-// appendLine appends a line to the file, created 0600, after a newline
-// if its last line has none.
-func appendLine(file string, line []byte) error {
-	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if st.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, st.Size()-1); err != nil {
-			return err
-		}
-		if last[0] != '\n' {
-			line = append([]byte{'\n'}, line...)
-		}
-	}
-	_, err = f.Write(append(line, '\n'))
-	if err != nil {
-		return err
-	}
-	return f.Close()
 }

@@ -15,9 +15,8 @@ import (
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/caddy-mlc/caddy-mlc/apikeys"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -25,7 +24,7 @@ import (
 // keyLine is a keys file's line for key.
 func keyLine(name, key string, models ...string) string {
 	sum := sha256.Sum256([]byte(key))
-	return mustJSON(KeyLine{Name: name, SHA256: hex.EncodeToString(sum[:]), Models: models}) + "\n"
+	return mustJSON(apikeys.KeyLine{Name: name, SHA256: hex.EncodeToString(sum[:]), Models: models}) + "\n"
 }
 
 // writeKeys writes the keys file's lines.
@@ -193,13 +192,13 @@ http://127.0.0.1:%d {
 // served; the failures are counted.
 func TestAuthFailuresHoldAddress(t *testing.T) {
 	s, _ := keysSite(t, "\t\t\tauth_failures 3\n", keyLine("a", "sk-a"))
-	before := metricValue(t, "caddy_mlc_auth_failures_total", "reason", keyUnknown)
+	before := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown)
 	for i := range 4 {
 		if status, raw := s.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != 401 {
 			t.Fatalf("guess %d: %d %s, want 401", i, status, raw)
 		}
 	}
-	if d := metricValue(t, "caddy_mlc_auth_failures_total", "reason", keyUnknown) - before; d != 4 {
+	if d := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown) - before; d != 4 {
 		t.Errorf("failures counted +%v, want +4", d)
 	}
 	status, raw := s.send(protocol.PathMessages, bearer("sk-a"), map[string]any{"model": "tiny", "max_tokens": 1, "messages": []map[string]any{{"role": "user", "content": "x"}}})
@@ -210,61 +209,6 @@ func TestAuthFailuresHoldAddress(t *testing.T) {
 	s2 := &site{t: t, base: s.base, client: other}
 	if status, raw := s2.send(protocol.PathCompletions, bearer("sk-a"), greedy("x", 1)); status != 200 {
 		t.Fatalf("another address: %d %s, want 200", status, raw)
-	}
-}
-
-// The limiter holds an address past its limit for the window, logs it
-// once, and holds no other address.
-func TestFailureLimiterHoldsOnce(t *testing.T) {
-	core, logs := observer.New(zap.WarnLevel)
-	l := newFailureLimiter(2, zap.New(core))
-	now := time.Unix(1000, 0)
-	for range 10 {
-		l.fail("10.0.0.1", now)
-	}
-	if _, held := l.held("10.0.0.1", now); !held {
-		t.Fatal("not held after 10 failures, limit 2")
-	}
-	if _, held := l.held("10.0.0.2", now); held {
-		t.Fatal("another address held")
-	}
-	if wait, held := l.held("10.0.0.1", now.Add(authWindow-time.Second)); !held || wait != time.Second {
-		t.Fatalf("held %v for %v, want 1s more", held, wait)
-	}
-	if _, held := l.held("10.0.0.1", now.Add(authWindow)); held {
-		t.Fatal("still held after the window")
-	}
-	if n := logs.Len(); n != 1 {
-		t.Fatalf("%d log lines, want 1", n)
-	}
-	l.fail("10.0.0.1", now.Add(2*authWindow))
-	if _, held := l.held("10.0.0.1", now.Add(2*authWindow)); held {
-		t.Fatal("held after one failure in a new window")
-	}
-}
-
-// A lookup compares hashes: a good key is found by its name, an
-// expired one refused, a missing one said so.
-func TestKeyringLookup(t *testing.T) {
-	exp := time.Unix(2000, 0)
-	line := strings.TrimSuffix(keyLine("old", "sk-old"), "}\n") + fmt.Sprintf(`,"expires":%q}`, exp.Format(time.RFC3339))
-	var bad []int
-	keys := parseKeys([]byte(keyLine("a", "sk-a")+"\n# comment\n"+line+"\n{}\n"), func(n int, _ error) { bad = append(bad, n) })
-	k := &keyring{}
-	k.keys.Store(&keys)
-	if got, why := k.lookup("sk-a", exp); got.Name != "a" || why != "" {
-		t.Errorf("sk-a: %q %q", got.Name, why)
-	}
-	if got, why := k.lookup("sk-old", exp.Add(-time.Second)); got.Name != "old" || why != "" {
-		t.Errorf("sk-old before it expires: %q %q", got.Name, why)
-	}
-	for key, want := range map[string]string{"sk-old": keyExpired, "": keyMissing, "sk-b": keyUnknown} {
-		if _, why := k.lookup(key, exp); why != want {
-			t.Errorf("%q: %q, want %q", key, why, want)
-		}
-	}
-	if fmt.Sprint(bad) != "[5]" {
-		t.Errorf("bad lines %v, want [5]", bad)
 	}
 }
 

@@ -1,18 +1,16 @@
 package caddymlc
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-mlc/caddy-mlc/apikeys"
 )
 
 // listedKey is a key as GET /mlc/keys lists it: never its hash whole.
@@ -27,21 +25,16 @@ type listedKey struct {
 }
 
 // keyrings are the keys files of every loaded config.
-func keyrings() []*keyring {
-	var out []*keyring
+func keyrings() []*apikeys.Keyring {
+	var out []*apikeys.Keyring
 	shared.Range(func(key, val any) bool {
 		if !strings.HasPrefix(key.(string), "mlc-keys/") {
 			return true
 		}
-		switch k := val.(type) {
-		case *keyring:
-			out = append(out, k)
-		case *redisKeyring:
-			out = append(out, k.keyring)
-		}
+		out = append(out, val.(*apikeys.Keyring))
 		return true
 	})
-	slices.SortFunc(out, func(a, b *keyring) int { return strings.Compare(a.path, b.path) })
+	slices.SortFunc(out, func(a, b *apikeys.Keyring) int { return strings.Compare(a.Path(), b.Path()) })
 	return out
 }
 
@@ -49,8 +42,8 @@ func keyrings() []*keyring {
 func serveKeys(w http.ResponseWriter, r *http.Request) error {
 	out := []listedKey{}
 	for _, k := range keyrings() {
-		for _, key := range k.list() {
-			out = append(out, listedKey{Name: key.Name, Models: key.Models, Expires: key.Expires, SHA256Prefix: strings.ToLower(key.SHA256[:8]), File: k.path})
+		for _, key := range k.List() {
+			out = append(out, listedKey{Name: key.Name, Models: key.Models, Expires: key.Expires, SHA256Prefix: strings.ToLower(key.SHA256[:8]), File: k.Path()})
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -64,15 +57,9 @@ func revokeKey(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	removed := 0
 	for _, k := range keyrings() {
-		var n int
-		var err error
-		if k.redis != nil {
-			n, err = k.redis.remove(r.Context(), name)
-		} else if n, err = removeKeyLines(k.path, name); n > 0 {
-			k.load(nil)
-		}
+		n, err := k.Revoke(r.Context(), name)
 		if err != nil {
-			return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("keys %s: %w", k.path, err)}
+			return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("keys %s: %w", k.Path(), err)}
 		}
 		removed += n
 	}
@@ -83,49 +70,12 @@ func revokeKey(w http.ResponseWriter, r *http.Request) error {
 	return json.NewEncoder(w).Encode(map[string]any{"name": name, "removed": removed})
 }
 
-// removeKeyLines rewrites the keys file without the lines of name
-// (through a file renamed over it, 0600), and says how many it removed.
-func removeKeyLines(path, name string) (int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	var kept bytes.Buffer
-	removed := 0
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if k, err := parseKeyLine(strings.TrimSpace(sc.Text())); err == nil && k.Name == name {
-			removed++
-			continue
-		}
-		kept.Write(sc.Bytes())
-		kept.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil || removed == 0 {
-		return 0, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".keys-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(kept.Bytes()); err != nil {
-		tmp.Close()
-		return 0, err
-	}
-	if err := tmp.Close(); err != nil {
-		return 0, err
-	}
-	return removed, os.Rename(tmp.Name(), path)
-}
-
 // createKey answers POST /mlc/keys ({"name", "models", "expires"}): a new
 // key for name, in the keys file, or Redis, of every config loaded (the
 // first of them, when several); the key is in the answer, once, and
 // nowhere else.
 func createKey(w http.ResponseWriter, r *http.Request) error {
-	var line KeyLine
+	var line apikeys.KeyLine
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&line); err != nil || line.Name == "" {
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`want {"name": ..., "models": [...], "expires": RFC 3339}: %v`, err)}
 	}
@@ -134,18 +84,11 @@ func createKey(w http.ResponseWriter, r *http.Request) error {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no keys option is loaded")}
 	}
 	k := rings[0]
-	key, j, err := freshKey(&line)
-	if err == nil {
-		if k.redis != nil {
-			err = k.redis.add(r.Context(), line, j)
-		} else if err = appendLine(k.path, j); err == nil {
-			k.load(nil)
-		}
-	}
+	key, err := k.Create(r.Context(), line)
 	if err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("keys %s: %w", k.path, err)}
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("keys %s: %w", k.Path(), err)}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
-	return json.NewEncoder(w).Encode(map[string]any{"name": line.Name, "key": key, "keys": k.path})
+	return json.NewEncoder(w).Encode(map[string]any{"name": line.Name, "key": key, "keys": k.Path()})
 }

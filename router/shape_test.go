@@ -38,6 +38,7 @@ func layers() []struct {
 		{"cluster", 4},
 		{"respstore", 4},
 		{"fdreserve", 4},
+		{"apikeys", 4},
 		{"caddymlc", 5},
 	}
 }

@@ -1,4 +1,4 @@
-package caddymlc
+package apikeys
 
 import (
 	"sync"
@@ -9,13 +9,17 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/cluster"
 )
 
-// failureLimiter counts failed key checks per client address: past limit
-// in authWindow, the address is held (answered 429) for authWindow,
+// Window is the window of a FailureLimiter's limit, and how long an
+// address that went past it is held.
+const Window = time.Minute
+
+// FailureLimiter counts failed key checks per client address: past limit
+// in Window, the address is held (answered 429) for Window,
 // which is logged once. Other addresses are not held up. With the
 // cluster, every replica's failures count: each replica tells the others
 // of its own over the cluster's bus (share), and counts theirs (seen),
 // so that an address cannot guess limit times on every replica.
-type failureLimiter struct {
+type FailureLimiter struct {
 	limit int // -1: no bound
 	log   *zap.Logger
 	share func(addr string) // tells the other replicas; nil: none
@@ -32,12 +36,14 @@ type addrFailures struct {
 	until time.Time // held until then
 }
 
-func newFailureLimiter(limit int, log *zap.Logger) *failureLimiter {
-	return &failureLimiter{limit: limit, log: log, by: map[string]*addrFailures{}}
+// NewFailureLimiter holds an address past limit failed checks in a
+// Window (-1: never).
+func NewFailureLimiter(limit int, log *zap.Logger) *FailureLimiter {
+	return &FailureLimiter{limit: limit, log: log, by: map[string]*addrFailures{}}
 }
 
-// held says whether addr is held at now, and for how long still.
-func (l *failureLimiter) held(addr string, now time.Time) (time.Duration, bool) {
+// Held says whether addr is held at now, and for how long still.
+func (l *FailureLimiter) Held(addr string, now time.Time) (time.Duration, bool) {
 	if l == nil || l.limit < 0 {
 		return 0, false
 	}
@@ -50,9 +56,9 @@ func (l *failureLimiter) held(addr string, now time.Time) (time.Duration, bool) 
 	return f.until.Sub(now), true
 }
 
-// fail counts a failed check from addr at now, and tells the other
+// Fail counts a failed check from addr at now, and tells the other
 // replicas.
-func (l *failureLimiter) fail(addr string, now time.Time) {
+func (l *FailureLimiter) Fail(addr string, now time.Time) {
 	if l == nil || l.limit < 0 {
 		return
 	}
@@ -64,20 +70,20 @@ func (l *failureLimiter) fail(addr string, now time.Time) {
 
 // seen counts a failed check from addr at now, here or on another
 // replica.
-func (l *failureLimiter) seen(addr string, now time.Time) {
+func (l *FailureLimiter) seen(addr string, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep(now)
 	f := l.by[addr]
-	if f == nil || now.Sub(f.start) >= authWindow {
+	if f == nil || now.Sub(f.start) >= Window {
 		f = &addrFailures{start: now, until: timeOf(f)}
 		l.by[addr] = f
 	}
 	f.n++
 	if f.n > l.limit && !now.Before(f.until) {
-		f.until = now.Add(authWindow)
+		f.until = now.Add(Window)
 		l.log.Warn("client address held: too many failed API key checks", zap.String("client", addr), zap.Int("failures", f.n),
-			zap.Duration("window", authWindow), zap.Time("until", f.until))
+			zap.Duration("window", Window), zap.Time("until", f.until))
 	}
 }
 
@@ -91,21 +97,21 @@ func timeOf(f *addrFailures) time.Time {
 
 // sweep forgets, once a window, the addresses whose window and hold
 // are over: the map holds only the recent ones.
-func (l *failureLimiter) sweep(now time.Time) {
-	if now.Sub(l.swept) < authWindow {
+func (l *FailureLimiter) sweep(now time.Time) {
+	if now.Sub(l.swept) < Window {
 		return
 	}
 	l.swept = now
 	for addr, f := range l.by {
-		if now.Sub(f.start) >= authWindow && !now.Before(f.until) {
+		if now.Sub(f.start) >= Window && !now.Before(f.until) {
 			delete(l.by, addr)
 		}
 	}
 }
 
-// shareOver makes l tell the cluster's other replicas of its failures
+// ShareOver makes l tell the cluster's other replicas of its failures
 // and count theirs; the returned func stops it.
-func (l *failureLimiter) shareOver(fc *cluster.FailedChecks) (stop func()) {
+func (l *FailureLimiter) ShareOver(fc *cluster.FailedChecks) (stop func()) {
 	l.share = fc.Publish
 	return fc.Follow(func(addr string) { l.seen(addr, time.Now()) })
 }

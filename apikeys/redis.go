@@ -1,4 +1,4 @@
-package caddymlc
+package apikeys
 
 import (
 	"context"
@@ -10,29 +10,27 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 )
 
-// KeysRedis is the keys option's value that keeps the keys in the
-// cluster's Redis (the mlc global option's cluster): every replica reads
-// them there, so that a key made or revoked through any replica's admin
-// API (POST /mlc/keys, DELETE /mlc/keys/{name}) is seen by all within
-// keysPoll.
-const KeysRedis = "redis"
+// InRedis is the Path of a keyring whose keys are the cluster's Redis's.
+const InRedis = "redis"
 
-// redisKeyring is a keyring whose keys are the cluster's (cluster.Keys);
+// redisKeys is what a keyring whose keys are the cluster's
+// (cluster.Keys) reads them with;
 // it reads them every keysPoll. While Redis is out of reach it keeps the
 // keys it read last (a revocation then waits for Redis to come back),
 // and says so once.
-type redisKeyring struct {
-	*keyring
+type redisKeys struct {
+	*Keyring
 	store *cluster.Keys
 	down  atomic.Bool // the last read failed
 }
 
-// openRedisKeyring reads the keys from conn's Redis and keeps reading
-// them.
-func openRedisKeyring(conn *cluster.Conn, log *zap.Logger) *redisKeyring {
-	k := &redisKeyring{keyring: &keyring{path: KeysRedis, done: make(chan struct{})}, store: cluster.NewKeys(conn)}
+// OpenRedis reads the keys from conn's Redis (every replica's: a key
+// made or revoked through any replica is seen by all within keysPoll)
+// and keeps reading them.
+func OpenRedis(conn *cluster.Conn, log *zap.Logger) *Keyring {
+	k := &redisKeys{Keyring: &Keyring{path: InRedis, done: make(chan struct{})}, store: cluster.NewKeys(conn)}
 	k.log.Store(log)
-	k.keys.Store(&[]apiKey{})
+	k.keys.Store(&[]key{})
 	k.redis = k
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
@@ -41,11 +39,11 @@ func openRedisKeyring(conn *cluster.Conn, log *zap.Logger) *redisKeyring {
 		defer close(k.done)
 		k.poll(ctx, "keys in Redis read", func() { k.read(ctx) })
 	}, nil)
-	return k
+	return k.Keyring
 }
 
 // read reads the keys from Redis.
-func (k *redisKeyring) read(ctx context.Context) {
+func (k *redisKeys) read(ctx context.Context) {
 	fields, err := k.store.Lines(ctx)
 	if err != nil {
 		if !k.down.Swap(true) {
@@ -56,7 +54,7 @@ func (k *redisKeyring) read(ctx context.Context) {
 	if k.down.Swap(false) {
 		k.log.Load().Info("keys in Redis readable again")
 	}
-	keys := make([]apiKey, 0, len(fields))
+	keys := make([]key, 0, len(fields))
 	for field, line := range fields {
 		key, err := parseKeyLine(line)
 		if err != nil || key.SHA256 != field {
@@ -69,7 +67,7 @@ func (k *redisKeyring) read(ctx context.Context) {
 }
 
 // add stores a key's line.
-func (k *redisKeyring) add(ctx context.Context, line KeyLine, j []byte) error {
+func (k *redisKeys) add(ctx context.Context, line KeyLine, j []byte) error {
 	if err := k.store.Put(ctx, line.SHA256, j); err != nil {
 		return err
 	}
@@ -78,7 +76,7 @@ func (k *redisKeyring) add(ctx context.Context, line KeyLine, j []byte) error {
 }
 
 // remove deletes the keys of name, and says how many there were.
-func (k *redisKeyring) remove(ctx context.Context, name string) (int, error) {
+func (k *redisKeys) remove(ctx context.Context, name string) (int, error) {
 	fields, err := k.store.Lines(ctx)
 	if err != nil {
 		return 0, err
