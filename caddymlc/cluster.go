@@ -3,12 +3,10 @@ package caddymlc
 import (
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -186,30 +184,6 @@ func (l *clusterLink) release() {
 
 // config is the TLS client config to Redis at addr.
 func (t *ClusterTLS) config(addr string) (*tls.Config, error) {
-	host, _, _ := net.SplitHostPort(addr)
-	cfg := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // the operator's choice, documented as for tests
-	if t.ServerName != "" {
-		cfg.ServerName = t.ServerName
-	}
-	if t.CA != "" {
-		pem, err := os.ReadFile(t.CA)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: tls ca: %w", err)
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("cluster: tls ca %s: no PEM certificate in it", t.CA)
-		}
-	}
-	if (t.ClientCert == "") != (t.ClientKey == "") {
-		return nil, fmt.Errorf("cluster: tls: client_cert and client_key go together")
-	}
-	if t.ClientCert != "" {
-		cert, err := tls.LoadX509KeyPair(t.ClientCert, t.ClientKey)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: tls client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
+	return cluster.TLSFiles{ServerName: t.ServerName, CA: t.CA, ClientCert: t.ClientCert, ClientKey: t.ClientKey,
+		InsecureSkipVerify: t.InsecureSkipVerify}.Config(addr)
 }
