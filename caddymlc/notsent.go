@@ -6,6 +6,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddy-mlc/caddy-mlc/internal/notsent"
 )
 
 // unsentLimit bounds the bytes of an answer the kernel holds not yet sent
@@ -29,23 +31,7 @@ func limitUnsentOnAccept(ctx caddy.Context) {
 		return
 	}
 	srv.RegisterConnContext(func(ctx context.Context, c net.Conn) context.Context {
-		limitUnsent(c)
+		notsent.Limit(c, unsentLimit)
 		return ctx
 	})
-}
-
-// limitUnsent sets TCP_NOTSENT_LOWAT on c, when it is a TCP connection
-// (through TLS and other wrappers that expose the connection under them).
-func limitUnsent(c net.Conn) {
-	for c != nil {
-		if tc, ok := c.(*net.TCPConn); ok {
-			setNotSentLowat(tc, unsentLimit)
-			return
-		}
-		u, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			return
-		}
-		c = u.NetConn()
-	}
 }

@@ -1,4 +1,4 @@
-package caddymlc
+package notsent
 
 import (
 	"net"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package caddymlc
+package notsent
 
 import "net"
 
