@@ -8,7 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin/kvcache"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -230,4 +232,38 @@ func TestMicroservingPreemptRetry(t *testing.T) {
 		t.Error("no request was preempted")
 	}
 	t.Logf("%d preemptions", preempts.Load())
+}
+
+// TestRemoteSendOfACachedWindow checks that a remote_send whose whole
+// window the prefill engine's prefix cache holds (the same prompt asked
+// again, as a retried or resumed request is) answers at once, with the
+// text start_generate then gives that of one engine: it computes nothing,
+// and must still finish.
+func TestRemoteSendOfACachedWindow(t *testing.T) {
+	procs := startWorld(t, 2)
+	c := &http.Client{Timeout: time.Minute}
+	defer c.CloseIdleConnections()
+	r := &router{t: t, client: c, prefill: procs[0].url(""), decode: procs[1].url(""), decodeRank: 1}
+	ids := tiny.New().Encode(clip(prompts(3)[2], 60))
+	end := len(ids) / kvcache.PageSize * kvcache.PageSize
+	if end == 0 || end == len(ids) {
+		t.Fatalf("a prompt of %d tokens has no whole page short of its end", len(ids))
+	}
+	// The prefill engine's cache takes the prompt's full pages.
+	want := complete(t, c, r.prefill, protocol.PathCompletions, greedy(ids, 8))
+	prep := r.prepRecv("cached-window", ids, end)
+	if prep.PrefixMatchedLength != 0 {
+		t.Fatalf("the decode engine matched %d tokens of a prompt it never saw", prep.PrefixMatchedLength)
+	}
+	status, body := post(t, c, r.prefill+protocol.PathRemoteSend, map[string]any{
+		"prompt": ids, "begin": 0, "end": end, "kv_addr_info": prep.KVAppendMetadata,
+		"recv_rank": r.decodeRank, "user": "cached-window", "temperature": 0,
+	})
+	if status != http.StatusOK {
+		t.Fatalf("remote_send of a cached window: %d %s", status, body)
+	}
+	got := complete(t, c, r.decode, protocol.PathStartGenerate, with(greedy(ids, 8), "begin", end, "user", "cached-window"))
+	if got.texts[0] != want.texts[0] {
+		t.Errorf("after a cached remote_send: %q, one engine: %q", got.texts[0], want.texts[0])
+	}
 }

@@ -95,12 +95,14 @@ func (sc *scheduler) matchPrefix(s *sequence) {
 	}
 }
 
-// prefilling returns the running sequences whose prompt is not computed
-// yet, and the positions each may compute this step (prefillShares).
+// prefilling returns the running sequences that have not started
+// decoding, and the positions each may compute this step (prefillShares).
+// A compute-only sequence whose window the prefix cache held whole is
+// among them with nothing to compute: it still has to finish.
 func (sc *scheduler) prefilling() ([]*sequence, []int) {
 	var pending []*sequence
 	for _, s := range sc.running {
-		if s.state == seqRunning && !s.decoding && s.kvLen < s.target() {
+		if s.state == seqRunning && !s.decoding {
 			pending = append(pending, s)
 		}
 	}

@@ -46,8 +46,8 @@ func (e *Engine) prefill() {
 	pending, shares := e.sched.prefilling()
 	for i, n := range shares {
 		s := pending[i]
-		if n == 0 || s.state != seqRunning {
-			continue // preempted by an earlier sequence's reservation
+		if s.state != seqRunning || n == 0 && s.kvLen < s.target() {
+			continue // preempted by an earlier sequence's reservation, or no share
 		}
 		if !e.sched.reserve(s, s.kvLen+n) {
 			continue
