@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,12 +19,18 @@ import (
 
 // The agent sessions run (issue 44): sessions that resend a head shared
 // by all, a head of their own and a history that grows by a tool result
-// each turn, with tool time between turns, on three built-in engines with
-// their prefix caches on, under each policy in mode whole. Reported per
-// turn index: time to first token p50/p99, the share of prompt tokens the
-// engines said they reused (usage.prompt_tokens_details.cached_tokens)
-// against the ideal share (every token but the turn's new ones), and the
-// prompt tokens the engines computed (mlc_engine_prefill_tokens_total).
+// each turn, with tool time between turns, on built-in engines with their
+// prefix caches on, each engine's KV cache sized to hold the shared head
+// and about a third of the sessions. The rows: mode whole under each
+// policy; disagg with one prefill and two decode engines, and with two
+// and two, the prefill engine chosen by its cache (prefix_aware) or by
+// load alone (least_loaded); and three Caddy replicas with the cluster
+// option in front of the same three engines. Reported per turn index:
+// time to first token p50/p99, the share of prompt tokens the engines
+// said they reused (usage.prompt_tokens_details.cached_tokens) against
+// the ideal share (every token but the turn's new ones); per row, the
+// prompt tokens the engines computed (mlc_engine_prefill_tokens_total)
+// and the throughput.
 
 // agentShape is the workload's size.
 type agentShape struct {
@@ -38,63 +47,218 @@ var (
 	quickAgents = agentShape{6, 5, 800, 120, 60, 12, 100 * time.Millisecond, 300 * time.Millisecond}
 )
 
+// resized is the shape with the changes of -agents-size applied
+// ("sessions=12,turns=6,shared=2000,own=250,tool=150,generate=40,
+// toolmin=1s,toolmax=3s", any of them).
+func (s agentShape) resized(spec string) (agentShape, error) {
+	ints := map[string]*int{"sessions": &s.sessions, "turns": &s.turns, "shared": &s.sharedHead, "own": &s.ownHead, "tool": &s.toolResult, "generate": &s.generate}
+	durs := map[string]*time.Duration{"toolmin": &s.toolMin, "toolmax": &s.toolMax}
+	for _, kv := range splitList(spec) {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch {
+		case ints[k] != nil:
+			*ints[k], err = strconv.Atoi(v)
+		case durs[k] != nil:
+			*durs[k], err = time.ParseDuration(v)
+		default:
+			err = fmt.Errorf("unknown key")
+		}
+		if err != nil {
+			return s, fmt.Errorf("-agents-size %q: %v", kv, err)
+		}
+	}
+	if s.sessions < 1 || s.turns < 1 || s.sharedHead < 0 || s.ownHead < 1 || s.toolResult < 1 || s.generate < 1 || s.toolMin < 0 || s.toolMax < s.toolMin {
+		return s, fmt.Errorf("-agents-size: sessions, turns, own, tool and generate must be positive, shared not negative, 0 <= toolmin <= toolmax")
+	}
+	return s, nil
+}
+
+// kvTokens is each engine's KV capacity: the shared head and a third of
+// the sessions at their longest, with a tenth more for the turns in
+// flight, in whole pages of 16 tokens.
+func (s agentShape) kvTokens() int {
+	session := s.ownHead + (s.turns-1)*s.toolResult + s.generate
+	n := (s.sharedHead + (s.sessions+2)/3*session) * 11 / 10
+	return (n + 15) / 16 * 16
+}
+
+// agentRow is one configuration the sessions run on.
+type agentRow struct {
+	name     string
+	mode     string // whole or disagg
+	policy   string
+	prefill  int // disagg: prefill engines, then decode engines
+	decode   int
+	replicas int // Caddys sharing the engines, through the cluster option when more than one
+}
+
+// agentRows are every row, in the order they run.
+var agentRows = []agentRow{
+	{name: "whole/least_loaded", mode: "whole", policy: "least_loaded", replicas: 1},
+	{name: "whole/prefix_aware", mode: "whole", policy: "prefix_aware", replicas: 1},
+	{name: "whole/round_robin", mode: "whole", policy: "round_robin", replicas: 1},
+	{name: "disagg-1p2d/prefix_aware", mode: "disagg", policy: "prefix_aware", prefill: 1, decode: 2, replicas: 1},
+	{name: "disagg-2p2d/prefix_aware", mode: "disagg", policy: "prefix_aware", prefill: 2, decode: 2, replicas: 1},
+	{name: "disagg-2p2d/least_loaded", mode: "disagg", policy: "least_loaded", prefill: 2, decode: 2, replicas: 1},
+	{name: "replicas-3/prefix_aware", mode: "whole", policy: "prefix_aware", replicas: 3},
+}
+
+func agentRowNames() []string {
+	out := make([]string, len(agentRows))
+	for i, r := range agentRows {
+		out[i] = r.name
+	}
+	return out
+}
+
+// pickAgentRows is the rows -agents-rows names, in the order they run.
+func pickAgentRows(spec string) ([]agentRow, error) {
+	if spec == "" {
+		return agentRows, nil
+	}
+	want := splitList(spec)
+	for _, w := range want {
+		if !slices.Contains(agentRowNames(), w) {
+			return nil, fmt.Errorf("-agents-rows: no row %q; the rows: %s", w, strings.Join(agentRowNames(), ", "))
+		}
+	}
+	var out []agentRow
+	for _, r := range agentRows {
+		if slices.Contains(want, r.name) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// engines is how many engines the row runs.
+func (r agentRow) engines() int {
+	if r.mode == "disagg" {
+		return r.prefill + r.decode
+	}
+	return 3
+}
+
+// handler is the row's mlc_router over engines.
+func (r agentRow) handler(engines []string) string {
+	if r.mode == "whole" {
+		return mlcWhole(external(engines), "policy "+r.policy)
+	}
+	var b strings.Builder
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode disagg\n")
+	for i, e := range engines {
+		role := "decode"
+		if i < r.prefill {
+			role = "prefill"
+		}
+		fmt.Fprintf(&b, "\tendpoint %s role %s external\n", e, role)
+	}
+	// Every request is disaggregated, as MLC's router does: the prefill
+	// engine's choice is what the rows compare.
+	fmt.Fprintf(&b, "\tpolicy %s\n\tmax_prefill_queue off\n}\n", r.policy)
+	return b.String()
+}
+
 // agentTurn is what one turn of one session measured.
 type agentTurn struct {
 	ttft           time.Duration
 	prompt, cached int
 	newTokens      int
+	generated      int
 	err            error
 }
 
-// agentResult is a policy's run: turns by index, prompt tokens computed,
+// agentResult is a row's run: turns by index, prompt tokens computed,
 // wall time.
 type agentResult struct {
-	policy   string
+	row      agentRow
 	turns    [][]agentTurn
 	computed float64
 	wall     time.Duration
 }
 
-func (b *bench) runAgents(ctx context.Context, cfg *config, stdout io.Writer) error {
+func (b *bench) runAgents(ctx context.Context, cfg *config, args []string, stdout io.Writer, load *loadWatch, started time.Time) error {
 	shape := fullAgents
 	if cfg.quick {
 		shape = quickAgents
 	}
-	b.prefixCache = "radix"
-	var results []agentResult
-	for _, policy := range []string{"least_loaded", "prefix_aware", "round_robin"} {
-		engines, err := b.startEngines(ctx, 3)
-		if err != nil {
-			return err
-		}
-		caddy, err := b.startCaddy(ctx, "agents-"+policy, mlcWhole(external(engines), "policy "+policy), false)
-		if err != nil {
-			return err
-		}
-		progressf("agents: %d sessions of %d turns, policy %s", shape.sessions, shape.turns, policy)
-		before, err := prefillTokens(ctx, engines)
-		if err != nil {
-			return err
-		}
-		res := agentResult{policy: policy, turns: make([][]agentTurn, shape.turns)}
-		t0 := time.Now()
-		if err := runSessions(ctx, caddy.base, shape, &res); err != nil {
-			return err
-		}
-		res.wall = time.Since(t0)
-		after, err := prefillTokens(ctx, engines)
-		if err != nil {
-			return err
-		}
-		res.computed = after - before
-		results = append(results, res)
-		b.procs.stopLast(4) // the Caddy and its engines: the next policy starts cold
+	shape, err := shape.resized(cfg.agentSize)
+	if err != nil {
+		return err
 	}
-	writeAgents(stdout, shape, results)
+	rows, err := pickAgentRows(cfg.agentRows)
+	if err != nil {
+		return err
+	}
+	b.prefixCache = "radix"
+	b.engineArgs = []string{"--overrides", fmt.Sprintf("max_total_seq_length=%d", shape.kvTokens())}
+	var results []agentResult
+	for _, row := range rows {
+		res, err := b.agentRow(ctx, shape, row)
+		if err != nil {
+			return fmt.Errorf("agents, %s: %w", row.name, err)
+		}
+		results = append(results, res)
+	}
+	load.sample()
+	writeAgents(stdout, commandLine(args), shape, results, load, time.Since(started))
 	if cfg.check {
 		return checkAgents(results)
 	}
 	return nil
+}
+
+// agentRow runs the sessions on fresh engines and Caddys of row, and
+// stops them after.
+func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow) (agentResult, error) {
+	mark := b.procs.count()
+	defer func() { b.procs.stopLast(b.procs.count() - mark) }()
+	engines, err := b.startEngines(ctx, row.engines())
+	if err != nil {
+		return agentResult{}, err
+	}
+	global := ""
+	if row.replicas > 1 {
+		redis, err := b.startRedis(ctx)
+		if err != nil {
+			return agentResult{}, err
+		}
+		global = clusterOption(redis, row.replicas)
+	}
+	var bases []string
+	for i := range row.replicas {
+		name := fmt.Sprintf("agents-%s-%d", strings.NewReplacer("/", "-").Replace(row.name), i)
+		caddy, err := b.startCaddyWith(ctx, name, global, row.handler(engines), false)
+		if err != nil {
+			return agentResult{}, err
+		}
+		bases = append(bases, caddy.base)
+	}
+	progressf("agents: %d sessions of %d turns, %s (KV %d tokens an engine)", shape.sessions, shape.turns, row.name, shape.kvTokens())
+	before, err := prefillTokens(ctx, engines)
+	if err != nil {
+		return agentResult{}, err
+	}
+	res := agentResult{row: row, turns: make([][]agentTurn, shape.turns)}
+	t0 := time.Now()
+	if err := runSessions(ctx, bases, shape, &res); err != nil {
+		return agentResult{}, err
+	}
+	res.wall = time.Since(t0)
+	after, err := prefillTokens(ctx, engines)
+	if err != nil {
+		return agentResult{}, err
+	}
+	res.computed = after - before
+	return res, nil
+}
+
+// count is how many children are running.
+func (ps *procs) count() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.list)
 }
 
 // stopLast stops the n children started last, the last first.
@@ -136,8 +300,9 @@ func agentTokens(seed uint64, n int) []int {
 	return out
 }
 
-// runSessions runs every session to its last turn, together.
-func runSessions(ctx context.Context, base string, shape agentShape, res *agentResult) error {
+// runSessions runs every session to its last turn, together, session k
+// on the Caddy at bases[k mod len(bases)].
+func runSessions(ctx context.Context, bases []string, shape agentShape, res *agentResult) error {
 	head := agentTokens(1, shape.sharedHead)
 	client := &http.Client{Timeout: 5 * time.Minute}
 	var mu sync.Mutex
@@ -145,6 +310,11 @@ func runSessions(ctx context.Context, base string, shape agentShape, res *agentR
 	errs := make([]error, shape.sessions)
 	for k := range shape.sessions {
 		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[k] = fmt.Errorf("session %d: panic: %v", k, p)
+				}
+			}()
 			r := rand.New(rand.NewPCG(uint64(k), 7))
 			prompt := append(slices.Clone(head), agentTokens(uint64(100+k), shape.ownHead)...)
 			for turn := range shape.turns {
@@ -153,7 +323,7 @@ func runSessions(ctx context.Context, base string, shape agentShape, res *agentR
 					added = shape.toolResult
 					prompt = append(prompt, agentTokens(uint64(10000+k*100+turn), shape.toolResult)...)
 				}
-				t := agentCall(ctx, client, base, prompt, shape.generate)
+				t := agentCall(ctx, client, bases[k%len(bases)], prompt, shape.generate)
 				t.newTokens = added
 				mu.Lock()
 				res.turns[turn] = append(res.turns[turn], t)
@@ -206,6 +376,7 @@ func agentCall(ctx context.Context, client *http.Client, base string, prompt []i
 			Choices []struct{ Text string }
 			Usage   *struct {
 				PromptTokens        int `json:"prompt_tokens"`
+				CompletionTokens    int `json:"completion_tokens"`
 				PromptTokensDetails *struct {
 					CachedTokens int `json:"cached_tokens"`
 				} `json:"prompt_tokens_details"`
@@ -218,7 +389,7 @@ func agentCall(ctx context.Context, client *http.Client, base string, prompt []i
 			t.ttft = time.Since(t0)
 		}
 		if u := chunk.Usage; u != nil {
-			t.prompt = u.PromptTokens
+			t.prompt, t.generated = u.PromptTokens, u.CompletionTokens
 			if u.PromptTokensDetails != nil {
 				t.cached = u.PromptTokensDetails.CachedTokens
 			}
@@ -260,45 +431,83 @@ func (r agentResult) later() []agentTurn {
 	return out
 }
 
-func writeAgents(w io.Writer, shape agentShape, results []agentResult) {
-	fmt.Fprintf(w, "\n### Agent sessions: %d sessions of %d turns, head %d shared + %d own, +%d a turn, %d generated, tool time %v-%v; mode whole, 3 engines\n\n",
-		shape.sessions, shape.turns, shape.sharedHead, shape.ownHead, shape.toolResult, shape.generate, shape.toolMin, shape.toolMax)
-	fmt.Fprintln(w, "| policy | turn | TTFT p50 ms | TTFT p99 ms | cached share | ideal share |")
+// throughput is the run's requests and generated tokens a second.
+func (r agentResult) throughput() (requests, tokens float64) {
+	n, g := 0, 0
+	for _, ts := range r.turns {
+		for _, t := range ts {
+			n++
+			g += t.generated
+		}
+	}
+	return float64(n) / r.wall.Seconds(), float64(g) / r.wall.Seconds()
+}
+
+func writeAgents(w io.Writer, command string, shape agentShape, results []agentResult, load *loadWatch, took time.Duration) {
+	fmt.Fprintf(w, "\n### Agent sessions: %d sessions of %d turns, head %d shared + %d own, +%d a turn, %d generated, tool time %v-%v; KV %d tokens an engine\n\n",
+		shape.sessions, shape.turns, shape.sharedHead, shape.ownHead, shape.toolResult, shape.generate, shape.toolMin, shape.toolMax, shape.kvTokens())
+	fmt.Fprintf(w, "`%s` (%v, commit %s): %d CPUs, %s; the bench, the engines and the Caddys share them.\n\n", command, took.Round(time.Second), commit(), runtime.NumCPU(), load)
+	fmt.Fprintln(w, "| row | turn | TTFT p50 ms | TTFT p99 ms | cached share | ideal share |")
 	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: |")
 	for _, r := range results {
 		for i, ts := range r.turns {
 			f := figuresOf(ts)
-			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.0f%% | %.0f%% |\n", r.policy, i+1, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal)
+			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.0f%% | %.0f%% |\n", r.row.name, i+1, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal)
 		}
 	}
-	fmt.Fprintln(w, "\n| policy | TTFT p50 ms, turns 2+ | cached share, turns 2+ (ideal) | prompt tokens computed | requests/s |")
-	fmt.Fprintln(w, "| --- | --: | --: | --: | --: |")
+	fmt.Fprintln(w, "\n| row | TTFT p50 ms, turns 2+ | TTFT p99 ms, turns 2+ | cached share, turns 2+ (ideal) | prompt tokens computed | requests/s | generated tokens/s | wall s |")
+	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: | --: | --: |")
 	for _, r := range results {
 		f := figuresOf(r.later())
-		n := 0
-		for _, ts := range r.turns {
-			n += len(ts)
-		}
-		fmt.Fprintf(w, "| %s | %.1f | %.0f%% (%.0f%%) | %.0f | %.2f |\n", r.policy, ms(f.p50), 100*f.cached, 100*f.ideal, r.computed, float64(n)/r.wall.Seconds())
+		req, tok := r.throughput()
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f%% (%.1f%%) | %.0f | %.2f | %.1f | %.1f |\n", r.row.name, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal, r.computed, req, tok, r.wall.Seconds())
 	}
 }
 
-// checkAgents holds the run to the issue's goals that mode whole can
-// measure: prefix_aware's time to first token p50 over the turns after
-// the first at most 0.3x least_loaded's, and its cached share at least
-// 85% of the ideal.
+// checkAgents holds the run to the issue's goals, each where its rows
+// ran: whole/prefix_aware's time to first token p50 over the turns after
+// the first at most 0.3x whole/least_loaded's; a cached share over those
+// turns at least 85% of the ideal in whole (prefix_aware) and in disagg
+// (the prefix_aware rows); three replicas at least 0.9x one's requests a
+// second (whole/prefix_aware), their cached share within 5 points; and
+// disagg with the prefill engine chosen by its cache computing at most
+// half the prompt tokens of disagg with the choice by load.
 func checkAgents(results []agentResult) error {
-	by := map[string]turnFigures{}
+	by := map[string]agentResult{}
 	for _, r := range results {
-		by[r.policy] = figuresOf(r.later())
+		by[r.row.name] = r
 	}
-	pa, ll := by["prefix_aware"], by["least_loaded"]
 	var missed []string
-	if float64(pa.p50) > 0.3*float64(ll.p50) {
-		missed = append(missed, fmt.Sprintf("prefix_aware TTFT p50 %.1f ms is over 0.3x least_loaded's %.1f ms", ms(pa.p50), ms(ll.p50)))
+	pa, okPA := by["whole/prefix_aware"]
+	if ll, ok := by["whole/least_loaded"]; ok && okPA {
+		p, l := figuresOf(pa.later()).p50, figuresOf(ll.later()).p50
+		if float64(p) > 0.3*float64(l) {
+			missed = append(missed, fmt.Sprintf("whole/prefix_aware TTFT p50 %.1f ms is over 0.3x whole/least_loaded's %.1f ms (%.2fx)", ms(p), ms(l), float64(p)/float64(l)))
+		}
 	}
-	if pa.cached < 0.85*pa.ideal {
-		missed = append(missed, fmt.Sprintf("prefix_aware cached share %.0f%% is under 85%% of the ideal %.0f%%", 100*pa.cached, 100*pa.ideal))
+	for _, name := range []string{"whole/prefix_aware", "disagg-1p2d/prefix_aware", "disagg-2p2d/prefix_aware"} {
+		r, ok := by[name]
+		if !ok {
+			continue
+		}
+		if f := figuresOf(r.later()); f.cached < 0.85*f.ideal {
+			missed = append(missed, fmt.Sprintf("%s cached share %.1f%% is under 85%% of the ideal %.1f%% (%.2f)", name, 100*f.cached, 100*f.ideal, f.cached/f.ideal))
+		}
+	}
+	if rep, ok := by["replicas-3/prefix_aware"]; ok && okPA {
+		one, _ := pa.throughput()
+		three, _ := rep.throughput()
+		if three < 0.9*one {
+			missed = append(missed, fmt.Sprintf("three replicas serve %.2f requests/s, under 0.9x one's %.2f", three, one))
+		}
+		c1, c3 := figuresOf(pa.later()).cached, figuresOf(rep.later()).cached
+		if math.Abs(c3-c1) > 0.05 {
+			missed = append(missed, fmt.Sprintf("three replicas' cached share %.1f%% is more than 5 points from one's %.1f%%", 100*c3, 100*c1))
+		}
+	}
+	cache, okC := by["disagg-2p2d/prefix_aware"]
+	if loadOnly, ok := by["disagg-2p2d/least_loaded"]; ok && okC && cache.computed > 0.5*loadOnly.computed {
+		missed = append(missed, fmt.Sprintf("disagg with cache-aware prefill computed %.0f prompt tokens, over half of load-only's %.0f (%.2fx)", cache.computed, loadOnly.computed, cache.computed/loadOnly.computed))
 	}
 	if len(missed) > 0 {
 		return fmt.Errorf("agents: goals missed: %s", strings.Join(missed, "; "))

@@ -20,18 +20,18 @@ func TestAgentsShortForm(t *testing.T) {
 	if err := run([]string{"-agents", "-quick", "-caddy", os.Args[0]}, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	rows, err := parseTable(out.String(), []string{"policy", "turn", "TTFT p50 ms", "TTFT p99 ms", "cached share", "ideal share"})
+	rows, err := parseTable(out.String(), []string{"row", "turn", "TTFT p50 ms", "TTFT p99 ms", "cached share", "ideal share"})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if len(rows) != 3*quickAgents.turns {
-		t.Fatalf("%d rows, want %d:\n%s", len(rows), 3*quickAgents.turns, out.String())
+	if len(rows) != len(agentRows)*quickAgents.turns {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(agentRows)*quickAgents.turns, out.String())
 	}
 	for _, row := range rows {
 		cached, err1 := strconv.Atoi(strings.TrimSuffix(row["cached share"], "%"))
 		ideal, err2 := strconv.Atoi(strings.TrimSuffix(row["ideal share"], "%"))
 		if err1 != nil || err2 != nil || cached > ideal || row["turn"] != "1" && cached == 0 {
-			t.Errorf("%s turn %s: cached %q, ideal %q", row["policy"], row["turn"], row["cached share"], row["ideal share"])
+			t.Errorf("%s turn %s: cached %q, ideal %q", row["row"], row["turn"], row["cached share"], row["ideal share"])
 		}
 	}
 	for pid := range enginetest.Children(t) {

@@ -55,8 +55,10 @@ type config struct {
 	json      bool
 	jsonModel string
 
-	// The agent sessions run (-agents, issue 44, agents.go).
-	agents bool
+	// The agent sessions run (-agents, issue 44, agents.go): the rows to
+	// run (empty: every one) and changes to the workload's shape.
+	agents               bool
+	agentRows, agentSize string
 
 	// The long-prompt run (-longprompt, issue 39, longprompt.go).
 	longPrompt bool
@@ -122,6 +124,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.longPrompt, "longprompt", false, "run long prompts among short ones instead (issue 39): two slowed engines, a few prompts that take 3x engine_timeout to prefill, 32 clients of short ones")
 	fs.IntVar(&c.longTokens, "long-tokens", 0, "-longprompt: the long prompts' tokens (default 12000; with -quick 3000)")
 	fs.IntVar(&c.longChunk, "long-chunk", 0, "-longprompt: the engines' prefill_chunk_size (default 64)")
+	fs.StringVar(&c.agentRows, "agents-rows", "", "-agents: the rows to run, comma-separated (default every one: "+strings.Join(agentRowNames(), ",")+")")
+	fs.StringVar(&c.agentSize, "agents-size", "", "-agents: changes to the workload, e.g. sessions=12,turns=6,shared=2000,own=250,tool=150,generate=40,toolmin=1s,toolmax=3s")
 	fs.BoolVar(&c.slo, "slo", false, "run the goodput comparison instead (issue 30): slo_aware against least_loaded, three engines one slower, rising rate")
 	rates := fs.String("slo-rates", "4,8,12,16,20,24,28", "-slo: the request rates of the steps, requests a second, rising")
 	fs.DurationVar(&c.sloStep, "slo-step", 20*time.Second, "-slo: how long each step sends")

@@ -133,7 +133,7 @@ func run(args []string, stdout io.Writer) (err error) {
 		return b.runJSON(ctx, cfg, args, stdout, load, started)
 	}
 	if cfg.agents {
-		return b.runAgents(ctx, cfg, stdout)
+		return b.runAgents(ctx, cfg, args, stdout, load, started)
 	}
 	if cfg.longPrompt {
 		return b.runLongPrompt(ctx, cfg, args, stdout, load, started)
