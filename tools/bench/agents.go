@@ -404,22 +404,25 @@ func agentCall(ctx context.Context, client *http.Client, base string, prompt []i
 	return t
 }
 
-// turnFigures are one turn index's figures of a policy's run.
+// turnFigures are one turn index's figures of a row's run.
 type turnFigures struct {
 	p50, p99      time.Duration
 	cached, ideal float64 // shares of the prompt tokens
+	computed      int     // prompt tokens the engines said they did not reuse
 }
 
 func figuresOf(turns []agentTurn) turnFigures {
 	var ttfts []time.Duration
 	var prompt, cached, ideal float64
+	computed := 0
 	for _, t := range turns {
 		ttfts = append(ttfts, t.ttft)
 		prompt += float64(t.prompt)
 		cached += float64(t.cached)
 		ideal += float64(t.prompt - t.newTokens)
+		computed += t.prompt - t.cached
 	}
-	return turnFigures{p50: percentile(ttfts, 0.50), p99: percentile(ttfts, 0.99), cached: div(cached, prompt), ideal: div(ideal, prompt)}
+	return turnFigures{p50: percentile(ttfts, 0.50), p99: percentile(ttfts, 0.99), cached: div(cached, prompt), ideal: div(ideal, prompt), computed: computed}
 }
 
 // later are a run's turns after the first, together.
@@ -447,20 +450,24 @@ func writeAgents(w io.Writer, command string, shape agentShape, results []agentR
 	fmt.Fprintf(w, "\n### Agent sessions: %d sessions of %d turns, head %d shared + %d own, +%d a turn, %d generated, tool time %v-%v; KV %d tokens an engine\n\n",
 		shape.sessions, shape.turns, shape.sharedHead, shape.ownHead, shape.toolResult, shape.generate, shape.toolMin, shape.toolMax, shape.kvTokens())
 	fmt.Fprintf(w, "`%s` (%v, commit %s): %d CPUs, %s; the bench, the engines and the Caddys share them.\n\n", command, took.Round(time.Second), commit(), runtime.NumCPU(), load)
-	fmt.Fprintln(w, "| row | turn | TTFT p50 ms | TTFT p99 ms | cached share | ideal share |")
-	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: |")
+	fmt.Fprintln(w, "| row | turn | TTFT p50 ms | TTFT p99 ms | cached share | ideal share | prompt tokens computed |")
+	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: | --: |")
 	for _, r := range results {
 		for i, ts := range r.turns {
 			f := figuresOf(ts)
-			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.0f%% | %.0f%% |\n", r.row.name, i+1, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal)
+			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.0f%% | %.0f%% | %d |\n", r.row.name, i+1, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal, f.computed)
 		}
 	}
-	fmt.Fprintln(w, "\n| row | TTFT p50 ms, turns 2+ | TTFT p99 ms, turns 2+ | cached share, turns 2+ (ideal) | prompt tokens computed | requests/s | generated tokens/s | wall s |")
-	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: | --: | --: |")
+	fmt.Fprintln(w, "\n| row | TTFT p50 ms, turns 2+ | TTFT p99 ms, turns 2+ | cached share, turns 2+ (ideal) | prompt tokens computed, turns 2+ | all turns: usages · engines | requests/s | generated tokens/s | wall s |")
+	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: | --: | --: | --: |")
 	for _, r := range results {
 		f := figuresOf(r.later())
+		all := 0
+		for _, ts := range r.turns {
+			all += figuresOf(ts).computed
+		}
 		req, tok := r.throughput()
-		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f%% (%.1f%%) | %.0f | %.2f | %.1f | %.1f |\n", r.row.name, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal, r.computed, req, tok, r.wall.Seconds())
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f%% (%.1f%%) | %d | %d · %.0f | %.2f | %.1f | %.1f |\n", r.row.name, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal, f.computed, all, r.computed, req, tok, r.wall.Seconds())
 	}
 }
 
@@ -507,7 +514,9 @@ func checkAgents(results []agentResult) error {
 	}
 	cache, okC := by["disagg-2p2d/prefix_aware"]
 	if loadOnly, ok := by["disagg-2p2d/least_loaded"]; ok && okC && cache.computed > 0.5*loadOnly.computed {
-		missed = append(missed, fmt.Sprintf("disagg with cache-aware prefill computed %.0f prompt tokens, over half of load-only's %.0f (%.2fx)", cache.computed, loadOnly.computed, cache.computed/loadOnly.computed))
+		c, l := figuresOf(cache.later()).computed, figuresOf(loadOnly.later()).computed
+		missed = append(missed, fmt.Sprintf("disagg with cache-aware prefill computed %.0f prompt tokens, over half of load-only's %.0f (%.2fx; turns 2+: %d against %d, %.2fx)",
+			cache.computed, loadOnly.computed, cache.computed/loadOnly.computed, c, l, float64(c)/float64(max(l, 1))))
 	}
 	if len(missed) > 0 {
 		return fmt.Errorf("agents: goals missed: %s", strings.Join(missed, "; "))

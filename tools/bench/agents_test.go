@@ -40,3 +40,35 @@ func TestAgentsShortForm(t *testing.T) {
 		}
 	}
 }
+
+// -agents-size changes the shape's fields it names and refuses what it
+// cannot read; -agents-rows picks rows by name, in the run's order, and
+// refuses a name that is no row's. The engines' KV holds the shared head
+// and a third of the sessions at their longest, with room for a turn.
+func TestAgentsSizeAndRows(t *testing.T) {
+	s, err := fullAgents.resized("sessions=12,shared=1500,toolmax=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fullAgents
+	want.sessions, want.sharedHead, want.toolMax = 12, 1500, 2e9
+	if s != want {
+		t.Errorf("resized: %+v, want %+v", s, want)
+	}
+	for _, bad := range []string{"sessions=0", "heads=3", "turns=x", "toolmin=3s,toolmax=1s"} {
+		if _, err := fullAgents.resized(bad); err == nil {
+			t.Errorf("-agents-size %q: no error", bad)
+		}
+	}
+	rows, err := pickAgentRows("replicas-3/prefix_aware,whole/least_loaded")
+	if err != nil || len(rows) != 2 || rows[0].name != "whole/least_loaded" || rows[1].replicas != 3 {
+		t.Errorf("pickAgentRows: %v, %v", rows, err)
+	}
+	if _, err := pickAgentRows("whole/random"); err == nil {
+		t.Error("-agents-rows whole/random: no error")
+	}
+	session := fullAgents.ownHead + (fullAgents.turns-1)*fullAgents.toolResult + fullAgents.generate
+	if kv := fullAgents.kvTokens(); kv < fullAgents.sharedHead+8*session || kv > fullAgents.sharedHead+9*session || kv%16 != 0 {
+		t.Errorf("kvTokens %d: want the head and 8 of 24 sessions (%d tokens each), in pages of 16", kv, session)
+	}
+}
