@@ -175,7 +175,10 @@ type agentResult struct {
 	row      agentRow
 	turns    [][]agentTurn
 	computed float64
-	wall     time.Duration
+	// preemptions are the engines' (a preempted sequence is prefilled
+	// again, which its usage does not count).
+	preemptions float64
+	wall        time.Duration
 }
 
 func (b *bench) runAgents(ctx context.Context, cfg *config, args []string, stdout io.Writer, load *loadWatch, started time.Time) error {
@@ -236,7 +239,7 @@ func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow) (a
 		bases = append(bases, caddy.base)
 	}
 	progressf("agents: %d sessions of %d turns, %s (KV %d tokens an engine)", shape.sessions, shape.turns, row.name, shape.kvTokens())
-	before, err := prefillTokens(ctx, engines)
+	before, preBefore, err := engineCounts(ctx, engines)
 	if err != nil {
 		return agentResult{}, err
 	}
@@ -246,11 +249,11 @@ func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow) (a
 		return agentResult{}, err
 	}
 	res.wall = time.Since(t0)
-	after, err := prefillTokens(ctx, engines)
+	after, preAfter, err := engineCounts(ctx, engines)
 	if err != nil {
 		return agentResult{}, err
 	}
-	res.computed = after - before
+	res.computed, res.preemptions = after-before, preAfter-preBefore
 	return res, nil
 }
 
@@ -272,21 +275,25 @@ func (ps *procs) stopLast(n int) {
 	}
 }
 
-// prefillTokens sums the engines' prompt tokens computed.
-func prefillTokens(ctx context.Context, engines []string) (float64, error) {
-	sum := 0.0
+// engineCounts are the engines' prompt tokens computed and preemptions,
+// each summed over them.
+func engineCounts(ctx context.Context, engines []string) (prefill, preemptions float64, err error) {
 	for _, e := range engines {
 		body, err := getBody(ctx, "http://"+e+"/metrics")
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		n, err := counterValue(body, "mlc_engine_prefill_tokens_total")
 		if err != nil {
-			return 0, fmt.Errorf("%s/metrics: %w", e, err)
+			return 0, 0, fmt.Errorf("%s/metrics: %w", e, err)
 		}
-		sum += n
+		p, err := counterValue(body, "mlc_engine_preemptions_total")
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s/metrics: %w", e, err)
+		}
+		prefill, preemptions = prefill+n, preemptions+p
 	}
-	return sum, nil
+	return prefill, preemptions, nil
 }
 
 // agentTokens are n token ids of the tiny model's vocabulary, the same
@@ -373,6 +380,7 @@ func agentCall(ctx context.Context, client *http.Client, base string, prompt []i
 			continue
 		}
 		var chunk struct {
+			Error   *struct{ Message, Type, Code string }
 			Choices []struct{ Text string }
 			Usage   *struct {
 				PromptTokens        int `json:"prompt_tokens"`
@@ -384,6 +392,9 @@ func agentCall(ctx context.Context, client *http.Client, base string, prompt []i
 		}
 		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
 			return agentTurn{err: fmt.Errorf("%w: %.200s", err, data)}
+		}
+		if chunk.Error != nil {
+			return agentTurn{err: fmt.Errorf("error event: %s (%s, %s)", chunk.Error.Message, chunk.Error.Type, chunk.Error.Code)}
 		}
 		if t.ttft == 0 && len(chunk.Choices) > 0 && chunk.Choices[0].Text != "" {
 			t.ttft = time.Since(t0)
@@ -399,7 +410,7 @@ func agentCall(ctx context.Context, client *http.Client, base string, prompt []i
 		return agentTurn{err: err}
 	}
 	if t.prompt == 0 {
-		return agentTurn{err: fmt.Errorf("no usage in the stream")}
+		return agentTurn{err: fmt.Errorf("no usage in the stream (%d prompt tokens, first token after %v)", len(prompt), t.ttft)}
 	}
 	return t
 }
@@ -458,8 +469,8 @@ func writeAgents(w io.Writer, command string, shape agentShape, results []agentR
 			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.0f%% | %.0f%% | %d |\n", r.row.name, i+1, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal, f.computed)
 		}
 	}
-	fmt.Fprintln(w, "\n| row | TTFT p50 ms, turns 2+ | TTFT p99 ms, turns 2+ | cached share, turns 2+ (ideal) | prompt tokens computed, turns 2+ | all turns: usages · engines | requests/s | generated tokens/s | wall s |")
-	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: | --: | --: | --: |")
+	fmt.Fprintln(w, "\n| row | TTFT p50 ms, turns 2+ | TTFT p99 ms, turns 2+ | cached share, turns 2+ (ideal) | prompt tokens computed, turns 2+ | all turns: usages · engines | engines' preemptions | requests/s | generated tokens/s | wall s |")
+	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |")
 	for _, r := range results {
 		f := figuresOf(r.later())
 		all := 0
@@ -467,7 +478,7 @@ func writeAgents(w io.Writer, command string, shape agentShape, results []agentR
 			all += figuresOf(ts).computed
 		}
 		req, tok := r.throughput()
-		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f%% (%.1f%%) | %d | %d · %.0f | %.2f | %.1f | %.1f |\n", r.row.name, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal, f.computed, all, r.computed, req, tok, r.wall.Seconds())
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f%% (%.1f%%) | %d | %d · %.0f | %.0f | %.2f | %.1f | %.1f |\n", r.row.name, ms(f.p50), ms(f.p99), 100*f.cached, 100*f.ideal, f.computed, all, r.computed, r.preemptions, req, tok, r.wall.Seconds())
 	}
 }
 
