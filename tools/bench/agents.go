@@ -325,7 +325,9 @@ func runSessions(ctx context.Context, bases []string, shape agentShape, res *age
 			r := rand.New(rand.NewPCG(uint64(k), 7))
 			prompt := append(slices.Clone(head), agentTokens(uint64(100+k), shape.ownHead)...)
 			for turn := range shape.turns {
-				added := len(prompt)
+				// The first turn's new tokens are the session's own head: the
+				// shared head is every session's, computed once an engine.
+				added := shape.ownHead
 				if turn > 0 {
 					added = shape.toolResult
 					prompt = append(prompt, agentTokens(uint64(10000+k*100+turn), shape.toolResult)...)

@@ -20,7 +20,7 @@ func TestAgentsShortForm(t *testing.T) {
 	if err := run([]string{"-agents", "-quick", "-caddy", os.Args[0]}, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	rows, err := parseTable(out.String(), []string{"row", "turn", "TTFT p50 ms", "TTFT p99 ms", "cached share", "ideal share"})
+	rows, err := parseTable(out.String(), []string{"row", "turn", "TTFT p50 ms", "TTFT p99 ms", "cached share", "ideal share", "prompt tokens computed"})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
