@@ -101,8 +101,8 @@ type longRun struct {
 	alone, with []shortSample
 	// aloneWall and withWall are the times the samples were sent over.
 	aloneWall, withWall time.Duration
-	retried     int      // short requests with more than one attempt
-	unwell      []string // engine states and breakers other than ready and closed, as seen
+	retried             int      // short requests with more than one attempt
+	unwell              []string // engine states and breakers other than ready and closed, as seen
 }
 
 func (b *bench) runLongPrompt(ctx context.Context, cfg *config, args []string, stdout io.Writer, load *loadWatch, started time.Time) error {
