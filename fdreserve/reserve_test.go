@@ -23,7 +23,8 @@ func TestReserveLendsAndTakesBack(t *testing.T) {
 		open++
 		return spare{&open}, nil
 	}}
-	if !r.add() || !r.add() || open != 2 {
+	first, second := r.add(), r.add()
+	if !first || !second || open != 2 {
 		t.Fatalf("two listeners: %d spares open", open)
 	}
 	if !r.borrow() || open != 1 {
