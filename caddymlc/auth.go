@@ -113,21 +113,6 @@ func keysSource(file string, app *App, log *zap.Logger) (string, func() (caddy.D
 	return "mlc-keys/redis/" + link.key, func() (caddy.Destructor, error) { return apikeys.OpenRedis(link.conn, log), nil }, nil
 }
 
-// presentedKey is the API key the request carries where clients send
-// one: Authorization: Bearer (OpenAI), x-api-key (Anthropic), api-key
-// (Azure OpenAI).
-func presentedKey(req *http.Request) string {
-	if auth := req.Header.Get("Authorization"); auth != "" {
-		if scheme, key, ok := strings.Cut(auth, " "); ok && strings.EqualFold(scheme, "Bearer") {
-			return strings.TrimSpace(key)
-		}
-	}
-	if key := req.Header.Get("X-Api-Key"); key != "" {
-		return key
-	}
-	return req.Header.Get("Api-Key")
-}
-
 // authenticate checks the request's key, when keys are configured: it
 // returns the request with its key's name as tenant and its models as
 // the allowed ones, or nil when it answered (401, 429).
@@ -143,11 +128,11 @@ func (h *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.R
 		writeAPIError(w, req, e)
 		return nil
 	}
-	key, why := h.keys.Lookup(presentedKey(req), now)
+	key, why := h.keys.Lookup(apikeys.Presented(req), now)
 	if why != "" {
 		authFailures().WithLabelValues(why).Inc()
 		h.failures.Fail(addr, now)
-		writeAPIError(w, req, keyError(why))
+		writeAPIError(w, req, apikeys.RefusalError(why))
 		return nil
 	}
 	ctx := router.WithFacts(req.Context(), h.factsFor(req, key.Name))
@@ -155,16 +140,6 @@ func (h *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.R
 		ctx = router.WithAllowedModels(ctx, key.Models)
 	}
 	return req.WithContext(ctx)
-}
-
-// keyError is OpenAI's 401 for a key refused for why.
-func keyError(why string) *protocol.Error {
-	msg := map[string]string{
-		apikeys.Missing: "no API key: send one as Authorization: Bearer <key>, x-api-key or api-key",
-		apikeys.Unknown: "incorrect API key provided",
-		apikeys.Expired: "the API key provided has expired",
-	}[why]
-	return protocol.Errorf(http.StatusUnauthorized, protocol.ErrTypeInvalidRequest, "%s", msg).WithCode("invalid_api_key")
 }
 
 // writeAPIError answers e in the shape of the API the request is for:

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
+	"github.com/caddy-mlc/caddy-mlc/apikeys"
 	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddy-mlc/caddy-mlc/router/budget"
@@ -99,8 +100,8 @@ func (h *Handler) factsFor(req *http.Request, tenant string) router.Facts {
 // traces, Redis, the responses store) ever holds the credential.
 func (h *Handler) tenantOf(repl *caddy.Replacer) string {
 	t := repl.ReplaceAll(h.Tenant, "")
-	if t != "" && credentialPlaceholder(h.Tenant) != "" {
-		return tenantDigest(t)
+	if t != "" && apikeys.CredentialPlaceholder(h.Tenant) != "" {
+		return apikeys.TenantDigest(t)
 	}
 	if len(t) > maxTenantBytes {
 		t = t[:maxTenantBytes]
@@ -112,7 +113,7 @@ func (h *Handler) tenantOf(repl *caddy.Replacer) string {
 // that the tenant placeholder reads a credential: it is digested, and
 // nothing checks it (the keys option does).
 func (h *Handler) warnCredentialTenant() {
-	if p := credentialPlaceholder(h.Tenant); p != "" && h.keys == nil {
+	if p := apikeys.CredentialPlaceholder(h.Tenant); p != "" && h.keys == nil {
 		h.logger.Warn("tenant reads a credential: each value is shown only as its digest (key:<12 hex digits>), and no key is checked; "+
 			"use keys to check API keys and name their tenants (docs/keys.md)", zap.String("tenant", h.Tenant), zap.String("placeholder", p))
 	}
