@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/suggest"
 	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddy-mlc/caddy-mlc/router/toolcall"
 )
@@ -332,7 +333,7 @@ func parseMode(r *ModelConfig, d *caddyfile.Dispenser) error {
 	switch r.Mode = modeName(r.Mode); r.Mode {
 	case router.ModeDisagg, router.ModeWhole:
 	default:
-		return d.Errf("mode %q: want disagg or whole (round_robin, MLC's round-robin)%s", r.Mode, didYouMean(r.Mode, []string{router.ModeDisagg, router.ModeWhole}))
+		return d.Errf("mode %q: want disagg or whole (round_robin, MLC's round-robin)%s", r.Mode, suggest.DidYouMean(r.Mode, []string{router.ModeDisagg, router.ModeWhole}))
 	}
 	return nil
 }
@@ -439,7 +440,7 @@ func endpointOption(d *caddyfile.Dispenser, ep *engine.Endpoint) error {
 	case "external":
 		ep.External = true
 	default:
-		return d.Errf("endpoint option %q: want gpus <n>, role <role> or external%s", d.Val(), didYouMean(d.Val(), []string{"gpus", "role", "external"}))
+		return d.Errf("endpoint option %q: want gpus <n>, role <role> or external%s", d.Val(), suggest.DidYouMean(d.Val(), []string{"gpus", "role", "external"}))
 	}
 	return nil
 }
@@ -496,7 +497,7 @@ func parsePolicy(r *ModelConfig, d *caddyfile.Dispenser) error {
 			names = append(names, m.ID.Name())
 		}
 		return d.Errf("policy %q: no selection policy of that name (module %s)%s; the policies of this Caddy: %s",
-			name, modID, didYouMean(name, names), strings.Join(names, ", "))
+			name, modID, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 	}
 	var mod any = info.New()
 	if _, ok := mod.(caddyfile.Unmarshaler); ok {

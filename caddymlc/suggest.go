@@ -10,51 +10,16 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	"github.com/caddy-mlc/caddy-mlc/internal/suggest"
 )
 
 // The Caddyfile's errors teach: a wrong word is answered with the words
 // that would do, and the nearest of them.
 
-// didYouMean is ` (did you mean "x"?)` for the choice nearest to word,
-// when one is near enough to be a typo (an edit for every three
-// letters, at least two), else "".
-func didYouMean(word string, choices []string) string {
-	best, bestDist := "", -1
-	for _, c := range choices {
-		if d := editDistance(strings.ToLower(word), strings.ToLower(c)); bestDist < 0 || d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	if bestDist < 0 || bestDist > max(2, len(word)/3) {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance of a and b, by bytes.
-func editDistance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
 // choiceErr is the error of a value of option name that is not among
 // choices: it lists them, with the nearest.
 func choiceErr(d *caddyfile.Dispenser, name, got string, choices []string) error {
-	return d.Errf("%s %q: want one of %s%s", name, got, strings.Join(choices, ", "), didYouMean(got, choices))
+	return d.Errf("%s %q: want one of %s%s", name, got, strings.Join(choices, ", "), suggest.DidYouMean(got, choices))
 }
 
 // topLevelOptions are the options of mlc_router's block that a model
@@ -78,7 +43,7 @@ func unknownOption(d *caddyfile.Dispenser, name string, extra []string) error {
 			}
 		}
 	})
-	return d.Errf("unknown subdirective %q%s; the options: %s", name, didYouMean(name, names), strings.Join(names, ", "))
+	return d.Errf("unknown subdirective %q%s; the options: %s", name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 }
 
 // builtinModelErr refuses a model the built-in engine cannot load when
@@ -95,11 +60,11 @@ func (m ModelConfig) builtinModelErr() error {
 	}
 	if path != builtin.TinyModel && !isDir(path) {
 		return fmt.Errorf("model %s: the built-in engine loads %q or a model directory holding tokenizer.json, and %q is neither%s (set path, or engine mlc for an MLC model)",
-			m.Model, builtin.TinyModel, path, didYouMean(path, []string{builtin.TinyModel}))
+			m.Model, builtin.TinyModel, path, suggest.DidYouMean(path, []string{builtin.TinyModel}))
 	}
 	if e := m.EmbeddingModel; e != "" && e != builtin.TinyEmbedModel && !isDir(e) {
 		return fmt.Errorf("model %s: embedding_model %q: the built-in engine loads %q or a model directory%s",
-			m.Model, e, builtin.TinyEmbedModel, didYouMean(e, []string{builtin.TinyEmbedModel}))
+			m.Model, e, builtin.TinyEmbedModel, suggest.DidYouMean(e, []string{builtin.TinyEmbedModel}))
 	}
 	return nil
 }
