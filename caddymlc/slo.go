@@ -54,41 +54,28 @@ const (
 // its band's. Either target is taken alone.
 func (s *SLOs) targets(req *http.Request, repl *caddy.Replacer, f router.Facts) router.Targets {
 	t := router.Targets{
-		TTFT: targetOf(req, repl, s.SLOTTFT, defaultSLOTTFT, "X-SLO-TTFT-Ms"),
-		TPOT: targetOf(req, repl, s.SLOTPOT, defaultSLOTPOT, "X-SLO-TPOT-Ms"),
+		TTFT: router.ParseTargetMs(targetOf(req, repl, s.SLOTTFT, defaultSLOTTFT, "X-SLO-TTFT-Ms")),
+		TPOT: router.ParseTargetMs(targetOf(req, repl, s.SLOTPOT, defaultSLOTPOT, "X-SLO-TPOT-Ms")),
 	}
 	for _, d := range []SLOTargets{s.TenantSLOs[f.Tenant], s.PrioritySLOs[f.Band]} {
-		if t.TTFT == 0 {
-			t.TTFT = time.Duration(d.TTFT)
-		}
-		if t.TPOT == 0 {
-			t.TPOT = time.Duration(d.TPOT)
-		}
+		t = t.Or(router.Targets{TTFT: time.Duration(d.TTFT), TPOT: time.Duration(d.TPOT)})
 	}
 	return t
 }
 
-// targetOf reads one target, in milliseconds, from the placeholder ph
-// (def when empty; the default's header is read straight, the placeholder
-// costing a replacer's pass over nothing).
-func targetOf(req *http.Request, repl *caddy.Replacer, ph, def, header string) time.Duration {
-	var v string
+// targetOf is the text of one target, from the placeholder ph (def when
+// empty; the default's header is read straight, the placeholder costing
+// a replacer's pass over nothing).
+func targetOf(req *http.Request, repl *caddy.Replacer, ph, def, header string) string {
 	switch {
 	case ph == "off":
-		return 0
+		return ""
 	case ph == "" || ph == def:
-		v = req.Header.Get(header)
+		return req.Header.Get(header)
 	case repl != nil:
-		v = repl.ReplaceAll(ph, "")
+		return repl.ReplaceAll(ph, "")
 	}
-	if v == "" {
-		return 0
-	}
-	ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || !(ms > 0) || ms > float64(time.Hour/time.Millisecond) {
-		return 0
-	}
-	return time.Duration(ms * float64(time.Millisecond))
+	return ""
 }
 
 // parse reads one SLO line of the Caddyfile; seen holds the options

@@ -2,6 +2,8 @@ package router
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,6 +34,35 @@ type Targets struct {
 
 // Set says whether there is any target.
 func (t Targets) Set() bool { return t.TTFT > 0 || t.TPOT > 0 }
+
+// Or is t with each target it lacks taken from d: a request's own
+// targets first, then its defaults, either target alone.
+func (t Targets) Or(d Targets) Targets {
+	if t.TTFT == 0 {
+		t.TTFT = d.TTFT
+	}
+	if t.TPOT == 0 {
+		t.TPOT = d.TPOT
+	}
+	return t
+}
+
+// maxTarget bounds a target a request sets itself.
+const maxTarget = time.Hour
+
+// ParseTargetMs reads a target a request sets, in milliseconds (the
+// X-SLO-TTFT-Ms header's value, say): a positive number up to an hour;
+// anything else is no target.
+func ParseTargetMs(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(ms > 0) || ms > float64(maxTarget/time.Millisecond) {
+		return 0
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
 
 type factsKey struct{}
 
