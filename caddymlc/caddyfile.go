@@ -397,7 +397,7 @@ func parseEndpoint(r *ModelConfig, d *caddyfile.Dispenser) error {
 	if !d.NextArg() {
 		return d.ArgErr()
 	}
-	host, port, err := parseEndpointAddr(d.Val())
+	host, port, err := engine.ParseAddr(d.Val())
 	if err != nil {
 		return d.Err(err.Error())
 	}

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -455,20 +453,4 @@ func (c ModelConfig) checkRoles() error {
 		}
 	}
 	return nil
-}
-
-// parseEndpointAddr splits host:port.
-func parseEndpointAddr(s string) (string, int, error) {
-	host, portStr, err := net.SplitHostPort(s)
-	if err != nil {
-		return "", 0, fmt.Errorf("endpoint %q: want host:port: %w", s, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 1 || port > 65535 {
-		return "", 0, fmt.Errorf("endpoint %q: port must be a number in 1..65535", s)
-	}
-	if host == "" {
-		return "", 0, fmt.Errorf("endpoint %q: missing host", s)
-	}
-	return host, port, nil
 }

@@ -65,6 +65,23 @@ func endpointGPUs(eps []Endpoint) []int {
 	return gpus
 }
 
+// ParseAddr splits an endpoint's address, host:port, as a config
+// writes it: a host, and a port in 1..65535.
+func ParseAddr(s string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, fmt.Errorf("endpoint %q: want host:port: %w", s, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("endpoint %q: port must be a number in 1..65535", s)
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("endpoint %q: missing host", s)
+	}
+	return host, port, nil
+}
+
 // ValidateEndpoints checks that there is at least one endpoint, that every
 // endpoint has a host, a port in 1..65535, at least one GPU and a known
 // role, and that no two endpoints are one listening address: neither the

@@ -94,3 +94,32 @@ func TestEndpointAddr(t *testing.T) {
 		t.Errorf("URL = %q", got)
 	}
 }
+
+// An endpoint's address is a host and a port in 1..65535; anything else
+// is refused with the address and what is wrong.
+func TestParseAddr(t *testing.T) {
+	for s, want := range map[string]struct {
+		host string
+		port int
+		err  string
+	}{
+		"127.0.0.1:9001": {"127.0.0.1", 9001, ""},
+		"[::1]:8080":     {"::1", 8080, ""},
+		"localhost":      {"", 0, "want host:port"},
+		"h:0":            {"", 0, "port must be a number in 1..65535"},
+		"h:65536":        {"", 0, "port must be a number in 1..65535"},
+		"h:http":         {"", 0, "port must be a number in 1..65535"},
+		":9001":          {"", 0, "missing host"},
+	} {
+		host, port, err := ParseAddr(s)
+		if want.err != "" {
+			if err == nil || !strings.Contains(err.Error(), want.err) || !strings.Contains(err.Error(), s) {
+				t.Errorf("%q: error %v, want one naming it with %q", s, err, want.err)
+			}
+			continue
+		}
+		if err != nil || host != want.host || port != want.port {
+			t.Errorf("%q: %q %d %v, want %q %d", s, host, port, err, want.host, want.port)
+		}
+	}
+}
