@@ -44,6 +44,26 @@ func TenantDigest(secret string) string {
 	return "key:" + hex.EncodeToString(sum[:6])
 }
 
+// maxTenantBytes bounds a tenant's name: a header can be long, and the
+// name is kept in the queue and the budgets while the tenant is active.
+const maxTenantBytes = 256
+
+// TenantName is the tenant that value, read from the placeholders of
+// tmpl, names: the value, at most maxTenantBytes of it, or, when tmpl
+// reads a credential (an API key header, a cookie), the value's
+// TenantDigest, so that no consumer downstream (metrics, logs,
+// /mlc/engines, traces, Redis, the responses store) ever holds the
+// credential.
+func TenantName(tmpl, value string) string {
+	if value != "" && CredentialPlaceholder(tmpl) != "" {
+		return TenantDigest(value)
+	}
+	if len(value) > maxTenantBytes {
+		value = value[:maxTenantBytes]
+	}
+	return value
+}
+
 // credentialHeader says whether a request header (any case) carries a
 // credential.
 func credentialHeader(name string) bool {

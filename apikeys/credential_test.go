@@ -60,3 +60,21 @@ func TestPresented(t *testing.T) {
 		}
 	}
 }
+
+// A tenant read from a credential is its digest; any other is the value,
+// bounded.
+func TestTenantName(t *testing.T) {
+	if got := TenantName("{http.request.header.Authorization}", "Bearer sk-1"); got != TenantDigest("Bearer sk-1") {
+		t.Errorf("credential tenant %q, want its digest", got)
+	}
+	if got := TenantName("{http.request.header.Authorization}", ""); got != "" {
+		t.Errorf("no credential: %q, want the default tenant", got)
+	}
+	if got := TenantName("{http.request.header.X-Tenant}", "team-a"); got != "team-a" {
+		t.Errorf("plain tenant %q", got)
+	}
+	long := strings.Repeat("t", maxTenantBytes+10)
+	if got := TenantName("{http.request.header.X-Tenant}", long); got != long[:maxTenantBytes] {
+		t.Errorf("long tenant of %d bytes, want %d", len(got), maxTenantBytes)
+	}
+}

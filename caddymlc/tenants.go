@@ -69,10 +69,6 @@ type Tenancy struct {
 	SLOs
 }
 
-// maxTenantBytes bounds a tenant's name: a header can be long, and the
-// name is kept in the queue and the budgets while the tenant is active.
-const maxTenantBytes = 256
-
 // facts reads who req is for and its latency targets.
 func (h *Handler) facts(req *http.Request) router.Facts { return h.factsFor(req, "") }
 
@@ -94,19 +90,10 @@ func (h *Handler) factsFor(req *http.Request, tenant string) router.Facts {
 	return f
 }
 
-// tenantOf is the tenant the tenant placeholder names: its value, or,
-// when it reads a credential (an API key header, a cookie), the value's
-// digest, so that no consumer downstream (metrics, logs, /mlc/engines,
-// traces, Redis, the responses store) ever holds the credential.
+// tenantOf is the tenant the tenant placeholder names (apikeys.TenantName:
+// a credential's digest, never the credential).
 func (h *Handler) tenantOf(repl *caddy.Replacer) string {
-	t := repl.ReplaceAll(h.Tenant, "")
-	if t != "" && apikeys.CredentialPlaceholder(h.Tenant) != "" {
-		return apikeys.TenantDigest(t)
-	}
-	if len(t) > maxTenantBytes {
-		t = t[:maxTenantBytes]
-	}
-	return t
+	return apikeys.TenantName(h.Tenant, repl.ReplaceAll(h.Tenant, ""))
 }
 
 // warnCredentialTenant warns, when the config is loaded or validated,
