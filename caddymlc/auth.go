@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -125,14 +124,14 @@ func (h *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.R
 	if wait, held := h.failures.Held(addr, now); held {
 		e := protocol.Errorf(http.StatusTooManyRequests, "rate_limit_exceeded", "too many requests with a bad API key from this address; try again later").WithCode("rate_limit_exceeded")
 		e.RetryAfter = wait
-		writeAPIError(w, req, e)
+		e.WriteFor(w, req.URL.Path)
 		return nil
 	}
 	key, why := h.keys.Lookup(apikeys.Presented(req), now)
 	if why != "" {
 		authFailures().WithLabelValues(why).Inc()
 		h.failures.Fail(addr, now)
-		writeAPIError(w, req, apikeys.RefusalError(why))
+		apikeys.RefusalError(why).WriteFor(w, req.URL.Path)
 		return nil
 	}
 	ctx := router.WithFacts(req.Context(), h.factsFor(req, key.Name))
@@ -140,16 +139,6 @@ func (h *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.R
 		ctx = router.WithAllowedModels(ctx, key.Models)
 	}
 	return req.WithContext(ctx)
-}
-
-// writeAPIError answers e in the shape of the API the request is for:
-// Anthropic's on the Messages API's paths, else OpenAI's.
-func writeAPIError(w http.ResponseWriter, req *http.Request, e *protocol.Error) {
-	if strings.HasPrefix(req.URL.Path, protocol.PathMessages) {
-		e.WriteAnthropic(w)
-		return
-	}
-	e.Write(w)
 }
 
 // clientAddr is the request's client address: Caddy's client IP (which

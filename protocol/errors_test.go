@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -36,5 +38,31 @@ func TestParseError(t *testing.T) {
 				t.Fatalf("got %+v", e)
 			}
 		})
+	}
+}
+
+// An error is answered in Anthropic's shape on the Messages API's paths,
+// in OpenAI's elsewhere, with its status either way.
+func TestErrorWriteFor(t *testing.T) {
+	for path, wantType := range map[string]string{
+		PathMessages:                   "error",
+		PathMessages + "/count_tokens": "error",
+		"/v1/chat/completions":         "",
+	} {
+		w := httptest.NewRecorder()
+		Errorf(http.StatusUnauthorized, ErrTypeInvalidRequest, "no key").WithCode("invalid_api_key").WriteFor(w, path)
+		var body struct {
+			Type  string `json:"type"`
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatalf("%s: %v: %s", path, err, w.Body)
+		}
+		if w.Code != http.StatusUnauthorized || body.Type != wantType || body.Error.Message != "no key" {
+			t.Errorf("%s: %d %s, want 401 with top-level type %q", path, w.Code, w.Body, wantType)
+		}
 	}
 }

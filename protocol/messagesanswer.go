@@ -255,3 +255,13 @@ func (e *Error) WriteAnthropic(w http.ResponseWriter) {
 	b, _ := json.Marshal(e.Anthropic())
 	e.WriteBody(w, b)
 }
+
+// WriteFor answers e on w in the shape of the API at path: Anthropic's
+// on the Messages API's paths, else OpenAI's.
+func (e *Error) WriteFor(w http.ResponseWriter, path string) {
+	if strings.HasPrefix(path, PathMessages) {
+		e.WriteAnthropic(w)
+		return
+	}
+	e.Write(w)
+}
