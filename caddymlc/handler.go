@@ -14,11 +14,11 @@ import (
 func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyhttp.Handler) error {
 	switch {
 	case h.HealthURI != "" && req.URL.Path == h.HealthURI && exiting(req):
-		serveShuttingDown(w)
+		router.ServeShuttingDown(w)
 	case h.HealthURI != "" && req.URL.Path == h.HealthURI:
 		h.front.ServeReadiness(w, req)
 	case router.Handles(req.URL.Path) && shuttingDown.Load():
-		refuseShuttingDown(w)
+		router.ShuttingDownError().Write(w)
 	case router.Handles(req.URL.Path) && h.keys != nil:
 		if req = h.authenticate(w, req); req != nil {
 			h.front.ServeHTTP(w, req)

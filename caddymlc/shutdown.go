@@ -3,11 +3,8 @@ package caddymlc
 import (
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
-
-	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // shuttingDown is set when the mlc app stops because Caddy exits
@@ -19,10 +16,6 @@ import (
 // requests a clean 503 with Retry-After instead of a stream the engines'
 // stop would cut.
 var shuttingDown atomic.Bool
-
-// shutdownRetryAfter is what a client refused during the shutdown is
-// told: another replica takes it, or this one once restarted.
-const shutdownRetryAfter = 2 * time.Second
 
 // exiting reports that Caddy exits, or that its http app scheduled its
 // servers' shutdown (shutdown_delay, {http.shutting_down}): readiness
@@ -38,18 +31,4 @@ func exiting(req *http.Request) bool {
 	v, _ := repl.Get("http.shutting_down")
 	b, _ := v.(bool)
 	return b
-}
-
-// serveShuttingDown answers a readiness probe while Caddy exits.
-func serveShuttingDown(w http.ResponseWriter) {
-	w.Header().Set("Cache-Control", "no-store")
-	protocol.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "missing": []string{"the server is shutting down"}})
-}
-
-// refuseShuttingDown answers an API request that arrives while Caddy
-// exits.
-func refuseShuttingDown(w http.ResponseWriter) {
-	e := protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable, "the server is shutting down; try again").WithCode("shutting_down")
-	e.RetryAfter = shutdownRetryAfter
-	e.Write(w)
 }

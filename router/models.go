@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -191,6 +192,26 @@ func (m *Models) ServeReadiness(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	protocol.WriteJSON(w, status, readiness{Ready: ready, Missing: missing, Models: m.names(), Cold: m.cold()})
+}
+
+// ServeShuttingDown answers a readiness probe while the server shuts
+// down: 503, so that load balancers take the instance out.
+func ServeShuttingDown(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	protocol.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "missing": []string{"the server is shutting down"}})
+}
+
+// shutdownRetryAfter is what a client refused during a shutdown is told:
+// another replica takes it, or this one once restarted.
+const shutdownRetryAfter = 2 * time.Second
+
+// ShuttingDownError is the answer to an API request that arrives while
+// the server shuts down: a clean 503 with Retry-After instead of a
+// stream the engines' stop would cut.
+func ShuttingDownError() *protocol.Error {
+	e := protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable, "the server is shutting down; try again").WithCode("shutting_down")
+	e.RetryAfter = shutdownRetryAfter
+	return e
 }
 
 // readiness is the body of a readiness answer.
