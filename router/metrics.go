@@ -79,7 +79,7 @@ func sharedMetrics() *routerMetrics {
 		metrics = &routerMetrics{
 			requests:       newCounterVec("requests_total", "Requests by model, routing mode, endpoint (completions, chat, embeddings, messages, responses) and outcome (ok, client_error, unavailable, failed, canceled).", "model", "mode", "endpoint", "outcome"),
 			toolCalls:      newCounterVec("tool_calls_total", "Tool calls read out of answers and sent to clients, by model and endpoint (chat, messages, responses).", "model", "api"),
-			retries:        newCounterVec("retries_total", "Attempts retried, by cause (preempt, failure, timeout, migrate: a drained engine's grace ended).", "cause"),
+			retries:        newCounterVec("retries_total", "Attempts retried, by cause (preempt, failure, timeout, migrate: a drained engine's grace ended; prefill; parked: a stream whose client stopped reading resumed once it read again).", "cause"),
 			preemptions:    newCounter("preemptions_total", `Attempts an engine ended with finish_reason "preempt".`),
 			tokens:         newCounter("completion_tokens_total", "Tokens generated for clients."),
 			ttft:           newHistogramVec("time_to_first_token_seconds", "Time from a request's arrival to its first text, by routing mode.", prometheus.ExponentialBuckets(0.001, 2, 18), "model", "mode"),

@@ -116,20 +116,36 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 		}
 		delivered := j.resumeFrom()
 		actx, span := j.startSpan(ctx, n, cause)
+		attemptOut, unpark := out, func() {}
+		if j.canPark() {
+			var park context.CancelCauseFunc
+			actx, park = context.WithCancelCause(actx)
+			ps := newParkingSink(out, park)
+			attemptOut, unpark = ps, func() { ps.stop(); park(nil) }
+		}
 		finished := false
 		a, err := j.c.r.serving().strategy.start(withPrefillScale(actx, 1+j.prefillOverruns), req, j.avoidNext())
 		if err != nil {
 			j.blame(err) // the engine failed before it generated
 		} else {
 			j.open = a
-			finished, err = j.read(a, out)
+			finished, err = j.read(a, attemptOut)
 			j.open = nil
 			a.Close(err)
 		}
+		unpark()
 		span.SetAttributes(attribute.Int("mlc.preemptions", j.st.preemptions), attribute.String("mlc.outcome", attemptOutcome(finished, err)))
 		endSpan(span, err)
 		if finished {
 			return err
+		}
+		if errors.Is(err, errParked) && ctx.Err() == nil {
+			// The client reads again: resume at once, no attempt spent.
+			j.metrics.retry(causeParked)
+			j.c.log.Debug("resuming a parked choice", zap.Int("choice", j.index), zap.Int("delivered", j.delivered.Len()))
+			n--
+			cause = causeParked
+			continue
 		}
 		if j.delivered.Len() > delivered {
 			fruitless = 0
@@ -346,9 +362,15 @@ func (j *choiceJob) read(a *attempt, out sink) (finished bool, err error) {
 	reason := ""
 	var usage *protocol.Usage
 	for {
+		if parked(out) {
+			return false, errParked
+		}
 		chunk, err := a.next()
 		if err == io.EOF {
 			break
+		}
+		if parked(out) {
+			return false, errParked
 		}
 		if err != nil {
 			j.blame(err)

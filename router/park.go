@@ -1,0 +1,80 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+)
+
+// A client that stops reading must cost the others nothing. Until
+// client_timeout lets it go, its stream would hold a place in an engine's
+// batch and generate into socket buffers for nobody, slowing every other
+// request on that engine. So a choice whose write to its client waits
+// parkAfter parks: its attempt is cancelled, which frees the engine's
+// batch slot and KV, and once the client takes the write the choice
+// resumes from the text delivered, as after a preemption.
+
+// parkAfter is how long a write to the client may wait before the
+// choice's attempt is parked. A client's short pause (a mobile hand-over,
+// a busy reader) stays well under it; a re-prefill of what was parked
+// costs less than a batch slot held for seconds.
+const parkAfter = 2 * time.Second
+
+// errParked ends an attempt whose client stopped reading; the choice
+// resumes when the client reads again. It is a cancellation, which blames
+// no engine.
+var errParked = fmt.Errorf("the client stopped reading: the attempt is parked: %w", context.Canceled)
+
+// parkingSink is the sink of one attempt: a write that waits parkAfter
+// cancels the attempt's engine call (with errParked as its cause).
+type parkingSink struct {
+	sink
+	timer  *time.Timer
+	parked atomic.Bool
+}
+
+// newParkingSink returns the sink that parks the attempt cancel cancels.
+func newParkingSink(out sink, cancel context.CancelCauseFunc) *parkingSink {
+	p := &parkingSink{sink: out}
+	p.timer = time.AfterFunc(parkAfter, func() {
+		p.parked.Store(true)
+		cancel(errParked)
+	})
+	p.timer.Stop()
+	return p
+}
+
+func (p *parkingSink) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
+	p.timer.Reset(parkAfter)
+	defer p.timer.Stop()
+	return p.sink.delta(index, text, logprobs)
+}
+
+func (p *parkingSink) flush() {
+	p.timer.Reset(parkAfter)
+	defer p.timer.Stop()
+	p.sink.flush()
+}
+
+// stop ends the sink's watch: the attempt is over.
+func (p *parkingSink) stop() { p.timer.Stop() }
+
+// canPark reports whether the choice may park its attempts: a stream
+// (a whole answer writes nothing until the end) whose text can be
+// resumed, under a client_timeout that leaves time to park first.
+func (j *choiceJob) canPark() bool {
+	return j.c.req.Stream && j.tok != nil && time.Duration(j.c.r.ClientTimeout) > parkAfter
+}
+
+// parked reports whether out parked its attempt.
+func parked(out sink) bool {
+	p, ok := out.(*parkingSink)
+	return ok && p.parked.Load()
+}
+
+// causeParked is the retry cause of the attempt that resumes a parked
+// choice (caddy_mlc_retries_total{cause="parked"}).
+const causeParked = "parked"
