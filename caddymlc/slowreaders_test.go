@@ -81,9 +81,12 @@ func TestStalledReadersCostOthersNothing(t *testing.T) {
 // then reads on, gets the same text as one that never paused: its
 // choice resumed from the text delivered.
 func TestParkedStreamResumesExactly(t *testing.T) {
-	s := startSite(t, 2, "\t\t\tclient_timeout 30s\n")
+	// The engines take longer to generate the answer (1,500 × 3 ms) than
+	// a write waits before its stream is parked (2 s), so the stream is
+	// parked while its engine still works on it.
+	s := startSite(t, 2, "\t\t\tclient_timeout 30s\n\t\t\tengine_args --decode-delay 3ms\n")
 	addr := strings.TrimPrefix(s.base, "http://")
-	body := greedy("a long long story about the sea", 3000)
+	body := greedy("a long long story about the sea", 1500)
 	before := metricValue(t, "caddy_mlc_retries_total", "cause", "parked")
 	want, code, raw := s.complete(s.base, body)
 	if code != http.StatusOK {
@@ -106,6 +109,9 @@ func TestParkedStreamResumesExactly(t *testing.T) {
 	}
 	if st.text != want.Choices[0].Text {
 		t.Errorf("the paused stream's text differs from the reference:\n got %q\nwant %q", st.text, want.Choices[0].Text)
+	}
+	if st.finish != want.Choices[0].Finished() {
+		t.Errorf("the paused stream finished with %q, the reference with %q", st.finish, want.Choices[0].Finished())
 	}
 	if d := metricValue(t, "caddy_mlc_retries_total", "cause", "parked") - before; d != 1 {
 		t.Errorf("retries_total{cause=parked} grew by %v, want 1", d)
