@@ -105,20 +105,22 @@ func ignored(k string) bool {
 	return false
 }
 
-// kv is a member of a JSON object, in document order.
-type kv struct {
-	k string
-	v json.RawMessage
+// Member is a member of a JSON object, in document order (a schema's
+// keywords, its properties: order matters to what is generated).
+type Member struct {
+	Key   string
+	Value json.RawMessage
 }
 
-// members returns the members of a JSON object in order, nil, false if raw is not one.
-func members(raw json.RawMessage) ([]kv, bool) {
+// Members returns the members of a JSON object in order; false when raw
+// is not one.
+func Members(raw json.RawMessage) ([]Member, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	t, err := dec.Token()
 	if d, ok := t.(json.Delim); err != nil || !ok || d != '{' {
 		return nil, false
 	}
-	var out []kv
+	var out []Member
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -128,7 +130,7 @@ func members(raw json.RawMessage) ([]kv, bool) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, false
 		}
-		out = append(out, kv{t.(string), v})
+		out = append(out, Member{t.(string), v})
 	}
 	return out, true
 }
@@ -160,17 +162,17 @@ func CompileSchema(schema []byte) (*Grammar, error) {
 	}
 	c := &compiler{defs: map[string]json.RawMessage{}, refs: map[string]int{}, anyVal: -1}
 	c.add(node{kind: kEnd})
-	if top, ok := members(schema); ok {
+	if top, ok := Members(schema); ok {
 		for _, m := range top {
-			if m.k != "$defs" && m.k != "definitions" {
+			if m.Key != "$defs" && m.Key != "definitions" {
 				continue
 			}
-			defs, ok := members(m.v)
+			defs, ok := Members(m.Value)
 			if !ok {
-				return nil, &SchemaError{Keyword: m.k, Path: "/" + m.k, Msg: "must be an object"}
+				return nil, &SchemaError{Keyword: m.Key, Path: "/" + m.Key, Msg: "must be an object"}
 			}
 			for _, d := range defs {
-				c.defs["#/"+m.k+"/"+d.k] = d.v
+				c.defs["#/"+m.Key+"/"+d.Key] = d.Value
 			}
 		}
 	}
@@ -260,21 +262,21 @@ func (c *compiler) compile(raw json.RawMessage, path string, depth int) (int, er
 	case "false":
 		return 0, &SchemaError{Path: path, Msg: "false admits no value"}
 	}
-	ms, ok := members(raw)
+	ms, ok := Members(raw)
 	if !ok {
 		return 0, &SchemaError{Path: path, Msg: "a schema must be an object or a boolean"}
 	}
 	kw := map[string]json.RawMessage{}
 	for _, m := range ms {
-		kw[m.k] = m.v
+		kw[m.Key] = m.Value
 	}
 	for _, m := range ms {
-		switch m.k {
+		switch m.Key {
 		case "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
 			"enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern":
 		default:
-			if !ignored(m.k) {
-				return 0, c.errf(m.k, path, "is not supported")
+			if !ignored(m.Key) {
+				return 0, c.errf(m.Key, path, "is not supported")
 			}
 		}
 	}
@@ -349,9 +351,9 @@ func (c *compiler) compile(raw json.RawMessage, path string, depth int) (int, er
 	return c.add(node{kind: kAnyOf, alts: alts}), nil
 }
 
-func onlyAnnotations(ms []kv, except string) bool {
+func onlyAnnotations(ms []Member, except string) bool {
 	for _, m := range ms {
-		if m.k != except && !ignored(m.k) {
+		if m.Key != except && !ignored(m.Key) {
 			return false
 		}
 	}
@@ -492,17 +494,17 @@ func (c *compiler) object(kw map[string]json.RawMessage, path string, depth int)
 	}
 	var props []prop
 	if v, ok := kw["properties"]; ok {
-		ms, ok := members(v)
+		ms, ok := Members(v)
 		if !ok {
 			return 0, c.errf("properties", path, "must be an object")
 		}
 		for _, m := range ms {
-			val, err := c.compile(m.v, path+"/properties/"+m.k, depth+1)
+			val, err := c.compile(m.Value, path+"/properties/"+m.Key, depth+1)
 			if err != nil {
 				return 0, err
 			}
-			lit, _ := json.Marshal(m.k)
-			props = append(props, prop{lit: string(lit), val: val, required: slices.Contains(required, m.k)})
+			lit, _ := json.Marshal(m.Key)
+			props = append(props, prop{lit: string(lit), val: val, required: slices.Contains(required, m.Key)})
 		}
 	}
 	for _, r := range required {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/caddy-mlc/caddy-mlc/jsongrammar"
 )
 
 // A request that requires a tool call (chat's tool_choice "required" or
@@ -93,40 +95,40 @@ type toolSchema struct {
 // a schema without a type, a reference or alternatives is made an
 // object's, as a call's arguments are.
 func (b *toolSchema) hoist(prefix string, schema json.RawMessage) (string, error) {
-	ms, ok := objectMembers(schema)
+	ms, ok := jsongrammar.Members(schema)
 	if !ok {
 		return "", fmt.Errorf("must be a JSON schema object")
 	}
-	rest := []member{{"type", json.RawMessage(`"object"`)}}
+	rest := []jsongrammar.Member{{Key: "type", Value: json.RawMessage(`"object"`)}}
 	for _, m := range ms {
-		switch m.k {
+		switch m.Key {
 		case "type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const":
 			rest = rest[:0] // typed: as written
 		}
 	}
 	for _, m := range ms {
-		if m.k != "$defs" && m.k != "definitions" {
+		if m.Key != "$defs" && m.Key != "definitions" {
 			rest = append(rest, m)
 			continue
 		}
-		defs, ok := objectMembers(m.v)
+		defs, ok := jsongrammar.Members(m.Value)
 		if !ok {
-			return "", fmt.Errorf("%s must be an object", m.k)
+			return "", fmt.Errorf("%s must be an object", m.Key)
 		}
 		for _, d := range defs {
-			v, err := renameRefs(prefix, d.v)
+			v, err := renameRefs(prefix, d.Value)
 			if err != nil {
 				return "", err
 			}
-			k, _ := json.Marshal(prefix + d.k)
-			if m.k == "$defs" {
+			k, _ := json.Marshal(prefix + d.Key)
+			if m.Key == "$defs" {
 				b.defs = append(b.defs, string(k)+":"+v)
 			} else {
 				b.definitions = append(b.definitions, string(k)+":"+v)
 			}
 		}
 	}
-	return writeObject(rest, func(m member) (string, error) { return schemaKeyword(prefix, m) })
+	return writeObject(rest, func(m jsongrammar.Member) (string, error) { return schemaKeyword(prefix, m) })
 }
 
 // root is the call schema root with the definitions gathered.
@@ -149,21 +151,21 @@ func (b *toolSchema) root(root string) []byte {
 // renameRefs returns the subschema raw with its references to top-level
 // definitions renamed with prefix.
 func renameRefs(prefix string, raw json.RawMessage) (string, error) {
-	ms, ok := objectMembers(raw)
+	ms, ok := jsongrammar.Members(raw)
 	if !ok {
 		return compactString(raw)
 	}
-	return writeObject(ms, func(m member) (string, error) { return schemaKeyword(prefix, m) })
+	return writeObject(ms, func(m jsongrammar.Member) (string, error) { return schemaKeyword(prefix, m) })
 }
 
 // schemaKeyword is the value of keyword m of a subschema with its
 // references renamed. The values of the keywords that hold data (const,
 // enum, default, examples) are left as they are.
-func schemaKeyword(prefix string, m member) (string, error) {
-	switch m.k {
+func schemaKeyword(prefix string, m jsongrammar.Member) (string, error) {
+	switch m.Key {
 	case "$ref":
 		var ref string
-		if json.Unmarshal(m.v, &ref) == nil {
+		if json.Unmarshal(m.Value, &ref) == nil {
 			for _, under := range []string{"#/$defs/", "#/definitions/"} {
 				if name, ok := strings.CutPrefix(ref, under); ok {
 					b, _ := json.Marshal(under + prefix + name)
@@ -171,18 +173,18 @@ func schemaKeyword(prefix string, m member) (string, error) {
 				}
 			}
 		}
-		return compactString(m.v)
+		return compactString(m.Value)
 	case "const", "enum", "default", "examples":
-		return compactString(m.v)
+		return compactString(m.Value)
 	case "properties", "$defs", "definitions", "patternProperties", "dependentSchemas":
-		named, ok := objectMembers(m.v) // names to subschemas
+		named, ok := jsongrammar.Members(m.Value) // names to subschemas
 		if !ok {
-			return compactString(m.v)
+			return compactString(m.Value)
 		}
-		return writeObject(named, func(n member) (string, error) { return renameRefs(prefix, n.v) })
+		return writeObject(named, func(n jsongrammar.Member) (string, error) { return renameRefs(prefix, n.Value) })
 	}
 	var items []json.RawMessage // anyOf, prefixItems, a list of types, required…
-	if json.Unmarshal(m.v, &items) == nil && items != nil {
+	if json.Unmarshal(m.Value, &items) == nil && items != nil {
 		parts := make([]string, len(items))
 		for i, it := range items {
 			s, err := renameRefs(prefix, it)
@@ -193,12 +195,12 @@ func schemaKeyword(prefix string, m member) (string, error) {
 		}
 		return "[" + strings.Join(parts, ",") + "]", nil
 	}
-	return renameRefs(prefix, m.v)
+	return renameRefs(prefix, m.Value)
 }
 
 // writeObject writes the members ms as a JSON object, each value as
 // value makes it.
-func writeObject(ms []member, value func(member) (string, error)) (string, error) {
+func writeObject(ms []jsongrammar.Member, value func(jsongrammar.Member) (string, error)) (string, error) {
 	var out bytes.Buffer
 	out.WriteByte('{')
 	for i, m := range ms {
@@ -209,7 +211,7 @@ func writeObject(ms []member, value func(member) (string, error)) (string, error
 		if i > 0 {
 			out.WriteByte(',')
 		}
-		k, _ := json.Marshal(m.k)
+		k, _ := json.Marshal(m.Key)
 		out.Write(k)
 		out.WriteByte(':')
 		out.WriteString(v)
@@ -225,33 +227,4 @@ func compactString(raw []byte) (string, error) {
 		return "", fmt.Errorf("is not valid JSON")
 	}
 	return s, nil
-}
-
-// member is a member of a JSON object, in document order.
-type member struct {
-	k string
-	v json.RawMessage
-}
-
-// objectMembers returns the members of a JSON object in order; false
-// when raw is not one.
-func objectMembers(raw json.RawMessage) ([]member, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	t, err := dec.Token()
-	if d, ok := t.(json.Delim); err != nil || !ok || d != '{' {
-		return nil, false
-	}
-	var out []member
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false
-		}
-		out = append(out, member{t.(string), v})
-	}
-	return out, true
 }
