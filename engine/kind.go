@@ -77,8 +77,8 @@ type Traits struct {
 }
 
 // Extensions says whether a kind's engines serve caddy-mlc's extensions
-// of MLC's API: POST /microserving/release, and their NVSHMEM world and
-// load in query_engine_metrics. The router asks an engine in any case
+// of MLC's API: POST /microserving/release, their NVSHMEM world and
+// load in query_engine_metrics, and response_format's resumed_tokens. The router asks an engine in any case
 // (an engine that answers 404 has none); a check of the engines expects
 // them, or not, by it.
 type Extensions uint8

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -64,8 +65,15 @@ func (p *parkingSink) stop() { p.timer.Stop() }
 
 // canPark reports whether the choice may park its attempts: a stream
 // (a whole answer writes nothing until the end) whose text can be
-// resumed, under a client_timeout that leaves time to park first.
+// resumed, under a client_timeout that leaves time to park first. A
+// response format is resumed exactly only by engines that read
+// resumed_tokens (caddy-mlc's extension): against MLC's, a structured
+// answer is never parked, since parking is the router's choice and its
+// resumption would restart the grammar.
 func (j *choiceJob) canPark() bool {
+	if j.c.req.ResponseFormat != nil && j.c.r.EngineKind.Driver().Traits().Extensions != engine.ExtensionsAll {
+		return false
+	}
 	return j.c.req.Stream && j.tok != nil && time.Duration(j.c.r.ClientTimeout) > parkAfter
 }
 
