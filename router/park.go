@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -26,8 +25,13 @@ const parkAfter = 2 * time.Second
 
 // errParked ends an attempt whose client stopped reading; the choice
 // resumes when the client reads again. It is a cancellation, which blames
-// no engine.
-var errParked = fmt.Errorf("the client stopped reading: the attempt is parked: %w", context.Canceled)
+// no engine. A value of its own type, so no package state holds it.
+type errParked struct{}
+
+func (errParked) Error() string { return "the client stopped reading: the attempt is parked" }
+
+// Unwrap makes it a cancellation (errors.Is(err, context.Canceled)).
+func (errParked) Unwrap() error { return context.Canceled }
 
 // parkingSink is the sink of one attempt: a write that waits parkAfter
 // cancels the attempt's engine call (with errParked as its cause).
@@ -42,7 +46,7 @@ func newParkingSink(out sink, cancel context.CancelCauseFunc) *parkingSink {
 	p := &parkingSink{sink: out}
 	p.timer = time.AfterFunc(parkAfter, func() {
 		p.parked.Store(true)
-		cancel(errParked)
+		cancel(errParked{})
 	})
 	p.timer.Stop()
 	return p

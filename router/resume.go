@@ -139,7 +139,7 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 		if finished {
 			return err
 		}
-		if errors.Is(err, errParked) && ctx.Err() == nil {
+		if errors.Is(err, errParked{}) && ctx.Err() == nil {
 			// The client reads again: resume at once, no attempt spent.
 			j.metrics.retry(causeParked)
 			j.c.log.Debug("resuming a parked choice", zap.Int("choice", j.index), zap.Int("delivered", j.delivered.Len()))
@@ -363,14 +363,14 @@ func (j *choiceJob) read(a *attempt, out sink) (finished bool, err error) {
 	var usage *protocol.Usage
 	for {
 		if parked(out) {
-			return false, errParked
+			return false, errParked{}
 		}
 		chunk, err := a.next()
 		if err == io.EOF {
 			break
 		}
 		if parked(out) {
-			return false, errParked
+			return false, errParked{}
 		}
 		if err != nil {
 			j.blame(err)
