@@ -81,9 +81,24 @@ func TestCachedTokensReachTheSDKs(t *testing.T) {
 			InputTokensDetails details `json:"input_tokens_details"`
 		}
 	}
+	before := engineMetrics(t, s.engines[0])
 	mustUnmarshal(t, npmref.NodeScript(t, sdkCachedTokens, "BASE="+s.base), &got)
+	after := engineMetrics(t, s.engines[0])
 	if len(got.Messages) != 2 || len(got.Chat) != 2 || len(got.Responses) != 2 {
 		t.Fatalf("usages %+v", got)
+	}
+	// What the SDKs read adds up to the engine's own counts: its count of
+	// reused prompt tokens, and the prompt tokens it did not compute.
+	var cached, prompt int
+	for i := range 2 {
+		cached += got.Messages[i].CacheReadInputTokens + got.Chat[i].PromptTokensDetails.CachedTokens + got.Responses[i].InputTokensDetails.CachedTokens
+		prompt += got.Messages[i].InputTokens + got.Messages[i].CacheReadInputTokens + got.Chat[i].PromptTokens + got.Responses[i].InputTokens
+	}
+	reused := int(after["prefix_reused_tokens"] - before["prefix_reused_tokens"])
+	computed := int(after["prefill_tokens"] - before["prefill_tokens"])
+	t.Logf("the SDKs read %d cached of %d prompt tokens; the engine reused %d and computed %d", cached, prompt, reused, computed)
+	if cached != reused || prompt-cached != computed {
+		t.Errorf("the SDKs read %d cached of %d prompt tokens; the engine reused %d and computed %d", cached, prompt, reused, computed)
 	}
 	m := got.Messages[1]
 	if m.CacheReadInputTokens <= 0 || m.CacheCreationInputTokens != 0 || m.InputTokens+m.CacheReadInputTokens != got.Messages[0].InputTokens+got.Messages[0].CacheReadInputTokens {

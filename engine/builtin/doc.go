@@ -202,7 +202,8 @@
 // mlc_engine_running_requests,
 // mlc_engine_waiting_requests, mlc_engine_prepared_requests,
 // mlc_engine_kv_pages{state="used|cached|free"}, mlc_engine_kv_pages_total,
-// mlc_engine_preemptions_total, mlc_engine_prefill_tokens_total and
-// mlc_engine_decode_tokens_total. debug_config.special_request
+// mlc_engine_preemptions_total, mlc_engine_prefill_tokens_total,
+// mlc_engine_decode_tokens_total and mlc_engine_prefix_reused_tokens_total
+// (the prompt tokens of answered requests taken from the prefix cache). debug_config.special_request
 // "query_engine_metrics" answers the same numbers in usage.extra.
 package builtin

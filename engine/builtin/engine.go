@@ -72,10 +72,12 @@ type Engine struct {
 	stats       counters
 }
 
-// counters are the tokens the engine computed.
+// counters are the tokens the engine computed, and those of its answered
+// requests' prompts it took from its prefix cache instead.
 type counters struct {
 	prefillTokens int64
 	decodeTokens  int64
+	reusedTokens  int64
 }
 
 // NewEngine loads the model of opts and sizes the KV cache. disagg says

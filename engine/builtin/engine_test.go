@@ -332,6 +332,9 @@ mlc_engine_prefill_tokens_total %d
 # HELP mlc_engine_decode_tokens_total Tokens decoded.
 # TYPE mlc_engine_decode_tokens_total counter
 mlc_engine_decode_tokens_total 4
+# HELP mlc_engine_prefix_reused_tokens_total Prompt tokens of answered requests taken from the prefix cache.
+# TYPE mlc_engine_prefix_reused_tokens_total counter
+mlc_engine_prefix_reused_tokens_total %d
 # HELP mlc_engine_grammar_cache_bytes Bytes of the grammar cache: token masks (part mask) and the vocabulary trie (part vocab).
 # TYPE mlc_engine_grammar_cache_bytes gauge
 mlc_engine_grammar_cache_bytes{part="mask"} 0
@@ -353,10 +356,11 @@ mlc_engine_grammar_mask_seconds_total 0
 mlc_engine_grammar_masks_computed_total 0
 `
 	cached, free, prefill := extraInt(t, r.usage, "kv_pages_cached"), extraInt(t, r.usage, "kv_pages_free"), extraInt(t, r.usage, "prefill_tokens")
+	reused := extraInt(t, r.usage, "prefix_reused_tokens")
 	if cached+free != 64 || prefill == 0 {
 		t.Fatalf("metrics extra %s", r.usage.Extra)
 	}
-	if err := testutil.ScrapeAndCompare(te.url+"/metrics", strings.NewReader(fmt.Sprintf(want, cached, free, prefill))); err != nil {
+	if err := testutil.ScrapeAndCompare(te.url+"/metrics", strings.NewReader(fmt.Sprintf(want, cached, free, prefill, reused))); err != nil {
 		t.Fatal(err)
 	}
 	// Reserved pages show as used.

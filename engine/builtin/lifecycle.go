@@ -126,6 +126,9 @@ func (e *Engine) finish(s *sequence, reason string) {
 // endRequest sends the request's last event.
 func (e *Engine) endRequest(r *request, payload []byte, aborted bool) {
 	delete(e.active, r)
+	if !aborted {
+		e.stats.reusedTokens += int64(r.prefixMatched)
+	}
 	e.logf("request %s done: %d prompt tokens (%d from the prefix cache), %d generated", r.id, len(r.prompt), r.prefixMatched, r.completionTokens)
 	r.events.push(event{done: true, usage: e.usage(r), payload: payload, aborted: aborted})
 }

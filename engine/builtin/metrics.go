@@ -25,6 +25,10 @@ type Metrics struct {
 	Preemptions   int64
 	PrefillTokens int64
 	DecodeTokens  int64
+	// ReusedTokens are the prompt tokens of the requests the engine
+	// answered that it took from its prefix cache: the sum of the
+	// prefix_matched_length of their usages.
+	ReusedTokens int64
 }
 
 // Metrics returns a snapshot taken on the scheduler goroutine.
@@ -39,6 +43,7 @@ func (e *Engine) snapshot() Metrics {
 		Running: len(e.sched.running), Waiting: len(e.sched.waiting) + len(e.pendingPrep), Blocked: e.blocked, Prepared: len(e.prepared),
 		Pages:       e.sched.pool.Stats(),
 		Preemptions: e.sched.preemptions, PrefillTokens: e.stats.prefillTokens, DecodeTokens: e.stats.decodeTokens,
+		ReusedTokens: e.stats.reusedTokens,
 	}
 }
 
@@ -50,6 +55,7 @@ func (m Metrics) extra() map[string]json.RawMessage {
 	x["preemptions"] = jsonInt(int(m.Preemptions))
 	x["prefill_tokens"] = jsonInt(int(m.PrefillTokens))
 	x["decode_tokens"] = jsonInt(int(m.DecodeTokens))
+	x["prefix_reused_tokens"] = jsonInt(int(m.ReusedTokens))
 	return x
 }
 
@@ -110,6 +116,7 @@ type collector struct {
 	running, waiting, blocked, prepared, pages *prometheus.Desc
 	pagesAll                                   *prometheus.Desc
 	preemptions, prefillTokens, decodeTokens   *prometheus.Desc
+	reusedTokens                               *prometheus.Desc
 	grammars, grammarStates, grammarBytes      *prometheus.Desc
 	grammarCompile, grammarMasks, grammarMaskS *prometheus.Desc
 }
@@ -129,6 +136,7 @@ func newCollector(e *Engine) *collector {
 		preemptions:    d("preemptions_total", "Sequences preempted for lack of KV pages."),
 		prefillTokens:  d("prefill_tokens_total", "Prompt tokens computed."),
 		decodeTokens:   d("decode_tokens_total", "Tokens decoded."),
+		reusedTokens:   d("prefix_reused_tokens_total", "Prompt tokens of answered requests taken from the prefix cache."),
 		grammars:       d("grammar_cache_grammars", "Response formats compiled and cached."),
 		grammarStates:  d("grammar_cache_states", "Automaton states the cached grammars hold."),
 		grammarBytes:   d("grammar_cache_bytes", "Bytes of the grammar cache: token masks (part mask) and the vocabulary trie (part vocab).", "part"),
@@ -140,7 +148,7 @@ func newCollector(e *Engine) *collector {
 
 // Describe sends the descriptions of every metric.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.running, c.waiting, c.blocked, c.prepared, c.pages, c.pagesAll, c.preemptions, c.prefillTokens, c.decodeTokens,
+	for _, d := range []*prometheus.Desc{c.running, c.waiting, c.blocked, c.prepared, c.pages, c.pagesAll, c.preemptions, c.prefillTokens, c.decodeTokens, c.reusedTokens,
 		c.grammars, c.grammarStates, c.grammarBytes, c.grammarCompile, c.grammarMasks, c.grammarMaskS} {
 		ch <- d
 	}
@@ -170,6 +178,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.preemptions, m.Preemptions)
 	counter(c.prefillTokens, m.PrefillTokens)
 	counter(c.decodeTokens, m.DecodeTokens)
+	counter(c.reusedTokens, m.ReusedTokens)
 	g := c.e.grammars.stats()
 	gauge(c.grammars, g.Grammars)
 	gauge(c.grammarStates, g.States)
