@@ -58,7 +58,14 @@ func (f *Fleet) PollLoad(ctx context.Context, rec LoadRecorder) {
 // QueryLoad asks the engine at baseURL for its load and returns the
 // usage.extra of its answer (nil when it has none).
 func QueryLoad(ctx context.Context, client *http.Client, baseURL string) (map[string]json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, loadPollTimeout)
+	return QueryMetrics(ctx, client, baseURL, loadPollTimeout)
+}
+
+// QueryMetrics asks the engine at baseURL for its metrics
+// (query_engine_metrics) within timeout and returns the usage.extra of its
+// answer (nil when it has none).
+func QueryMetrics(ctx context.Context, client *http.Client, baseURL string, timeout time.Duration) (map[string]json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+protocol.PathCompletions, bytes.NewReader(loadQuery))
 	if err != nil {

@@ -76,3 +76,23 @@ func ParseEngineLoad(extra map[string]json.RawMessage) (l EngineLoad, ok bool) {
 	}
 	return l, ok
 }
+
+// ExtraPrefillTime is MLC's engine metric (EngineMetrics, in the
+// usage.extra of a query_engine_metrics answer) of the seconds its steps
+// spent prefilling, which grows after every prefill step, a chunk of a
+// long prompt included; the built-in engine reports it too. An engine
+// whose count grew between two queries was prefilling meanwhile.
+const ExtraPrefillTime = "engine_prefill_time_sum"
+
+// PrefillTimeOf reads ExtraPrefillTime of a query_engine_metrics answer;
+// ok is false when the engine does not report it.
+func PrefillTimeOf(extra map[string]json.RawMessage) (seconds float64, ok bool) {
+	raw, found := extra[ExtraPrefillTime]
+	if !found {
+		return 0, false
+	}
+	if err := json.Unmarshal(raw, &seconds); err != nil {
+		return 0, false
+	}
+	return seconds, true
+}

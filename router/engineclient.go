@@ -165,6 +165,7 @@ type call struct {
 	// it with probe (prefill.go); ended stops the watchdog's probes.
 	prefill prefillPlan
 	probe   *http.Client
+	work    prefillWork
 	ended   atomic.Bool
 }
 

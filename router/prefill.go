@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
@@ -19,8 +20,12 @@ import (
 // rate), bounded by max_prefill_time. Past the engine timeout the engine
 // is probed (GET /v1/models, which MLC's engines answer while they
 // compute): one that does not answer is frozen and the call given up as
-// before; one that does is working, and is not blamed when even the
-// allowance runs out (a prefill overrun, retried once).
+// before. When the allowance runs out on an engine that answers, its
+// metrics say whether it is still prefilling (MLC's
+// engine_prefill_time_sum grows at every prefill step, a long prompt's
+// chunks included): one that is goes on, however slow the host, until
+// max_prefill_time; one that is not, or says nothing, has its call given
+// up without blame (a prefill overrun, retried once).
 
 // Defaults of the prefill bounds.
 const (
@@ -38,6 +43,7 @@ const (
 // before the call's first byte or token, and what it probes meanwhile.
 type prefillPlan struct {
 	allow  time.Duration // beyond the engine timeout
+	limit  time.Duration // max_prefill_time: the longest wait on an engine that prefills
 	tokens int           // the prompt tokens the engine computes, for errors
 	// also are the engines besides the callee that the call waits on
 	// (a remote_send's decode engine, which receives the KV).
@@ -73,7 +79,8 @@ func (c *Config) planPrefill(ctx context.Context, u *Upstream, readsLatency bool
 	if scale, ok := ctx.Value(prefillScaleKey{}).(int); ok {
 		allow *= time.Duration(scale)
 	}
-	return context.WithValue(ctx, prefillKey{}, prefillPlan{allow: min(allow, c.maxPrefillTime()), tokens: tokens, also: also})
+	limit := c.maxPrefillTime()
+	return context.WithValue(ctx, prefillKey{}, prefillPlan{allow: min(allow, limit), limit: limit, tokens: tokens, also: also})
 }
 
 // uncached is how many of the first n prompt tokens the lease's engine
@@ -224,18 +231,70 @@ func (cl *call) watchPrefill() error {
 			return errEngineSilent
 		}
 	}
-	left := cl.quiet + cl.prefill.allow - waited
+	left := max(cl.quiet+cl.prefill.allow-waited, cl.work.left())
 	if left <= 0 {
 		// Queued behind the engine's other work, which moves: busy, as
 		// a stream's first token is (see bark), for as long.
 		busy := cl.quiet - time.Since(cl.t.lastToken())
-		if busy <= 0 || waited >= maxQueuedTimeouts*cl.quiet+cl.prefill.allow {
+		switch {
+		case busy > 0 && waited < maxQueuedTimeouts*cl.quiet+cl.prefill.allow:
+			left = busy
+		case waited < cl.quiet+cl.prefill.limit && cl.prefilling():
+			left = cl.quiet
+		default:
 			return errPrefillOverrun
 		}
-		left = busy
 	}
 	cl.dog.Reset(min(prefillProbeEvery(cl.quiet), left))
 	return nil
+}
+
+// prefillWork is what a call's watchdog saw of its engine's prefill
+// work past the call's allowance.
+type prefillWork struct {
+	mu    sync.Mutex
+	asked bool
+	last  float64   // engine_prefill_time_sum when last asked
+	until time.Time // the wait granted by the last answer
+}
+
+// left is the wait the last answer granted that is left.
+func (w *prefillWork) left() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return time.Until(w.until)
+}
+
+// grows records the engine's count now, and reports whether it grew
+// since the last time (the first time: that it is reported at all), when
+// the call may wait for another grant.
+func (w *prefillWork) grows(now float64, grant time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	grew := !w.asked || now > w.last
+	w.asked, w.last = true, now
+	if grew {
+		w.until = time.Now().Add(grant)
+	}
+	return grew
+}
+
+// prefilling reports whether the call's engine was prefilling since the
+// last time the call asked (its engine_prefill_time_sum grew), or, the
+// first time, that it reports the count at all: the engine gets one more
+// engine timeout to show that it works. An engine that does not report
+// it, or does not answer within the engine timeout (the query waits for
+// the engine's step to end), is not.
+func (cl *call) prefilling() bool {
+	extra, err := engine.QueryMetrics(cl.ctx, cl.probe, cl.t.baseURL(), cl.quiet)
+	if err != nil {
+		return false
+	}
+	now, ok := protocol.PrefillTimeOf(extra)
+	if !ok {
+		return false
+	}
+	return cl.work.grows(now, cl.quiet)
 }
 
 // probePrefill asks the engines the call waits on whether they answer.

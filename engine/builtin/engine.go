@@ -78,6 +78,7 @@ type counters struct {
 	prefillTokens int64
 	decodeTokens  int64
 	reusedTokens  int64
+	prefillTime   time.Duration // in prefill steps
 }
 
 // NewEngine loads the model of opts and sizes the KV cache. disagg says

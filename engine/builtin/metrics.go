@@ -3,6 +3,7 @@ package builtin
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -29,6 +30,9 @@ type Metrics struct {
 	// answered that it took from its prefix cache: the sum of the
 	// prefix_matched_length of their usages.
 	ReusedTokens int64
+	// PrefillTime is the time the engine's steps spent prefilling: MLC's
+	// engine_prefill_time_sum, which shows a long prefill progress.
+	PrefillTime time.Duration
 }
 
 // Metrics returns a snapshot taken on the scheduler goroutine.
@@ -43,7 +47,7 @@ func (e *Engine) snapshot() Metrics {
 		Running: len(e.sched.running), Waiting: len(e.sched.waiting) + len(e.pendingPrep), Blocked: e.blocked, Prepared: len(e.prepared),
 		Pages:       e.sched.pool.Stats(),
 		Preemptions: e.sched.preemptions, PrefillTokens: e.stats.prefillTokens, DecodeTokens: e.stats.decodeTokens,
-		ReusedTokens: e.stats.reusedTokens,
+		ReusedTokens: e.stats.reusedTokens, PrefillTime: e.stats.prefillTime,
 	}
 }
 
@@ -56,6 +60,7 @@ func (m Metrics) extra() map[string]json.RawMessage {
 	x["prefill_tokens"] = jsonInt(int(m.PrefillTokens))
 	x["decode_tokens"] = jsonInt(int(m.DecodeTokens))
 	x["prefix_reused_tokens"] = jsonInt(int(m.ReusedTokens))
+	x[protocol.ExtraPrefillTime], _ = json.Marshal(m.PrefillTime.Seconds())
 	return x
 }
 

@@ -44,6 +44,11 @@ func (e *Engine) slowDown(prefilled int) {
 // positions are computed in order, so its text is the same.
 func (e *Engine) prefill() {
 	pending, shares := e.sched.prefilling()
+	if len(pending) == 0 {
+		return
+	}
+	t0 := time.Now()
+	defer func() { e.stats.prefillTime += time.Since(t0) }()
 	for i, n := range shares {
 		s := pending[i]
 		if s.state != seqRunning || n == 0 && s.kvLen < s.target() {
