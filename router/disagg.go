@@ -108,8 +108,11 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *protocol.CompletionRequest, avoid map[string]bool) (end, cached int, local string, err error) {
 	n := len(q.Prompt)
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
+	// The response format stays: MLC's start_generation generates under
+	// the config of the request its prep_recv added (engine.cc
+	// HandleDisaggRequest), whose format its grammar is compiled from; the
+	// built-in engine reads start_generate's, which carries it too.
 	prep.Stream, prep.StreamOptions = false, nil
-	prep.ResponseFormat = nil // the prefill samples nothing: the format is start_generate's
 	end = protocol.ResolveIndex(prep.End, n)
 	if end <= 0 {
 		return 0, 0, "empty_window", nil
@@ -238,7 +241,7 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 		KVAddrInfo:        recv.KVAppendMetadata,
 		RecvRank:          int(dec.pe.Load()),
 	}.Completion()
-	send.ResponseFormat = nil // the prefill samples nothing: the format is start_generate's
+	send.ResponseFormat = nil // the prefill samples nothing; the decode engine's calls carry the format
 	for try := 1; ; try++ {
 		var ack protocol.CompletionResponse
 		t0 := time.Now()
