@@ -201,7 +201,7 @@ func TestResponseFormatEngine(t *testing.T) {
 	for _, c := range []struct{ name, rf, want string }{
 		{"text", `{"type":"text"}`, `null`},
 		{"json_object", `{"type":"json_object"}`, `{"type":"json_object"}`},
-		{"json_object schema", `{"type":"json_object","schema":"{ \"type\": \"string\" }"}`, `{"type":"json_object","schema":"{\"type\":\"string\"}"}`},
+		{"json_object schema", `{"type":"json_object","schema":"{ \"type\": \"string\" }"}`, `{"type":"json_object","schema":"{ \"type\": \"string\" }"}`},
 		{"json_schema", `{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":` + schema + `}}`, `{"type":"json_object","schema":` + strconv.Quote(schema) + `}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

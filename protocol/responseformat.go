@@ -44,8 +44,8 @@ type JSONSchemaFormat struct {
 }
 
 // Engine checks the format and returns it as an engine reads it: nil
-// for text, else type json_object with the schema, if any, as a compact
-// string. param names the format in errors ("response_format",
+// for text, else type json_object with the schema, if any, as a string:
+// json_object's own string as it is, json_schema's schema compacted. param names the format in errors ("response_format",
 // "text.format"); an unsupported schema keyword is a 400 whose param
 // ends with the keyword's path.
 func (f *ResponseFormat) Engine(param string) (*ResponseFormat, *Error) {
@@ -59,7 +59,15 @@ func (f *ResponseFormat) Engine(param string) (*ResponseFormat, *Error) {
 		if f.Schema == nil {
 			return &ResponseFormat{Type: FormatJSONObject}, nil
 		}
-		return engineSchema(param+".schema", []byte(*f.Schema))
+		rf, e := engineSchema(param+".schema", []byte(*f.Schema))
+		if e != nil {
+			return nil, e
+		}
+		// MLC's own form goes on as the client wrote it, as MLC's
+		// entrypoint hands it to its engine.
+		s := *f.Schema
+		rf.Schema = &s
+		return rf, nil
 	case FormatJSONSchema:
 		if f.JSONSchema == nil || len(f.JSONSchema.Schema) == 0 {
 			return nil, InvalidRequest(param+".json_schema.schema", "%s.json_schema.schema is required with type json_schema", param).WithCode(CodeInvalidValue)
