@@ -62,6 +62,7 @@ type Server struct {
 	mlc, backend *proc
 	record       string
 	events       string
+	generations  string
 }
 
 // Start starts opts.Servers MLC servers and their backends, waits until
@@ -98,10 +99,11 @@ func (st *Stack) Start(tb testing.TB, opts Options) []*Server {
 	var peers []protocol.Peer
 	for i := range servers {
 		servers[i] = &Server{
-			Addr:    fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
-			Backend: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
-			record:  filepath.Join(dir, fmt.Sprintf("exchanges-%d.jsonl", i)),
-			events:  filepath.Join(dir, fmt.Sprintf("events-%d.jsonl", i)),
+			Addr:        fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
+			Backend:     fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			record:      filepath.Join(dir, fmt.Sprintf("exchanges-%d.jsonl", i)),
+			events:      filepath.Join(dir, fmt.Sprintf("events-%d.jsonl", i)),
+			generations: filepath.Join(dir, fmt.Sprintf("generations-%d.jsonl", i)),
 		}
 		servers[i].URL = "http://" + servers[i].Addr
 		peers = append(peers, protocol.Peer{PEStart: i, NPEs: 1, Addr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])})
@@ -121,7 +123,8 @@ func (st *Stack) Start(tb testing.TB, opts Options) []*Server {
 			"--overrides", overrides+";prep_recv_timeout_ms=3600000")
 		s.mlc = startProc(tb, fmt.Sprintf("MLC server %d", i), filepath.Join(dir, fmt.Sprintf("mlc-%d.log", i)),
 			st.Env([]string{"CADDY_MLC_STANDIN_BACKEND=" + s.Backend, "CADDY_MLC_STANDIN_RECORD=" + s.record,
-				"CADDY_MLC_STANDIN_EVENTS=" + s.events, "MLC_LLM_HOME=" + filepath.Join(dir, "mlc-home"),
+				"CADDY_MLC_STANDIN_EVENTS=" + s.events, "CADDY_MLC_STANDIN_GENERATIONS=" + s.generations,
+				"MLC_LLM_HOME=" + filepath.Join(dir, "mlc-home"),
 				"CADDY_MLC_STANDIN_PREEMPT_REMOTE_SEND=" + strconv.Itoa(opts.PreemptRemoteSends)}),
 			st.Python, "-m", "mlcstandin.serve", modelDir, "--model-lib", lib, "--device", "cpu", "--mode", "server",
 			"--enable-debug", "--host", "127.0.0.1", "--port", strconv.Itoa(ports[2*i]), "--overrides", overrides)
@@ -184,6 +187,24 @@ type Event struct {
 
 // Events returns the events so far.
 func (s *Server) Events() ([]Event, error) { return readLines[Event](s.events) }
+
+// Generation is a generation the server's engine started, as the stand-in
+// recorded it: the request's id (MLC's entrypoints take the request's
+// user), the disagg kind of the call that started it ("" for a plain
+// completion or chat, "start_generation") and the response_format it
+// generates under, as MLC's Python passed it to the engine
+// (GenerationConfig.model_dump_json(by_alias=True)): null, or
+// {"type": ..., "schema": <string or null>}. A start_generation generates
+// under its prepare_receive's config, as in MLC (engine.cc
+// HandleDisaggRequest): its own response_format is not read.
+type Generation struct {
+	ID             string          `json:"id"`
+	Kind           string          `json:"kind"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+}
+
+// Generations returns the generations so far, in order of their start.
+func (s *Server) Generations() ([]Generation, error) { return readLines[Generation](s.generations) }
 
 // readLines reads a file of JSON lines; a missing file has none.
 func readLines[T any](path string) ([]T, error) {

@@ -30,10 +30,18 @@ backend's distribution (MLC's at temperature 0 is one-hot), and the stop
 token's own logprobs entry is missing; the backend ends a generation with
 "stop" at EOS and at its template's stop string "\nuser:" (the model's
 conv_template stop_str, which MLC applies too), both taken as EOS here;
-response_format, images and speculative decoding are not served. A failed
-check of MLC's C++ (TVM_FFI_ICHECK) kills the stand-in's process, where it
-kills MLC's engine thread and leaves the server up but hanging every
-request.
+images and speculative decoding are not served.
+
+A generation's response_format is the one of the request that generates
+in MLC (engine.cc AddRequest compiles its grammar; a start_generation
+goes on under its prepare_receive's config, whatever its own says). It
+goes to the backend, which honours a json_object format with its JSON
+grammar as MLC's xgrammar does, and is recorded as MLC's Python handed it
+(see generation_record()).
+
+A failed check of MLC's C++ (TVM_FFI_ICHECK) kills the stand-in's
+process, where it kills MLC's engine thread and leaves the server up but
+hanging every request.
 """
 
 import http.client
@@ -53,6 +61,7 @@ from .tokenizer import StopStrHandler, Tokenizer
 BACKEND_ENV = "CADDY_MLC_STANDIN_BACKEND"
 EVENTS_ENV = "CADDY_MLC_STANDIN_EVENTS"
 PREEMPT_ENV = "CADDY_MLC_STANDIN_PREEMPT_REMOTE_SEND"
+GENERATIONS_ENV = "CADDY_MLC_STANDIN_GENERATIONS"
 
 _DUMMY_USAGE = '{ "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0 }'
 
@@ -77,6 +86,22 @@ def event(kind, message, harmful=False):
     if path:
         with _events_lock, open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"kind": kind, "harmful": harmful, "message": message}) + "\n")
+
+
+_generations_lock = threading.Lock()
+
+
+def generation_record(request_id, kind, cfg):
+    """Appends a line to the file $CADDY_MLC_STANDIN_GENERATIONS names for
+    each generation that starts: the request id, the disagg kind of the
+    request that started it (None for a plain one) and the response_format
+    it generates under, as MLC's Python serialised it for create_request
+    (GenerationConfig.model_dump_json(by_alias=True), parsed)."""
+    path = os.environ.get(GENERATIONS_ENV)
+    if path:
+        line = json.dumps({"id": request_id, "kind": kind, "response_format": cfg.raw.get("response_format")})
+        with _generations_lock, open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
 
 
 def icheck(cond, message):
@@ -430,6 +455,7 @@ class Engine:
             else:
                 target = Generation(self, state, request, request.prompt).run
                 state.status = "running"
+                generation_record(request.id, None, cfg)
             call = _Call(self.backend)
             state.calls.append(call)
         self._spawn(target, state, call)
@@ -566,6 +592,7 @@ class Engine:
         icheck(0 <= begin < n, f"0 <= kv_window_begin {begin} < {n}")
         prepared.cfg.disagg_kind = None
         state.status = "running"
+        generation_record(request.id, "start_generation", prepared.cfg)
         # With one token left to prefill and n == 1, MLC commits the last
         # prompt token as if generated (not streamed back) and raises
         # max_tokens by one: the context limit then comes one token early.
@@ -678,6 +705,12 @@ class Generation:
             body["logprobs"] = cfg.top_logprobs
         if cfg.ignore_eos:
             body["debug_config"] = {"ignore_eos": True}
+        rf = cfg.response_format
+        if rf and rf.get("type") == "json_object":
+            # GetGrammarFromResponseFormat: JSON, or the schema's grammar.
+            body["response_format"] = {"type": "json_object"}
+            if rf.get("schema") is not None:
+                body["response_format"]["schema"] = rf["schema"]
         return body
 
     def _serve(self, index, call):
