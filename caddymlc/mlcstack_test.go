@@ -35,7 +35,9 @@ import (
 // entrypoints (no 4xx or 5xx in their exchanges, but the 404 of caddy-mlc's
 // release extension, which MLC has not, and answers to clients that had
 // gone); every answer's text is the text one MLC server gives for the same
-// request, asked directly (greedy), logprobs included; the backends hold
+// request, asked directly (greedy), logprobs included; a chat's response
+// format reaches MLC's engine as MLC's own entrypoint gives it
+// (responseFormats); the backends hold
 // no request nor reservation once the clients are done; no remote_send
 // wrote KV into pages the decode engine no longer reserved; no server
 // died (a failed check of MLC's C++ kills it). MLC's entrypoints set
@@ -48,10 +50,11 @@ func TestMLCServingLayer(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			// Servers of their own: what one mode leaves behind is its own.
 			servers := st.Start(t, mlcstack.Options{Servers: 3, MaxTotalSeqLength: mlcKV, Disaggregation: true, PreemptRemoteSends: 5})
-			m := &mlcRun{servers: servers, client: &http.Client{Timeout: 3 * time.Minute}}
+			m := &mlcRun{servers: servers, client: &http.Client{Timeout: 3 * time.Minute}, mode: mode}
 			marks, events := m.marks(t)
 			m.startRouter(t, mode)
 			t.Run("requests", m.requests)
+			t.Run("response_format", m.responseFormats)
 			// The storm before the disconnects: a reservation they leave
 			// would shrink the KV the storm has.
 			t.Run("preemption_storm", m.storm)
@@ -76,6 +79,7 @@ type mlcRun struct {
 	servers []*mlcstack.Server
 	client  *http.Client
 	router  string // the router's base URL
+	mode    string
 }
 
 // startRouter loads a Caddy config whose router drives the MLC servers in
@@ -614,7 +618,8 @@ func (m *mlcRun) checkEvents(t *testing.T, marks []int) {
 
 // checkAccepted checks the MLC servers' exchanges since marks: MLC's
 // entrypoints accepted every request, but the release extension it has not
-// (404) and requests whose client had gone.
+// (404), requests whose client had gone and the test's own probes of what
+// MLC refuses (mlcRefusalProbe).
 func (m *mlcRun) checkAccepted(t *testing.T, marks []int) {
 	t.Helper()
 	counts := map[string]int{}
@@ -629,6 +634,7 @@ func (m *mlcRun) checkAccepted(t *testing.T, marks []int) {
 			case e.Status < 400:
 			case e.Status == http.StatusNotFound && e.Path == protocol.PathRelease:
 			case e.Disconnected:
+			case e.Status == http.StatusUnprocessableEntity && strings.Contains(e.Request, mlcRefusalProbe):
 			default:
 				t.Errorf("MLC server %d refused %s %s: %d %s\n  request: %s\n  answer: %s", i, e.Method, e.Path, e.Status, e.Exception, e.Request, e.Response)
 			}
