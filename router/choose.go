@@ -23,6 +23,7 @@ type lease struct {
 	// cancel is the attempt's context on the engine, which a drain's end
 	// cancels (see bind); nil when it is not bound.
 	cancel context.CancelCauseFunc
+	tier   Tier // the tier it was chosen in
 	routeState
 }
 
@@ -118,7 +119,7 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 			notePrefixMove(r.metrics, role, o.req, tiers[:], best)
 		}
 		best.breaker.admit(best.pid)
-		l := &lease{proc: proc(best)}
+		l := &lease{proc: proc(best), tier: Tier(tier)}
 		l.unhold, l.started = best.hold()
 		if len(r.observers) > 0 {
 			l.hooks = r.observers

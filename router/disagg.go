@@ -63,7 +63,7 @@ func (d *disagg) roles(eps []engine.Endpoint) map[string][]int {
 func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool) (a *attempt, err error) {
 	req := microservingRequest(whole)
 	q := d.r.newRequest(ctx, req)
-	dec, err := d.r.acquire(ctx, engine.RoleDecode, pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))})
+	dec, short, err := d.decodeEngine(ctx, pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))}, whole)
 	if err != nil {
 		return nil, err
 	}
@@ -74,9 +74,12 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 	}()
 	dec.routed() // every way on calls it: prep_recv, or a completion
 	ctx = dec.bind(ctx)
-	end, cached, local, err := d.prepare(ctx, dec, q, req, avoid)
-	if err != nil {
-		return nil, err
+	var end, cached int
+	local := short
+	if local == "" {
+		if end, cached, local, err = d.prepare(ctx, dec, q, req, avoid); err != nil {
+			return nil, err
+		}
 	}
 	if local != "" {
 		d.r.metrics.localPrefills.WithLabelValues(local).Inc()

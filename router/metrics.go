@@ -42,6 +42,8 @@ type routerMetrics struct {
 	// localPrefills counts disaggregated requests the decode engine
 	// prefilled itself, by reason.
 	localPrefills *prometheus.CounterVec
+	// capacityWaits counts attempts that found no engine with room.
+	capacityWaits prometheus.Counter
 	// dropped counts clients the router let go, by reason.
 	dropped *prometheus.CounterVec
 	// The gate: how long requests waited for the engines' capacity, how
@@ -94,7 +96,8 @@ func sharedMetrics() *routerMetrics {
 			queued:         newGauge("queued_requests", "Requests waiting for an engine (none ready: engines starting or restarting, a reload)."),
 			queueWait:      newHistogram("queue_wait_seconds", "Time requests waited for an engine.", prometheus.ExponentialBuckets(0.001, 4, 10)),
 			releases:       newCounterVec("reservations_released_total", "prep_recv reservations given back before use, by how (release, start_generate, failed).", "how"),
-			localPrefills:  newCounterVec("local_prefills_total", "Disaggregated requests the decode engine prefilled itself, by reason (prefill_busy, no_prefill_engine, remote_send_failed, unknown_pe, empty_window).", "reason"),
+			localPrefills:  newCounterVec("local_prefills_total", "Disaggregated requests one engine served whole, by reason: the decode engine prefilled them itself (prefill_busy, no_prefill_engine, remote_send_failed, unknown_pe, empty_window), or a prefill engine served them for want of decode room (decode_short).", "reason"),
+			capacityWaits:  newCounter("capacity_waits_total", "Disaggregated attempts that found no engine with room for them (no decode engine ready or with KV room, nor a prefill engine with room to serve them whole): they wait, in the router's queue for queue_timeout or on a full engine."),
 			dropped:        newCounterVec("clients_dropped_total", "Clients the router let go, by reason (slow_body: the body did not arrive within body_timeout; stalled: the client accepted no byte for client_timeout; no_descriptors: no file descriptor left to reach an engine; not_accepted: none left to accept the client, answered 503 by mlc_descriptor_reserve).", "reason"),
 			admissionWait:  newHistogramVec("admission_wait_seconds", "Time requests waited in the router's fair queue for the engines' capacity, by model and tenant (the top tenants by traffic; the rest as other).", prometheus.ExponentialBuckets(0.0005, 4, 10), "model", "tenant"),
 			waiting:        newGaugeVec("admission_waiting_requests", "Requests waiting in the router's fair queue for the engines' capacity, by model.", "model"),
@@ -122,7 +125,7 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.toolCalls, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
-		m.queued, m.queueWait, m.releases, m.localPrefills, m.engineRequests, m.dropped,
+		m.queued, m.queueWait, m.releases, m.localPrefills, m.capacityWaits, m.engineRequests, m.dropped,
 		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.prefixPrompt, m.prefixHit, m.slo, m.sloRefused}, append(m.latency.collectors(), m.cache.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
