@@ -36,6 +36,8 @@ const DefaultMaxPrefillQueue = 2
 // reservation back (see releaseReservation). Without a usable prefill
 // engine (none ready, or its remote_send failed) the decode engine serves
 // the whole request: slower for its other streams, but never a stall.
+// Without a decode engine with room, a prefill engine with room serves
+// it whole (decodeshort.go).
 type disagg struct {
 	r               *Router
 	balance         float64
@@ -63,6 +65,7 @@ func (d *disagg) roles(eps []engine.Endpoint) map[string][]int {
 func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, avoid map[string]bool) (a *attempt, err error) {
 	req := microservingRequest(whole)
 	q := d.r.newRequest(ctx, req)
+	// dec generates: a decode engine, or a prefill engine when short.
 	dec, short, err := d.decodeEngine(ctx, pickOptions{avoid: avoid, req: q, needPages: pagesFor(len(q.Prompt))}, whole)
 	if err != nil {
 		return nil, err

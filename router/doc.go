@@ -38,7 +38,9 @@
 //   - strategy.go, disagg.go: an attempt per mode: whole (one engine's
 //     /v1/completions) or disagg (prep_recv, remote_send, start_generate),
 //     each returning an attempt; release.go gives reservations back;
-//     roles.go: the endpoints that prefill and those that decode.
+//     roles.go: the endpoints that prefill and those that decode;
+//     decodeshort.go: a prefill engine generates what no decode engine
+//     has room for.
 //   - choose.go: choosing an engine (pick: tiers, then the policy) or
 //     waiting for one (acquire).
 //   - attempt.go: an attempt's stream and its Close; engineclient.go: the
