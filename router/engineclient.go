@@ -159,8 +159,9 @@ type call struct {
 	chatty atomic.Bool
 	resp   *http.Response
 	began  time.Time
-	wait   *engineWait // the choice's clock of time spent waiting on engines
-	span   trace.Span  // the call's, when the request is traced
+	beat   atomic.Int64 // the last progress, after began (see progress)
+	wait   *engineWait  // the choice's clock of time spent waiting on engines
+	span   trace.Span   // the call's, when the request is traced
 	// prefill is what the watchdog allows the engine's prefill, probing
 	// it with probe (prefill.go); ended stops the watchdog's probes.
 	prefill prefillPlan
@@ -236,12 +237,19 @@ func (c *engineClient) start(ctx context.Context, t callee, path string, body an
 	return nil, ee
 }
 
-// progress tells the watchdog the engine is alive.
-func (cl *call) progress() { cl.dog.Reset(cl.nextBark()) }
+// progress tells the watchdog the engine is alive: it notes the time,
+// which bark reads (a stream's tokens cost a clock read, not a timer's
+// reset each).
+func (cl *call) progress() { cl.beat.Store(int64(time.Since(cl.began))) }
 
-// bark is the watchdog's: the engine was silent for the timeout.
+// bark is the watchdog's: the engine was silent for the timeout, unless
+// progress came since the timer was set.
 func (cl *call) bark() {
 	if cl.ended.Load() {
+		return
+	}
+	if due := time.Duration(cl.beat.Load()) + cl.nextBark() - time.Since(cl.began); due > 0 {
+		cl.dog.Reset(due)
 		return
 	}
 	switch {

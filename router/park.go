@@ -34,38 +34,64 @@ func (errParked) Error() string { return "the client stopped reading: the attemp
 func (errParked) Unwrap() error { return context.Canceled }
 
 // parkingSink is the sink of one attempt: a write that waits parkAfter
-// cancels the attempt's engine call (with errParked as its cause).
+// cancels the attempt's engine call (with errParked as its cause). A write
+// notes when it began, which a timer looks at every parkAfter: a stream's
+// chunks cost two clock reads, not a timer's reset each.
 type parkingSink struct {
 	sink
+	began  time.Time
+	cancel context.CancelCauseFunc
 	timer  *time.Timer
-	parked atomic.Bool
+	// writing is when the write under way began, after began, plus one
+	// nanosecond; 0: none is.
+	writing atomic.Int64
+	parked  atomic.Bool
+	stopped atomic.Bool
 }
 
 // newParkingSink returns the sink that parks the attempt cancel cancels.
 func newParkingSink(out sink, cancel context.CancelCauseFunc) *parkingSink {
-	p := &parkingSink{sink: out}
-	p.timer = time.AfterFunc(parkAfter, func() {
-		p.parked.Store(true)
-		cancel(errParked{})
-	})
-	p.timer.Stop()
+	p := &parkingSink{sink: out, began: time.Now(), cancel: cancel}
+	p.timer = time.AfterFunc(parkAfter, p.check)
 	return p
 }
 
+// check parks the attempt if a write has waited parkAfter; else it looks
+// again when one could have.
+func (p *parkingSink) check() {
+	if p.stopped.Load() {
+		return
+	}
+	w := p.writing.Load()
+	if w == 0 {
+		p.timer.Reset(parkAfter)
+		return
+	}
+	if waited := time.Since(p.began) - time.Duration(w-1); waited < parkAfter {
+		p.timer.Reset(parkAfter - waited)
+		return
+	}
+	p.parked.Store(true)
+	p.cancel(errParked{})
+}
+
 func (p *parkingSink) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
-	p.timer.Reset(parkAfter)
-	defer p.timer.Stop()
+	p.writing.Store(int64(time.Since(p.began)) + 1)
+	defer p.writing.Store(0)
 	return p.sink.delta(index, text, logprobs)
 }
 
 func (p *parkingSink) flush() {
-	p.timer.Reset(parkAfter)
-	defer p.timer.Stop()
+	p.writing.Store(int64(time.Since(p.began)) + 1)
+	defer p.writing.Store(0)
 	p.sink.flush()
 }
 
 // stop ends the sink's watch: the attempt is over.
-func (p *parkingSink) stop() { p.timer.Stop() }
+func (p *parkingSink) stop() {
+	p.stopped.Store(true)
+	p.timer.Stop()
+}
 
 // canPark reports whether the choice may park its attempts: a stream
 // (a whole answer writes nothing until the end) whose text can be
