@@ -71,9 +71,11 @@ func (p *preemptingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // A disaggregated request that an engine preempted and the router resumed
 // shows its whole story in one trace: under the request's span, the
 // admission and one span per attempt (the second saying it resumes a
-// preemption), and under each attempt its microserving calls by name, the
-// start_generate span with its first token, tokens and finish reason; the
-// engines get the traceparent of the call's span. The text is exact.
+// preemption), and under each attempt its calls by name (microserving's
+// for the first, the prefill engine's whole completion for the resumed
+// one), the generating call's span with its first token, tokens and
+// finish reason; the engines get the traceparent of the call's span. The
+// text is exact.
 func TestTraceOfAPreemptedRequest(t *testing.T) {
 	s := startCore(t, 2, Config{Mode: ModeDisagg}, nil)
 	body := greedy("the lighthouse keeper counted the ships", 24)
@@ -155,23 +157,31 @@ func TestTraceOfAPreemptedRequest(t *testing.T) {
 		attr(second, "mlc.attempt").AsInt64() != 2 || attr(second, "mlc.outcome").AsString() != "finished" {
 		t.Fatalf("attempts: %v / %v", first.Attributes(), second.Attributes())
 	}
+	// The first attempt is disaggregated; the decode engine preempted
+	// it, and with no other decode engine the resumed attempt is served
+	// whole by the prefill engine, which has room (decode_short).
+	pre := s.fleet.upstreams[s.r.roles["prefill"][0]]
 	for i, attempt := range []sdktrace.ReadOnlySpan{first, second} {
 		calls := children(attempt)
 		got := names(calls)
-		if len(got) < 2 || got[0] != "prep_recv" || got[len(got)-1] != "start_generate" {
-			t.Fatalf("attempt %d's calls: %q", i+1, got)
-		}
-		if i == 0 && !slices.Contains(got, "remote_send") {
-			t.Fatalf("the first attempt made no remote_send: %q", got)
+		switch i {
+		case 0:
+			if len(got) < 2 || got[0] != "prep_recv" || got[len(got)-1] != "start_generate" || !slices.Contains(got, "remote_send") {
+				t.Fatalf("the first attempt's calls: %q", got)
+			}
+		case 1:
+			if !slices.Equal(got, []string{"v1/completions"}) {
+				t.Fatalf("the resumed attempt's calls: %q", got)
+			}
 		}
 		gen := calls[len(calls)-1]
 		wantFinish := []string{protocol.FinishPreempt, protocol.FinishLength}[i]
 		if attr(gen, "mlc.finish_reason").AsString() != wantFinish || attr(gen, "mlc.tokens").AsInt64() == 0 ||
 			!slices.ContainsFunc(gen.Events(), func(e sdktrace.Event) bool { return e.Name == "first token" }) {
-			t.Fatalf("attempt %d's start_generate: %v %v", i+1, gen.Attributes(), gen.Events())
+			t.Fatalf("attempt %d's generating call: %v %v", i+1, gen.Attributes(), gen.Events())
 		}
-		if attr(gen, "mlc.engine").AsString() != dec.addr {
-			t.Fatalf("start_generate on %v", attr(gen, "mlc.engine"))
+		if want := []string{dec.addr, pre.addr}[i]; attr(gen, "mlc.engine").AsString() != want {
+			t.Fatalf("attempt %d generated on %v, want %s", i+1, attr(gen, "mlc.engine"), want)
 		}
 	}
 	// The engine got each call's own span as its parent.
