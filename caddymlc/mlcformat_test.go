@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcstack"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
@@ -212,26 +211,5 @@ func (m *mlcRun) postChat(t *testing.T, base string, body map[string]any) (int, 
 // validateJSON checks that text is JSON, of schema unless it is "".
 func validateJSON(t *testing.T, what, text, schema string) {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
-	if err != nil {
-		t.Fatalf("%s %q is not JSON: %v", what, text, err)
-	}
-	if schema == "" {
-		return
-	}
-	sd, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("s.json", sd); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("s.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Validate(doc); err != nil {
-		t.Fatalf("%s %q does not validate: %v", what, text, err)
-	}
+	schematest.Check(t, what, text, schema)
 }

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -20,22 +18,7 @@ const structuredPerson = `{"type":"object","properties":{"name":{"type":"string"
 
 func validatePerson(t *testing.T, text string) {
 	t.Helper()
-	sd, _ := jsonschema.UnmarshalJSON(strings.NewReader(structuredPerson))
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("p.json", sd); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("p.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
-	if err != nil {
-		t.Fatalf("%q is not JSON: %v", text, err)
-	}
-	if err := s.Validate(doc); err != nil {
-		t.Fatalf("%q does not validate: %v", text, err)
-	}
+	schematest.Check(t, "the answer", text, structuredPerson)
 }
 
 // TestStructuredOutputModes: a chat with a json_schema response format

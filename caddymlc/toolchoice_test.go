@@ -2,12 +2,10 @@ package caddymlc
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 )
 
 // bookTable is the strict schema of the required-call tests' tool.
@@ -68,15 +66,7 @@ func TestSDKRequiredToolCalls(t *testing.T) {
 	}
 	var got map[string]outcome
 	mustUnmarshal(t, npmref.NodeScript(t, sdkRequiredCalls, "BASE="+s.base, "SCHEMA="+bookTable), &got)
-	sd, _ := jsonschema.UnmarshalJSON(strings.NewReader(bookTable))
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("b.json", sd); err != nil {
-		t.Fatal(err)
-	}
-	schema, err := c.Compile("b.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := schematest.Compile(t, bookTable)
 	for what, want := range map[string]struct{ stop, name string }{
 		"chatRequired": {"tool_calls", ""}, "chatNamed": {"tool_calls", "book_table"}, "chatNamedStream": {"tool_calls", "book_table"},
 		"messagesAny": {"tool_use", "book_table"}, "messagesToolStream": {"tool_use", "book_table"},
@@ -90,13 +80,7 @@ func TestSDKRequiredToolCalls(t *testing.T) {
 		call := o.Calls[0]
 		switch call.Name {
 		case "book_table":
-			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(call.Args)))
-			if err != nil {
-				t.Fatalf("%s: %s: %v", what, call.Args, err)
-			}
-			if err := schema.Validate(doc); err != nil {
-				t.Errorf("%s: arguments %s do not validate: %v", what, call.Args, err)
-			}
+			schematest.Validate(t, schema, what+": the arguments", string(call.Args))
 		case "ping":
 			if string(call.Args) != "{}" {
 				t.Errorf("%s: ping's arguments %s", what, call.Args)

@@ -8,37 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 )
-
-// validator compiles schema with a real JSON-schema validator.
-func validator(t *testing.T, schema string) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatalf("schema %s: %v", schema, err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("schema.json")
-	if err != nil {
-		t.Fatalf("schema %s: %v", schema, err)
-	}
-	return s
-}
-
-func validate(t *testing.T, v *jsonschema.Schema, text string) {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
-	if err != nil {
-		t.Fatalf("%q is not JSON: %v", text, err)
-	}
-	if err := v.Validate(doc); err != nil {
-		t.Fatalf("%q does not validate: %v", text, err)
-	}
-}
 
 // walkText generates a text of the automaton at random: each byte drawn
 // from those it admits (ASCII, to read the failures), preferring to close
@@ -104,11 +75,11 @@ func TestGrammarSchemaWalksValidate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := validator(t, src)
+			v := schematest.Compile(t, src)
 			a := NewAutomaton(g, nil)
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			for range 50 {
-				validate(t, v, walkText(t, a, rng))
+				schematest.Validate(t, v, "text", walkText(t, a, rng))
 			}
 		})
 	}
@@ -287,10 +258,10 @@ func TestGrammarRandomSchemas(t *testing.T) {
 		if err != nil {
 			t.Fatalf("schema %d %s: %v", i, src, err)
 		}
-		v := validator(t, string(src))
+		v := schematest.Compile(t, string(src))
 		a := NewAutomaton(g, nil)
 		for range 5 {
-			validate(t, v, walkText(t, a, rng))
+			schematest.Validate(t, v, "text", walkText(t, a, rng))
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 )
 
 // toolFormatRequest is a chat request with two tools whose schemas both
@@ -31,23 +31,7 @@ func toolFormatRequest(t *testing.T, choice string) *ChatCompletionRequest {
 // validator.
 func validates(t *testing.T, schema, doc string) bool {
 	t.Helper()
-	sd, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatalf("schema %s: %v", schema, err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("s.json", sd); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("s.json")
-	if err != nil {
-		t.Fatalf("schema %s: %v", schema, err)
-	}
-	d, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.Validate(d) == nil
+	return schematest.Valid(schematest.Compile(t, schema), doc)
 }
 
 // TestToolCallFormat: the schema of a required call admits exactly the

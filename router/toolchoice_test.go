@@ -3,6 +3,7 @@ package router
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,10 +13,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mlcschema"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -86,25 +86,7 @@ func checkCall(t *testing.T, api, what string, a answer, want string) {
 			t.Fatalf("%s: arguments %s of a function without parameters", what, args)
 		}
 	}
-	sd, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("s.json", sd); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("s.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(args))
-	if err != nil {
-		t.Fatalf("%s: arguments %q are not JSON: %v", what, args, err)
-	}
-	if err := s.Validate(doc); err != nil {
-		t.Fatalf("%s: arguments %s do not validate against %s's schema: %v", what, args, name, err)
-	}
+	schematest.Validate(t, schematest.Compile(t, schema), fmt.Sprintf("%s: the arguments of %s", what, name), args)
 }
 
 // chatWholeAnswer reads a whole chat answer.

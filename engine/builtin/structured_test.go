@@ -3,15 +3,13 @@ package builtin
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -28,30 +26,9 @@ var structuredSchemas = []string{
 // a real validator.
 func checkValid(t testing.TB, schema, text string) {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
-	if err != nil {
-		t.Fatalf("answer %q is not JSON: %v", text, err)
-	}
-	if schema == "" {
-		if _, ok := doc.(map[string]any); !ok {
-			t.Fatalf("answer %q is not a JSON object", text)
-		}
-		return
-	}
-	sd, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("s.json", sd); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("s.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Validate(doc); err != nil {
-		t.Fatalf("answer %q does not validate against %s: %v", text, schema, err)
+	doc := schematest.Check(t, "answer", text, schema)
+	if _, ok := doc.(map[string]any); schema == "" && !ok {
+		t.Fatalf("answer %q is not a JSON object", text)
 	}
 }
 
