@@ -50,6 +50,9 @@ type ChatCompletionRequest struct {
 	// (the Messages API's "tools[2].input_schema"), for errors; absent,
 	// chat's "tools[i].function.parameters".
 	ToolSchemaParams []string `json:"-"`
+	// AllowedTools are the functions an allowed_tools tool_choice lets
+	// the model call (see allowedtools.go), set by Validate; nil: any.
+	AllowedTools []string `json:"-"`
 
 	// Extra holds the fields this type does not model.
 	Extra Extra `json:"-"`
@@ -99,9 +102,11 @@ func (r *ChatCompletionRequest) Validate() *Error {
 	if e := validateStreamOptions(r.Stream, r.StreamOptions); e != nil {
 		return e
 	}
-	if e := validateTools(r.Tools, r.ToolChoice); e != nil {
+	allowed, e := validateTools(r.Tools, r.ToolChoice)
+	if e != nil {
 		return e
 	}
+	r.AllowedTools = allowed
 	rf, e := r.ResponseFormat.Engine("response_format")
 	if e != nil {
 		return e

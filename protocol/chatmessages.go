@@ -145,59 +145,66 @@ func validateContentParts(at string, raw json.RawMessage) *Error {
 // OpenAI's own latitude where clients use it (a function's strict flag,
 // parameters optional), and that tool_choice is one of OpenAI's choices
 // ("required" included: the router reads calls out of the answer itself),
-// naming a given tool.
-func validateTools(tools []json.RawMessage, choice json.RawMessage) *Error {
+// naming a given tool, or allowing some (allowed_tools: their names are
+// returned, nil for any other choice).
+func validateTools(tools []json.RawMessage, choice json.RawMessage) ([]string, *Error) {
 	var names []string
 	for i, raw := range tools {
 		name, e := validateTool(fmt.Sprintf("tools[%d]", i), raw)
 		if e != nil {
-			return e
+			return nil, e
 		}
 		names = append(names, name)
 	}
-	const allowed = `"none", "auto", "required" or {"type": "function", "function": {"name": ...}}`
+	const allowed = `"none", "auto", "required", {"type": "function", "function": {"name": ...}} or {"type": "allowed_tools", "allowed_tools": {...}}`
 	switch jsonKind(choice) {
 	case kindAbsent, kindNull:
-		return nil
+		return nil, nil
 	case kindString:
 		var s string
 		_ = json.Unmarshal(choice, &s)
 		switch s {
 		case ToolChoiceNone, ToolChoiceAuto, ToolChoiceRequired:
-			return nil
+			return nil, nil
 		}
-		return InvalidRequest("tool_choice", "tool_choice must be %s, got %q", allowed, s).WithCode(CodeInvalidValue)
+		return nil, InvalidRequest("tool_choice", "tool_choice must be %s, got %q", allowed, s).WithCode(CodeInvalidValue)
 	case kindObject:
 	default:
-		return InvalidRequest("tool_choice", "tool_choice must be %s, got %s", allowed, jsonKind(choice)).WithCode(CodeInvalidType)
+		return nil, InvalidRequest("tool_choice", "tool_choice must be %s, got %s", allowed, jsonKind(choice)).WithCode(CodeInvalidType)
 	}
 	var c struct {
 		Type     json.RawMessage            `json:"type"`
 		Function map[string]json.RawMessage `json:"function"`
 	}
 	if err := checkKeyCase(choice, reflect.TypeOf(c)); err != nil {
-		return InvalidRequest("tool_choice", "tool_choice: %v", err).WithCode(CodeInvalidValue)
+		return nil, InvalidRequest("tool_choice", "tool_choice: %v", err).WithCode(CodeInvalidValue)
 	}
 	if err := json.Unmarshal(choice, &c); err != nil {
-		return InvalidRequest("tool_choice.function", "tool_choice.function must be an object with a name").WithCode(CodeInvalidType)
+		return nil, InvalidRequest("tool_choice.function", "tool_choice.function must be an object with a name").WithCode(CodeInvalidType)
 	}
-	if e := functionType("tool_choice.type", c.Type); e != nil {
-		return e
+	typ, e := stringMember("tool_choice.type", c.Type, true)
+	switch {
+	case e != nil:
+		return nil, e
+	case typ == toolChoiceAllowedTools:
+		return validateAllowedTools(choice, names)
+	case typ != "function":
+		return nil, InvalidRequest("tool_choice.type", `tool_choice.type must be "function" or "allowed_tools", got %q`, typ).WithCode(CodeInvalidValue)
 	}
 	if c.Function == nil {
-		return InvalidRequest("tool_choice.function", "tool_choice.function is required: an object with a name").WithCode(CodeMissingParameter)
+		return nil, InvalidRequest("tool_choice.function", "tool_choice.function is required: an object with a name").WithCode(CodeMissingParameter)
 	}
 	name, e := stringMember("tool_choice.function.name", c.Function["name"], true)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	if len(c.Function) > 1 {
-		return InvalidRequest("tool_choice.function", "tool_choice.function takes only a name: one tool is chosen by name").WithCode(CodeInvalidValue)
+		return nil, InvalidRequest("tool_choice.function", "tool_choice.function takes only a name: one tool is chosen by name").WithCode(CodeInvalidValue)
 	}
 	if !slices.Contains(names, name) {
-		return InvalidRequest("tool_choice.function.name", "tool_choice names function %q, which is not among the request's tools", name).WithCode(CodeInvalidValue)
+		return nil, InvalidRequest("tool_choice.function.name", "tool_choice names function %q, which is not among the request's tools", name).WithCode(CodeInvalidValue)
 	}
-	return nil
+	return nil, nil
 }
 
 // validateTool checks one tool, {"type": "function", "function": {"name":

@@ -355,8 +355,8 @@ func (r *ResponsesRequest) chatTools(creq *ChatCompletionRequest) *Error {
 }
 
 // chatToolChoice is the request's tool_choice as chat's: "auto", "none",
-// "required", {"type": "function", "name": …}; an allowed_tools choice
-// is "auto" over the tools offered.
+// "required", {"type": "function", "name": …}, or allowed_tools
+// (responsesAllowedTools).
 func (r *ResponsesRequest) chatToolChoice(names []string) (json.RawMessage, *Error) {
 	switch jsonKind(r.ToolChoice) {
 	case kindAbsent, kindNull:
@@ -384,8 +384,8 @@ func (r *ResponsesRequest) chatToolChoice(names []string) (json.RawMessage, *Err
 			return nil, InvalidRequest("tool_choice.name", "tool_choice names function %q, which is not among the request's function tools", c.Name).WithCode(CodeInvalidValue)
 		}
 		return namedToolChoice(c.Name), nil
-	case "allowed_tools":
-		return nil, nil
+	case toolChoiceAllowedTools:
+		return responsesAllowedTools(r.ToolChoice, names)
 	}
 	return nil, InvalidRequest("tool_choice.type", `tool_choice.type must be "function" or "allowed_tools", got %q`, c.Type).WithCode(CodeInvalidValue)
 }

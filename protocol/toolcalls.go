@@ -68,7 +68,9 @@ type ToolCalling struct {
 }
 
 // chatToolChoice reads a checked chat tool_choice: absent, "auto",
-// "required", "none", or {"type": "function", "function": {"name": …}}.
+// "required", "none", {"type": "function", "function": {"name": …}}, or
+// allowed_tools, which is its mode ("auto" or "required", over the
+// request's AllowedTools).
 func chatToolChoice(raw json.RawMessage) (choice, function string) {
 	switch jsonKind(raw) {
 	case kindString:
@@ -76,11 +78,18 @@ func chatToolChoice(raw json.RawMessage) (choice, function string) {
 		return choice, ""
 	case kindObject:
 		var c struct {
+			Type     string `json:"type"`
 			Function struct {
 				Name string `json:"name"`
 			} `json:"function"`
+			AllowedTools struct {
+				Mode string `json:"mode"`
+			} `json:"allowed_tools"`
 		}
 		_ = json.Unmarshal(raw, &c)
+		if c.Type == toolChoiceAllowedTools {
+			return c.AllowedTools.Mode, ""
+		}
 		return ToolChoiceFunction, c.Function.Name
 	}
 	return ToolChoiceAuto, ""

@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/caddy-mlc/caddy-mlc/jsongrammar"
 )
 
-// A request that requires a tool call (chat's tool_choice "required" or
-// a named function, the Responses API's likewise, Anthropic's "any" and
-// "tool") is served through the JSON grammar: its answer is one call
+// A request that requires a tool call (chat's tool_choice "required", a
+// named function or allowed_tools in mode "required", the Responses API's
+// likewise, Anthropic's "any" and "tool") is served through the JSON grammar: its answer is one call
 // object, {"name": <a tool's name>, "arguments": <that tool's
 // parameters>}, and nothing else, so that the engine cannot write
 // anything but a valid call. The format is MLC's RequestResponseFormat
@@ -25,9 +26,10 @@ func (t *ToolCalling) Forced() bool {
 }
 
 // ToolCallFormat returns the response format of the call the request
-// requires, nil when it requires none. argsKey is the member that holds
-// the arguments ("arguments", or "parameters" for Llama 3's syntax). A
-// tool's schema the grammar cannot serve is a 400 naming its keyword,
+// requires, nil when it requires none: a call of one of the tools it may
+// call (all, the one named, or its AllowedTools). argsKey is the member
+// that holds the arguments ("arguments", or "parameters" for Llama 3's
+// syntax). A tool's schema the grammar cannot serve is a 400 naming its keyword,
 // under the tool's parameter (ToolSchemaParams).
 func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat, *Error) {
 	choice, function := chatToolChoice(r.ToolChoice)
@@ -46,7 +48,8 @@ func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat,
 		if json.Unmarshal(raw, &t) != nil {
 			return nil, InvalidRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be a function tool", i).WithCode(CodeInvalidType)
 		}
-		if choice == ToolChoiceFunction && t.Function.Name != function {
+		if choice == ToolChoiceFunction && t.Function.Name != function ||
+			r.AllowedTools != nil && !slices.Contains(r.AllowedTools, t.Function.Name) {
 			continue
 		}
 		param := fmt.Sprintf("tools[%d].function.parameters", i)
@@ -68,7 +71,11 @@ func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat,
 		key, _ := json.Marshal(argsKey)
 		calls = append(calls, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},%s:%s},"required":["name",%s],"additionalProperties":false}`, name, key, args, key))
 	}
-	if len(calls) == 0 {
+	switch {
+	case len(calls) > 0:
+	case r.AllowedTools != nil:
+		return nil, InvalidRequest("tool_choice", "tool_choice allows no function among the request's tools").WithCode(CodeInvalidValue)
+	default:
 		return nil, InvalidRequest("tool_choice", "tool_choice names function %q, which is not among the request's tools", function).WithCode(CodeInvalidValue)
 	}
 	root := calls[0]
