@@ -59,6 +59,7 @@ func FuzzValidateChatRequest(f *testing.F) {
 		`{"messages":[{"role":"wizard","content":null}]}`,
 		`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":"r","tool_call_id":"c"}],"tools":[{"type":"function","function":{"name":"f","strict":true}}],"tool_choice":"required"}`,
 		`{"messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{},"debug_config":{"special_request":"query_engine_metrics"}}`,
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"f"}}]}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -87,14 +88,14 @@ func FuzzValidateChatRequest(f *testing.F) {
 // asMLCTakesTools is a chat request with the tool calling the router
 // serves beyond MLC's models (TestValidateAcceptsBeyondMLC) written as
 // MLC takes it: a function without parameters gets empty ones,
-// tool_choice "required" is "auto", an assistant turn's tool_calls are
+// tool_choice "required" and allowed_tools are "auto", an assistant turn's tool_calls are
 // dropped (its content "" when it had none). The rest must be MLC's.
 func asMLCTakesTools(t *testing.T, body []byte) []byte {
 	var req map[string]any
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatal(err)
 	}
-	if req["tool_choice"] == ToolChoiceRequired {
+	if c, _ := req["tool_choice"].(map[string]any); req["tool_choice"] == ToolChoiceRequired || c != nil && c["type"] == toolChoiceAllowedTools {
 		req["tool_choice"] = ToolChoiceAuto
 	}
 	tools, _ := req["tools"].([]any)

@@ -116,12 +116,14 @@ func TestValidateRejectsWhatMLCRejects(t *testing.T) {
 
 // What the router accepts beyond MLC's models, on purpose: OpenAI's tool
 // calling as agent clients use it (a function without parameters,
-// tool_choice "required", assistant turns that called tools), which the
-// router serves by reading calls out of the answer itself.
+// tool_choice "required" and allowed_tools, assistant turns that called
+// tools), which the router serves by reading calls out of the answer
+// itself.
 func TestValidateAcceptsBeyondMLC(t *testing.T) {
 	for _, c := range []requestCase{
 		chatCase(chatBody(`,"tools":[{"type":"function","function":{"name":"f"}}]`)),
 		chatCase(chatBody(`,"tools":[{"type":"function","function":{"name":"f","parameters":{},"strict":true}}],"tool_choice":"required"`)),
+		chatCase(chatBody(`,"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"f"}}]}}`)),
 		chatCase(`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":"z","tool_call_id":"c"}]}`),
 	} {
 		if err := c.mlc(); err == nil {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -164,6 +165,66 @@ func TestToolChoiceForced(t *testing.T) {
 					if w := chatWholeAnswer(t, raw); status != http.StatusOK || strings.Join(w.calls, "") != strings.Join(a.calls, "") || w.finish != a.finish {
 						t.Errorf("%s: whole %d %+v, streamed %+v", what, status, w, a)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestToolChoiceAllowed: allowed_tools in mode "required" over some of
+// the tools (Responses' and chat's shapes) answers every prompt with one
+// valid call of an allowed tool, every tool still offered; the response
+// echoes the client's choice.
+func TestToolChoiceAllowed(t *testing.T) {
+	c := startCore(t, 1, Config{Mode: ModeWhole}, nil)
+	for _, tc := range []struct {
+		path    string
+		allowed []string
+	}{
+		{protocol.PathResponses, []string{"get_weather", "ping"}},
+		{protocol.PathResponses, []string{"book_table"}},
+		{protocol.PathChatCompletions, []string{"book_table", "ping"}},
+	} {
+		var body map[string]any
+		var read func(*testing.T, []byte) answer
+		var listed []any
+		switch tc.path {
+		case protocol.PathResponses:
+			for _, n := range tc.allowed {
+				listed = append(listed, map[string]any{"type": "function", "name": n})
+			}
+			listed = append(listed, map[string]any{"type": "web_search"}) // not run: passed over
+			body = map[string]any{"tools": toolsOf(t, tc.path), "max_output_tokens": 400, "stream": true,
+				"tool_choice": map[string]any{"type": "allowed_tools", "mode": "required", "tools": listed}}
+			read = responsesStreamAnswer
+		default:
+			for _, n := range tc.allowed {
+				listed = append(listed, map[string]any{"type": "function", "function": map[string]any{"name": n}})
+			}
+			body = map[string]any{"tools": toolsOf(t, tc.path), "max_tokens": 400, "stream": true,
+				"tool_choice": map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": "required", "tools": listed}}}
+			read = chatStreamAnswer
+		}
+		for _, p := range forcedPrompts() {
+			for _, temp := range []float64{0, 0.9} {
+				if tc.path == protocol.PathResponses {
+					body["input"] = p
+				} else {
+					body["messages"] = []map[string]any{{"role": "user", "content": p}}
+				}
+				body["temperature"] = temp
+				what := tc.path + " " + strings.Join(tc.allowed, ",") + " " + p + " t=" + mustMarshal(t, temp)
+				status, raw := callJSON(t, http.MethodPost, c.base+tc.path, body)
+				if status != http.StatusOK {
+					t.Fatalf("%s: %d %s", what, status, raw)
+				}
+				a := read(t, raw)
+				checkCall(t, tc.path, what, a, "")
+				if name, _, _ := strings.Cut(a.calls[0], " "); !slices.Contains(tc.allowed, name) {
+					t.Fatalf("%s: called %s, which is not allowed", what, a.calls[0])
+				}
+				if tc.path == protocol.PathResponses && !strings.Contains(string(raw), `"type":"allowed_tools"`) {
+					t.Errorf("%s: the response does not echo the tool choice: %s", what, raw)
 				}
 			}
 		}
