@@ -110,9 +110,9 @@ func noExtra(t *testing.T, raw []byte) {
 // Every request MLC-LLM's models reject, the router rejects with a 4xx and
 // an OpenAI error body, before any engine sees it, but for OpenAI's tool
 // calling as agent clients use it (a function without parameters,
-// tool_choice "required", assistant tool_calls: protocol's
-// TestValidateAcceptsBeyondMLC), which the router serves by reading calls
-// out of the answer itself.
+// tool_choice "required" and allowed_tools, assistant tool_calls:
+// protocol's TestValidateAcceptsBeyondMLC), which the router serves by
+// reading calls out of the answer itself.
 func TestRequestsMLCRejectsAre4xx(t *testing.T) {
 	s := startSite(t, 2, "\t\t\tmode disagg\n")
 	msgs := `"messages":[{"role":"user","content":"hi"}]`

@@ -11,7 +11,8 @@ import (
 // bookTable is the strict schema of the required-call tests' tool.
 const bookTable = `{"type":"object","properties":{"guests":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string","pattern":"^[A-Z][a-z]{1,8}$"},"age":{"type":"integer"}},"required":["name","age"],"additionalProperties":false},"minItems":1,"maxItems":3},"when":{"type":"string","pattern":"^[0-9]{2}:[0-9]{2}$"},"vip":{"type":"boolean"}},"required":["guests","when","vip"],"additionalProperties":false}`
 
-// sdkRequiredCalls asks each API for a required or named call with the
+// sdkRequiredCalls asks each API for a required or named call (and for
+// one of allowed_tools, required over one of the tools) with the
 // official SDKs, whole and streamed; chat through openai's
 // beta.chat.completions.parse, which parses a strict tool's arguments.
 // Each outcome is the SDK's calls (name, arguments parsed), or its error.
@@ -36,6 +37,8 @@ const Anthropic = require("@anthropic-ai/sdk");
   await step("chatRequired", async () => chatCalls(await openai.beta.chat.completions.parse({ ...chat, tool_choice: "required" })));
   await step("chatNamed", async () => chatCalls(await openai.beta.chat.completions.parse({ ...chat, tool_choice: { type: "function", function: { name: "book_table" } } })));
   await step("chatNamedStream", async () => chatCalls(await openai.beta.chat.completions.stream({ ...chat, tool_choice: { type: "function", function: { name: "book_table" } } }).finalChatCompletion()));
+  await step("chatAllowed", async () => chatCalls(await openai.beta.chat.completions.parse({ ...chat,
+    tool_choice: { type: "allowed_tools", allowed_tools: { mode: "required", tools: [{ type: "function", function: { name: "book_table" } }] } } })));
 
   const msgs = { model: "tiny", max_tokens: 300, messages: [{ role: "user", content: q }],
     tools: [{ name: "book_table", description: "Book a table", input_schema: schema }] };
@@ -49,6 +52,8 @@ const Anthropic = require("@anthropic-ai/sdk");
     calls: r.output.filter((i) => i.type === "function_call").map((i) => ({ name: i.name, args: JSON.parse(i.arguments) })) });
   await step("responsesRequired", async () => respCalls(await openai.responses.create({ ...resp, tool_choice: "required" })));
   await step("responsesNamedStream", async () => respCalls(await openai.responses.stream({ ...resp, tool_choice: { type: "function", name: "book_table" } }).finalResponse()));
+  await step("responsesAllowedStream", async () => respCalls(await openai.responses.stream({ ...resp, tools: [...resp.tools, { type: "function", ...ping }],
+    tool_choice: { type: "allowed_tools", mode: "required", tools: [{ type: "function", name: "book_table" }] } }).finalResponse()));
   console.log(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });
 `
@@ -71,6 +76,7 @@ func TestSDKRequiredToolCalls(t *testing.T) {
 		"chatRequired": {"tool_calls", ""}, "chatNamed": {"tool_calls", "book_table"}, "chatNamedStream": {"tool_calls", "book_table"},
 		"messagesAny": {"tool_use", "book_table"}, "messagesToolStream": {"tool_use", "book_table"},
 		"responsesRequired": {"completed", "book_table"}, "responsesNamedStream": {"completed", "book_table"},
+		"chatAllowed": {"tool_calls", "book_table"}, "responsesAllowedStream": {"completed", "book_table"},
 	} {
 		o := got[what]
 		if o.Error != "" || o.Stop != want.stop || len(o.Calls) != 1 || (want.name != "" && o.Calls[0].Name != want.name) {
