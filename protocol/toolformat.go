@@ -11,11 +11,11 @@ import (
 )
 
 // A request that requires a tool call (chat's tool_choice "required", a
-// named function or allowed_tools in mode "required", the Responses API's
-// likewise, Anthropic's "any" and "tool") is served through the JSON grammar: its answer is one call
-// object, {"name": <a tool's name>, "arguments": <that tool's
-// parameters>}, and nothing else, so that the engine cannot write
-// anything but a valid call. The format is MLC's RequestResponseFormat
+// named function or allowed_tools in mode "required", the Responses
+// API's likewise, Anthropic's "any" and "tool") is served through the
+// JSON grammar: its answer is one call object, {"name": <a tool's name>,
+// "arguments": <that tool's parameters>}, and nothing else, so that the
+// engine cannot write anything but a valid call. The format is MLC's RequestResponseFormat
 // (a JSON schema), the one way to constrain MLC's engines too; the
 // router reads the whole answer as that object (router/toolcall's JSON
 // format), whatever syntax the model's template teaches for calls.
@@ -29,8 +29,8 @@ func (t *ToolCalling) Forced() bool {
 // requires, nil when it requires none: a call of one of the tools it may
 // call (all, the one named, or its AllowedTools). argsKey is the member
 // that holds the arguments ("arguments", or "parameters" for Llama 3's
-// syntax). A tool's schema the grammar cannot serve is a 400 naming its keyword,
-// under the tool's parameter (ToolSchemaParams).
+// syntax). A tool's schema the grammar cannot serve is a 400 naming its
+// keyword, under the tool's parameter (ToolSchemaParams).
 func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat, *Error) {
 	choice, function := chatToolChoice(r.ToolChoice)
 	if len(r.Tools) == 0 || (choice != ToolChoiceRequired && choice != ToolChoiceFunction) {
