@@ -12,8 +12,10 @@ const (
 // usage.extra holds them. MLC's engines report timings; the built-in
 // engine reports its load (running, waiting, blocked: what of waiting its
 // last step could not start, prepared, kv_pages_used, kv_pages_cached,
-// kv_pages_free, kv_pages_total, ...) and, as caddy-mlc's extension, its
-// place in its NVSHMEM world (pe_start, npes, nvshmem_uid_sha256: see
+// kv_pages_free, kv_pages_total, ...), MLC's engine_prefill_time_sum
+// (ExtraPrefillTime), and, as caddy-mlc's extension, the prompt tokens it
+// took from its prefix cache (prefix_reused_tokens, read by tests only)
+// and its place in its NVSHMEM world (pe_start, npes, nvshmem_uid_sha256: see
 // ExtraPEStart): the router balances on the load and learns a discovered
 // engine's recv_rank from pe_start; `caddy mlc-check` checks the world. The
 // built-in engine also puts its load (running ... kv_pages_total) in the
