@@ -15,8 +15,9 @@ import (
 // API's likewise, Anthropic's "any" and "tool") is served through the
 // JSON grammar: its answer is one call object, {"name": <a tool's name>,
 // "arguments": <that tool's parameters>}, and nothing else, so that the
-// engine cannot write anything but a valid call. The format is MLC's RequestResponseFormat
-// (a JSON schema), the one way to constrain MLC's engines too; the
+// engine cannot write anything but a valid call. The format is MLC's
+// RequestResponseFormat (a JSON schema), the one way to constrain MLC's
+// engines too; the
 // router reads the whole answer as that object (router/toolcall's JSON
 // format), whatever syntax the model's template teaches for calls.
 
