@@ -58,3 +58,36 @@ func axpy(y []float32, a float32, x []float32) {
 		y[i] += a * x[i]
 	}
 }
+
+// dot16 is dot for 16 elements: the same four partial sums, unrolled.
+//
+//go:norace
+func dot16(a, b *[16]float32) float32 {
+	var s0, s1, s2, s3 float32
+	s0 += a[0] * b[0]
+	s1 += a[1] * b[1]
+	s2 += a[2] * b[2]
+	s3 += a[3] * b[3]
+	s0 += a[4] * b[4]
+	s1 += a[5] * b[5]
+	s2 += a[6] * b[6]
+	s3 += a[7] * b[7]
+	s0 += a[8] * b[8]
+	s1 += a[9] * b[9]
+	s2 += a[10] * b[10]
+	s3 += a[11] * b[11]
+	s0 += a[12] * b[12]
+	s1 += a[13] * b[13]
+	s2 += a[14] * b[14]
+	s3 += a[15] * b[15]
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy16 is axpy for 16 elements.
+//
+//go:norace
+func axpy16(y *[16]float32, a float32, x *[16]float32) {
+	for i := range y {
+		y[i] += a * x[i]
+	}
+}

@@ -65,10 +65,10 @@ func (m *Model) NewScratch() *Scratch {
 // next-token logits.
 func (m *Model) Forward(kv KV, slots []int, token int, s *Scratch, logits []float32) {
 	pos := len(slots) - 1
-	if cap(s.scores) < len(slots) {
-		s.scores = make([]float32, len(slots), 2*len(slots))
+	if need := m.cfg.Heads * len(slots); cap(s.scores) < need {
+		s.scores = make([]float32, need, 2*need)
 	}
-	scores := s.scores[:len(slots)]
+	scores := s.scores[:m.cfg.Heads*len(slots)]
 	d := m.cfg.Dim
 	copy(s.x, m.embed[token*d:(token+1)*d])
 	ropeAngles(pos, m.cfg.HeadDim(), m.cfg.RopeTheta, s.cos, s.sin)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -62,5 +63,61 @@ func BenchmarkForward(b *testing.B) {
 	logits := make([]float32, c.Vocab)
 	for i := 0; b.Loop(); i++ {
 		m.Forward(kv, slots[:i%256+1], i%c.Vocab, s, logits)
+	}
+}
+
+// TestAttend16IsAttendAny holds the unrolled attention to the general one,
+// bit for bit: every text the engine has ever generated depends on it.
+func TestAttend16IsAttendAny(t *testing.T) {
+	c := DefaultConfig(300, 1)
+	m, err := New("tiny", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HeadDim() != 16 {
+		t.Fatalf("head width %d: the test needs the built-in shape", c.HeadDim())
+	}
+	const n = 700
+	kv := newKV(c, n)
+	r := rand.New(rand.NewPCG(1, 2))
+	for l := range kv.K {
+		for i := range kv.K[l] {
+			kv.K[l][i] = float32(r.NormFloat64())
+			kv.V[l][i] = float32(r.NormFloat64())
+		}
+	}
+	slots := make([]int, n)
+	for i := range slots {
+		slots[i] = (i * 211) % n
+	}
+	q := make([]float32, c.Dim)
+	for i := range q {
+		q[i] = float32(r.NormFloat64()) * 3
+	}
+	for _, k := range []int{1, 2, 17, n} {
+		a, b := make([]float32, c.Dim), make([]float32, c.Dim)
+		m.attendAny(kv, 1, slots[:k], q, a, make([]float32, c.Heads*k))
+		m.attend16(kv, 1, slots[:k], q, b, make([]float32, c.Heads*k))
+		if !slices.Equal(a, b) {
+			t.Fatalf("%d positions: attend16 %v, attendAny %v", k, b[:4], a[:4])
+		}
+	}
+}
+
+func BenchmarkForwardDeep(b *testing.B) {
+	c := DefaultConfig(1300, 1)
+	m, _ := New("tiny", c)
+	const n = 4096
+	kv := newKV(c, n)
+	slots := make([]int, n)
+	for i := range slots {
+		slots[i] = i
+	}
+	s := m.NewScratch()
+	for i := range n - 1 {
+		m.Forward(kv, slots[:i+1], i%c.Vocab, s, nil)
+	}
+	for b.Loop() {
+		m.Forward(kv, slots, 5, s, nil)
 	}
 }
