@@ -158,6 +158,20 @@
 // wait and those of dropped tokens are dropped, where MLC sends every
 // token's entry as it is generated (and no text_offset).
 //
+// # Scheduling
+//
+// Each step admits waiting sequences in order as their pages allow,
+// computes up to prefill_chunk_size prompt positions, then decodes one
+// token of every running sequence (scheduler.go, step.go). Where it
+// differs, by choice: MLC's engine takes its waiting queue in order and
+// stops at the first prompt that does not fit the step's chunk, so a short
+// prompt behind a long one waits for the long one's whole prefill. Here a
+// prompt that fits one chunk is short and goes first (the smallest asks
+// first), and the long ones get what the short ones leave, at least an
+// eighth of the chunk, one at a time in the order they were admitted (see
+// prefillShares; vLLM's long_prefill_token_threshold makes the same
+// trade). The text is the same either way.
+//
 // # Context
 //
 // One sequence holds at most context_window_size tokens (the override,

@@ -8,25 +8,35 @@ import (
 )
 
 // TestPrefillShares checks the division of a step's prefill budget: the
-// smallest asks served first, what they leave to the longer ones, and
-// every sequence at least an equal share.
+// short prompts (those that fit one budget) first, smallest first, at
+// least an eighth of the budget for the long ones while they wait, and the
+// long ones one after another in the order they were admitted.
 func TestPrefillShares(t *testing.T) {
-	seqOf := func(left int) *sequence { return &sequence{tokens: make([]int, left)} }
 	for _, c := range []struct {
-		left   []int
-		budget int
-		want   []int
+		left     []int
+		admitted []uint64 // 1, 2, ... when nil
+		budget   int
+		want     []int
 	}{
-		{[]int{1000}, 512, []int{512}},
-		{[]int{1000, 10}, 512, []int{502, 10}},
-		{[]int{1000, 1000}, 512, []int{256, 256}},
-		{[]int{1000, 100, 300}, 512, []int{206, 100, 206}},
-		{[]int{5, 5, 5}, 2, []int{1, 1, 0}},
-		{nil, 512, []int{}},
+		{[]int{1000}, nil, 512, []int{512}},
+		{[]int{1000, 10}, nil, 512, []int{502, 10}},
+		{[]int{1000, 1000}, nil, 512, []int{512, 0}},
+		{[]int{1000, 2000}, []uint64{7, 3}, 512, []int{0, 512}},
+		{[]int{1000, 100, 300}, nil, 512, []int{112, 100, 300}},
+		{[]int{1000, 64, 64, 64}, nil, 128, []int{16, 37, 37, 38}},
+		{[]int{64, 1000, 64, 64}, nil, 128, []int{37, 16, 37, 38}},
+		{[]int{100, 20, 1000}, nil, 64, []int{44, 20, 0}},
+		{[]int{5, 5, 5}, nil, 2, []int{2, 0, 0}},
+		{[]int{2, 2, 2}, nil, 2, []int{1, 1, 0}},
+		{nil, nil, 512, []int{}},
 	} {
 		var seqs []*sequence
-		for _, n := range c.left {
-			seqs = append(seqs, seqOf(n))
+		for i, n := range c.left {
+			s := &sequence{tokens: make([]int, n), admitted: uint64(i + 1)}
+			if c.admitted != nil {
+				s.admitted = c.admitted[i]
+			}
+			seqs = append(seqs, s)
 		}
 		if got := prefillShares(seqs, c.budget); !slices.Equal(got, c.want) {
 			t.Errorf("left %v, budget %d: shares %v, want %v", c.left, c.budget, got, c.want)

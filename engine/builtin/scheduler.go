@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin/kvcache"
@@ -110,30 +111,57 @@ func (sc *scheduler) prefilling() ([]*sequence, []int) {
 }
 
 // prefillShares divides a step's budget of prompt positions among the
-// sequences still prefilling, by water-filling: each gets what it has
-// left or an equal share of what remains, the smallest asks served
-// first, so that what a short prompt does not need goes to the longer
-// ones. Every sequence gets at least budget/len(seqs) (a long prompt is
-// never starved by a stream of short ones), and a prompt shorter than
-// that finishes its prefill in this step. shares[i] is seqs[i]'s.
+// sequences still prefilling. A prompt that can finish within one budget
+// is short, any other long. The short ones come first, by water-filling:
+// each gets what it has left or an equal share of what remains, the
+// smallest asks served first, so that a short prompt that comes while
+// long ones prefill gets its first token within a step or two. The long
+// ones get what the short ones leave, and never less than
+// budget/longPrefillShare while any is waiting (a stream of short prompts
+// never starves them), in the order they were admitted: one long prefill
+// at a time finishes sooner than several abreast, and each step computes
+// fewer deep positions. (vLLM's long_prefill_token_threshold and
+// max_long_partial_prefills make the same trade.) shares[i] is seqs[i]'s.
 func prefillShares(seqs []*sequence, budget int) []int {
 	shares := make([]int, len(seqs))
-	order := make([]int, len(seqs))
-	for i := range order {
-		order[i] = i
-	}
 	left := func(i int) int { return seqs[i].target() - seqs[i].kvLen }
-	slices.SortStableFunc(order, func(a, b int) int { return left(a) - left(b) })
-	for k, i := range order {
+	var short, long []int
+	for i := range seqs {
+		if left(i) <= budget {
+			short = append(short, i)
+		} else {
+			long = append(long, i)
+		}
+	}
+	shortBudget := budget
+	if len(long) > 0 {
+		shortBudget -= max(budget/longPrefillShare, 1)
+	}
+	slices.SortStableFunc(short, func(a, b int) int { return left(a) - left(b) })
+	for k, i := range short {
+		if shortBudget <= 0 {
+			break
+		}
+		n := min(left(i), max(shortBudget/(len(short)-k), 1))
+		shares[i] = n
+		shortBudget -= n
+		budget -= n
+	}
+	slices.SortStableFunc(long, func(a, b int) int { return cmp.Compare(seqs[a].admitted, seqs[b].admitted) })
+	for _, i := range long {
 		if budget <= 0 {
 			break
 		}
-		n := min(left(i), max(budget/(len(order)-k), 1))
+		n := min(left(i), budget)
 		shares[i] = n
 		budget -= n
 	}
 	return shares
 }
+
+// longPrefillShare sets the least part of a step's prefill budget that
+// long prompts get while short ones wait: an eighth.
+const longPrefillShare = 8
 
 // decoding returns the running sequences that decode, as the step
 // begins.
