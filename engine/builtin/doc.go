@@ -170,7 +170,10 @@
 // first), and the long ones get what the short ones leave, at least an
 // eighth of the chunk, one at a time in the order they were admitted (see
 // prefillShares; vLLM's long_prefill_token_threshold makes the same
-// trade). The text is the same either way.
+// trade). The text is the same either way. A sequence looks up the prefix
+// cache when it is admitted and again as it computes its first position,
+// so a long prompt admitted beside another with the same head (an agent's
+// sessions starting together) takes the head that one computed.
 //
 // # Context
 //

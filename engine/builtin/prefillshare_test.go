@@ -83,3 +83,43 @@ func TestShortPromptNotBehindLongPrefill(t *testing.T) {
 		t.Errorf("long prompt: %q in shares, %q whole", longGot.texts[0], want.texts[0])
 	}
 }
+
+// TestLongPromptsShareAHeadComputedBeside checks that a long prompt
+// admitted while another with the same head prefills takes that head from
+// the prefix cache when its turn comes, instead of computing it again, and
+// that both texts are the ones computed alone.
+func TestLongPromptsShareAHeadComputedBeside(t *testing.T) {
+	te := newTestEngine(t, "prefill_chunk_size=64", false, "--prefill-delay", "500us")
+	ref := newTestEngine(t, "prefill_chunk_size=4096", false, "--prefix-cache-mode", "disable")
+	words := tiny.New().Encode(prompts(8)[7])
+	var head []int
+	for len(head) < 1024 {
+		head = append(head, words...)
+	}
+	head = head[:1024]
+	a := append(slices.Clone(head), words[:40]...)
+	b := append(slices.Clone(head), words[40:90]...)
+	reqA, reqB := greedy(a, 4), greedy(b, 4)
+
+	done := make(chan result, 1)
+	go func() { done <- complete(t, te.client, te.url, "/v1/completions", reqA) }()
+	te.waitMetrics(func(m Metrics) bool { return m.PrefillTokens > 0 })
+	gotB := complete(t, te.client, te.url, "/v1/completions", reqB)
+	gotA := <-done
+	m, err := te.e.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ReusedTokens < int64(len(head)) {
+		t.Errorf("the second prompt reused %d tokens of the %d-token head computed beside it", m.ReusedTokens, len(head))
+	}
+	if max := int64(len(a) + len(b) - len(head)); m.PrefillTokens > max {
+		t.Errorf("the engine computed %d prompt tokens, more than the %d the two prompts have apart from one head", m.PrefillTokens, max)
+	}
+	if want := complete(t, ref.client, ref.url, "/v1/completions", reqA); gotA.texts[0] != want.texts[0] {
+		t.Errorf("first prompt: %q beside the other, %q alone", gotA.texts[0], want.texts[0])
+	}
+	if want := complete(t, ref.client, ref.url, "/v1/completions", reqB); gotB.texts[0] != want.texts[0] {
+		t.Errorf("second prompt: %q sharing the head, %q alone", gotB.texts[0], want.texts[0])
+	}
+}

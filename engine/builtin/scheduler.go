@@ -84,11 +84,28 @@ func (sc *scheduler) admit() bool {
 // matchPrefix starts s from the prefix cache. A sampling sequence always
 // computes its last token itself, for the logits.
 func (sc *scheduler) matchPrefix(s *sequence) {
-	limit := s.target() - 1
-	if s.req.computeOnly {
-		limit = s.target()
+	pages, matched := sc.pool.Match(s.tokens, s.matchLimit())
+	s.setPages(pages)
+	s.kvLen = matched
+	s.fresh = true
+	if s.index == 0 && s.generated == 0 {
+		s.req.prefixMatched = matched
 	}
-	pages, matched := sc.pool.Match(s.tokens, limit)
+}
+
+// rematch starts s from the prefix cache again, as it is about to compute
+// its first position, when the cache now holds more of it than at its
+// admission: a long prompt admitted beside another with the same head
+// waits its turn (prefillShares) and then shares the head that one
+// computed, instead of computing it again.
+func (sc *scheduler) rematch(s *sequence) {
+	s.fresh = false
+	pages, matched := sc.pool.Match(s.tokens, s.matchLimit())
+	if matched <= s.kvLen {
+		sc.pool.ReleaseAll(pages)
+		return
+	}
+	sc.pool.ReleaseAll(s.pages)
 	s.setPages(pages)
 	s.kvLen = matched
 	if s.index == 0 && s.generated == 0 {

@@ -18,6 +18,7 @@ type sequence struct {
 	state  seqState
 
 	admitted  uint64 // admission order, for choosing a preemption victim
+	fresh     bool   // matched in the prefix cache, nothing computed since
 	decoding  bool   // prefill done; one token per step
 	generated int
 	sampler   *sampler
@@ -42,6 +43,15 @@ type sequence struct {
 // target is the number of positions whose keys and values the sequence
 // must compute before it samples (or, computeOnly, finishes).
 func (s *sequence) target() int { return len(s.tokens) }
+
+// matchLimit is the most of s the prefix cache may give it: a sampling
+// sequence computes its last prompt position itself, for the logits.
+func (s *sequence) matchLimit() int {
+	if s.req.computeOnly {
+		return s.target()
+	}
+	return s.target() - 1
+}
 
 // addPage appends a page and its slots.
 func (s *sequence) addPage(page int) {

@@ -54,6 +54,10 @@ func (e *Engine) prefill() {
 		if s.state != seqRunning || n == 0 && s.kvLen < s.target() {
 			continue // preempted by an earlier sequence's reservation, or no share
 		}
+		if s.fresh {
+			e.sched.rematch(s)
+			n = min(n, s.target()-s.kvLen)
+		}
 		if !e.sched.reserve(s, s.kvLen+n) {
 			continue
 		}
