@@ -20,24 +20,17 @@ func (m *Model) attendAny(kv KV, l int, slots []int, q, out, scores []float32) {
 	keys, values := kv.K[l], kv.V[l]
 	d := m.cfg.Dim
 	clear(out)
+	scores = scores[:len(slots)]
 	for h := 0; h < m.cfg.Heads; h++ {
 		qh := q[h*hd : (h+1)*hd]
 		lo := h * hd
-		maxScore := float32(math.Inf(-1))
 		for j, s := range slots {
-			sc := dot(qh, keys[s*d+lo:s*d+lo+hd]) * scale
-			scores[j] = sc
-			maxScore = max(maxScore, sc)
+			scores[j] = dot(qh, keys[s*d+lo:s*d+lo+hd]) * scale
 		}
-		var sum float32
-		for j := range slots {
-			e := float32(math.Exp(float64(scores[j] - maxScore)))
-			scores[j] = e
-			sum += e
-		}
+		softmax(scores)
 		oh := out[lo : lo+hd]
 		for j, s := range slots {
-			axpy(oh, scores[j]/sum, values[s*d+lo:s*d+lo+hd])
+			axpy(oh, scores[j], values[s*d+lo:s*d+lo+hd])
 		}
 	}
 }
@@ -61,25 +54,29 @@ func (m *Model) attend16(kv KV, l int, slots []int, q, out, scores []float32) {
 		}
 	}
 	for h := range heads {
-		hs := scores[h*n : h*n+n]
-		maxScore := float32(math.Inf(-1))
-		for _, sc := range hs {
-			maxScore = max(maxScore, sc)
-		}
-		var sum float32
-		for j := range hs {
-			e := float32(math.Exp(float64(hs[j] - maxScore)))
-			hs[j] = e
-			sum += e
-		}
-		for j := range hs {
-			hs[j] /= sum
-		}
+		softmax(scores[h*n : h*n+n])
 	}
 	for j, s := range slots {
 		row := values[s*d : s*d+d]
 		for h := range heads {
 			axpy16((*[hd]float32)(out[h*hd:h*hd+hd]), scores[h*n+j], (*[hd]float32)(row[h*hd:h*hd+hd]))
 		}
+	}
+}
+
+// softmax replaces scores by their softmax, summed in position order.
+func softmax(scores []float32) {
+	maxScore := float32(math.Inf(-1))
+	for _, sc := range scores {
+		maxScore = max(maxScore, sc)
+	}
+	var sum float32
+	for j := range scores {
+		e := float32(math.Exp(float64(scores[j] - maxScore)))
+		scores[j] = e
+		sum += e
+	}
+	for j := range scores {
+		scores[j] /= sum
 	}
 }
