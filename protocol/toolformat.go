@@ -17,9 +17,9 @@ import (
 // "arguments": <that tool's parameters>}, and nothing else, so that the
 // engine cannot write anything but a valid call. The format is MLC's
 // RequestResponseFormat (a JSON schema), the one way to constrain MLC's
-// engines too; the
-// router reads the whole answer as that object (router/toolcall's JSON
-// format), whatever syntax the model's template teaches for calls.
+// engines too; the router reads the whole answer as that object
+// (router/toolcall's JSON format), whatever syntax the model's template
+// teaches for calls.
 
 // Forced reports whether the choice requires a call.
 func (t *ToolCalling) Forced() bool {

@@ -64,34 +64,46 @@ func TestToolCallFormat(t *testing.T) {
 		if e != nil {
 			t.Fatalf("%s: %v", c.choice, e)
 		}
-		if c.ok == nil {
-			if rf != nil {
-				t.Errorf("%s: format %s, want none", c.choice, *rf.Schema)
-			}
+		if !checkCallFormat(t, c.choice, rf, c.ok, c.not) {
 			continue
-		}
-		if rf == nil || rf.Type != FormatJSONObject || rf.Schema == nil {
-			t.Fatalf("%s: format %+v", c.choice, rf)
 		}
 		// The properties keep their order: the grammar writes them so.
 		if w, u := strings.Index(*rf.Schema, `"where"`), strings.Index(*rf.Schema, `"unit"`); c.choice == `"required"` && (w < 0 || u < w) {
 			t.Errorf("the order of get_weather's properties: %s", *rf.Schema)
-		}
-		for _, doc := range c.ok {
-			if !validates(t, *rf.Schema, doc) {
-				t.Errorf("%s: %s does not validate against %s", c.choice, doc, *rf.Schema)
-			}
-		}
-		for _, doc := range c.not {
-			if validates(t, *rf.Schema, doc) {
-				t.Errorf("%s: %s validates against %s", c.choice, doc, *rf.Schema)
-			}
 		}
 	}
 	rf, _ := toolFormatRequest(t, `{"type":"function","function":{"name":"ping"}}`).ToolCallFormat("parameters")
 	if !validates(t, *rf.Schema, `{"name":"ping","parameters":{}}`) || validates(t, *rf.Schema, ping) {
 		t.Errorf("Llama 3's key: %s", *rf.Schema)
 	}
+}
+
+// checkCallFormat holds the call format of the request whose tool_choice
+// is choice to the documents that must (ok) and must not (not) validate
+// against its schema; with ok nil, to there being no format. It reports
+// whether there was one to check.
+func checkCallFormat(t *testing.T, choice string, rf *ResponseFormat, ok, not []string) bool {
+	t.Helper()
+	if ok == nil {
+		if rf != nil {
+			t.Errorf("%s: format %s, want none", choice, *rf.Schema)
+		}
+		return false
+	}
+	if rf == nil || rf.Type != FormatJSONObject || rf.Schema == nil {
+		t.Fatalf("%s: format %+v", choice, rf)
+	}
+	for _, doc := range ok {
+		if !validates(t, *rf.Schema, doc) {
+			t.Errorf("%s: %s does not validate against %s", choice, doc, *rf.Schema)
+		}
+	}
+	for _, doc := range not {
+		if validates(t, *rf.Schema, doc) {
+			t.Errorf("%s: %s validates against %s", choice, doc, *rf.Schema)
+		}
+	}
+	return true
 }
 
 // TestToolCallFormatErrors: a tool schema the grammar cannot serve is a

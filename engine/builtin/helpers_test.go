@@ -187,6 +187,19 @@ func complete(t testing.TB, c *http.Client, base, path string, req any) result {
 	return r
 }
 
+// completeAsync runs complete in a goroutine and sends its result. A
+// failure there fails the test and ends the goroutine (goTB), which still
+// sends (a zero result), so the test goroutine waiting on it goes on.
+func completeAsync(t testing.TB, c *http.Client, base, path string, req any) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() { done <- r }()
+		r = complete(goTB{t}, c, base, path, req)
+	}()
+	return done
+}
+
 // readStream collects a completion stream.
 func readStream(t testing.TB, body io.Reader) result {
 	t.Helper()

@@ -51,16 +51,9 @@ func TestPrefillShares(t *testing.T) {
 func TestShortPromptNotBehindLongPrefill(t *testing.T) {
 	slow := newTestEngine(t, "prefill_chunk_size=64", false, "--prefix-cache-mode", "disable", "--prefill-delay", "1ms")
 	ref := newTestEngine(t, "prefill_chunk_size=4096", false, "--prefix-cache-mode", "disable")
-	words := tiny.New().Encode(prompts(8)[7])
-	var long []int
-	for len(long) < 3000 {
-		long = append(long, words...)
-	}
-	long = long[:3000]
-	longReq, shortReq := greedy(long, 4), greedy("the quick brown fox", 5)
+	longReq, shortReq := greedy(repeated(tiny.New().Encode(prompts(8)[7]), 3000), 4), greedy("the quick brown fox", 5)
 
-	done := make(chan result, 1)
-	go func() { done <- complete(t, slow.client, slow.url, "/v1/completions", longReq) }()
+	done := completeAsync(t, slow.client, slow.url, "/v1/completions", longReq)
 	slow.waitMetrics(func(m Metrics) bool { return m.PrefillTokens > 0 })
 	short := complete(t, slow.client, slow.url, "/v1/completions", shortReq)
 	m, err := slow.e.Metrics()
@@ -92,17 +85,12 @@ func TestLongPromptsShareAHeadComputedBeside(t *testing.T) {
 	te := newTestEngine(t, "prefill_chunk_size=64", false, "--prefill-delay", "500us")
 	ref := newTestEngine(t, "prefill_chunk_size=4096", false, "--prefix-cache-mode", "disable")
 	words := tiny.New().Encode(prompts(8)[7])
-	var head []int
-	for len(head) < 1024 {
-		head = append(head, words...)
-	}
-	head = head[:1024]
+	head := repeated(words, 1024)
 	a := append(slices.Clone(head), words[:40]...)
 	b := append(slices.Clone(head), words[40:90]...)
 	reqA, reqB := greedy(a, 4), greedy(b, 4)
 
-	done := make(chan result, 1)
-	go func() { done <- complete(t, te.client, te.url, "/v1/completions", reqA) }()
+	done := completeAsync(t, te.client, te.url, "/v1/completions", reqA)
 	te.waitMetrics(func(m Metrics) bool { return m.PrefillTokens > 0 })
 	gotB := complete(t, te.client, te.url, "/v1/completions", reqB)
 	gotA := <-done
@@ -122,4 +110,13 @@ func TestLongPromptsShareAHeadComputedBeside(t *testing.T) {
 	if want := complete(t, ref.client, ref.url, "/v1/completions", reqB); gotB.texts[0] != want.texts[0] {
 		t.Errorf("second prompt: %q sharing the head, %q alone", gotB.texts[0], want.texts[0])
 	}
+}
+
+// repeated is n tokens: words over and over.
+func repeated(words []int, n int) []int {
+	var out []int
+	for len(out) < n {
+		out = append(out, words...)
+	}
+	return out[:n]
 }

@@ -81,8 +81,7 @@ func (sc *scheduler) admit() bool {
 	return admitted
 }
 
-// matchPrefix starts s from the prefix cache. A sampling sequence always
-// computes its last token itself, for the logits.
+// matchPrefix starts s from the prefix cache (at most matchLimit).
 func (sc *scheduler) matchPrefix(s *sequence) {
 	pages, matched := sc.pool.Match(s.tokens, s.matchLimit())
 	s.setPages(pages)
