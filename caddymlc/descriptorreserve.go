@@ -8,7 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/fdreserve"
+	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/fdreserve"
 )
 
 // DescriptorReserve is a listener wrapper that makes running out of file

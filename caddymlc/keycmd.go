@@ -12,7 +12,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
-	"github.com/caddy-mlc/caddy-mlc/apikeys"
+	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/apikeys"
 )
 
 // keyCommand is `caddy mlc-key new`, which makes an API key.

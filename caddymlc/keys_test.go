@@ -16,7 +16,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
-	"github.com/caddy-mlc/caddy-mlc/apikeys"
+	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/apikeys"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/npmref"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )

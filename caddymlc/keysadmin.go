@@ -10,7 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/caddy-mlc/caddy-mlc/apikeys"
+	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/apikeys"
 )
 
 // listedKey is a key as GET /mlc/keys lists it: never its hash whole.

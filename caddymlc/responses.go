@@ -12,7 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
 
-	"github.com/caddy-mlc/caddy-mlc/respstore"
+	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/respstore"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 

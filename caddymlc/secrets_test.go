@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-mlc/caddy-mlc/apikeys"
+	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/apikeys"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 

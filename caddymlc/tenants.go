@@ -12,7 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
-	"github.com/caddy-mlc/caddy-mlc/apikeys"
+	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/apikeys"
 	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/router"
 	"github.com/caddy-mlc/caddy-mlc/router/budget"

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/caddy-mlc/caddy-mlc/jsongrammar"
+	"github.com/caddy-mlc/caddy-mlc/internal/jsongrammar"
 )
 
 // Response format types.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/caddy-mlc/caddy-mlc/jsongrammar"
+	"github.com/caddy-mlc/caddy-mlc/internal/jsongrammar"
 )
 
 // A request that requires a tool call (chat's tool_choice "required", a

@@ -36,9 +36,6 @@ func layers() []struct {
 		{"router", 3},
 		{"fleet", 4},
 		{"cluster", 4},
-		{"respstore", 4},
-		{"fdreserve", 4},
-		{"apikeys", 4},
 		{"caddymlc", 5},
 	}
 }

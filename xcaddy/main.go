@@ -11,10 +11,8 @@ import (
 	// The standard Caddy modules.
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
-	// The mlc_router module and the mlc-engine subcommand.
-	_ "github.com/caddy-mlc/caddy-mlc/caddymlc"
-	// The mlc-check subcommand.
-	_ "github.com/caddy-mlc/caddy-mlc/caddymlc/mlccheck"
+	// Every module of this repository, as xcaddy's --with adds it.
+	_ "github.com/caddy-mlc/caddy-mlc"
 )
 
 func main() {

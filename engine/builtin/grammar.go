@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/jsongrammar"
+	"github.com/caddy-mlc/caddy-mlc/internal/jsongrammar"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
