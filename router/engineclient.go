@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/descriptors"
+	"github.com/caddy-mlc/caddy-mlc/internal/watchdog"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -150,7 +151,7 @@ type call struct {
 	op     string
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	dog    *time.Timer
+	dog    *watchdog.Dog
 	quiet  time.Duration // the engine timeout
 	kind   callKind
 	moved  atomic.Bool // a token came
@@ -194,7 +195,7 @@ func (c *engineClient) start(ctx context.Context, t callee, path string, body an
 	cl := &call{t: t, op: op, began: time.Now(), quiet: c.timeout, kind: kind, wait: engineWaitOf(ctx), prefill: prefillOf(ctx), probe: c.http}
 	ctx, cl.span = startSpan(ctx, callName(ctx, op), attribute.String("mlc.engine", t.Addr()), attribute.String("mlc.call", op))
 	cl.ctx, cl.cancel = context.WithCancelCause(ctx)
-	cl.dog = time.AfterFunc(cl.nextBark(), cl.bark)
+	cl.dog = watchdog.Start(cl.nextBark(), cl.bark)
 	req, err := http.NewRequestWithContext(cl.ctx, http.MethodPost, t.baseURL()+path, bytes.NewReader(b))
 	if err != nil {
 		cl.end()
@@ -243,27 +244,27 @@ func (c *engineClient) start(ctx context.Context, t callee, path string, body an
 func (cl *call) progress() { cl.beat.Store(int64(time.Since(cl.began))) }
 
 // bark is the watchdog's: the engine was silent for the timeout, unless
-// progress came since the timer was set.
-func (cl *call) bark() {
+// progress came since the timer was set. It returns when to look again,
+// 0 once the call ended or was given up.
+func (cl *call) bark() time.Duration {
 	if cl.ended.Load() {
-		return
+		return 0
 	}
 	if due := time.Duration(cl.beat.Load()) + cl.nextBark() - time.Since(cl.began); due > 0 {
-		cl.dog.Reset(due)
-		return
+		return due
 	}
 	switch {
 	case cl.prefill.allow > 0 && cl.kind != callWhole && !cl.moved.Load() && !cl.chatty.Load():
 		// A prompt being prefilled: working while the engine answers
 		// its probes, until the allowance runs out.
-		if cause := cl.watchPrefill(); cause != nil {
+		next, cause := cl.watchPrefill()
+		if cause != nil {
 			cl.cancel(cause)
 		}
-		return
+		return next
 	case cl.kind == callWhole:
 		if cl.t.alive() {
-			cl.dog.Reset(cl.quiet) // still generating, by its health
-			return
+			return cl.quiet // still generating, by its health
 		}
 	case cl.kind == callStream && !cl.moved.Load():
 		// The first token waits behind the engine's other work (the
@@ -275,11 +276,11 @@ func (cl *call) bark() {
 		// maxQueuedTimeouts of them.
 		busy := cl.quiet - time.Since(cl.t.lastToken())
 		if busy > 0 && time.Since(cl.began) < maxQueuedTimeouts*cl.quiet {
-			cl.dog.Reset(busy)
-			return
+			return busy
 		}
 	}
 	cl.cancel(errEngineSilent)
+	return 0
 }
 
 // failure turns a transport error into an engineError, telling a silent

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/internal/watchdog"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -41,38 +42,33 @@ type parkingSink struct {
 	sink
 	began  time.Time
 	cancel context.CancelCauseFunc
-	timer  *time.Timer
+	dog    *watchdog.Dog
 	// writing is when the write under way began, after began, plus one
 	// nanosecond; 0: none is.
 	writing atomic.Int64
 	parked  atomic.Bool
-	stopped atomic.Bool
 }
 
 // newParkingSink returns the sink that parks the attempt cancel cancels.
 func newParkingSink(out sink, cancel context.CancelCauseFunc) *parkingSink {
 	p := &parkingSink{sink: out, began: time.Now(), cancel: cancel}
-	p.timer = time.AfterFunc(parkAfter, p.check)
+	p.dog = watchdog.Start(parkAfter, p.check)
 	return p
 }
 
-// check parks the attempt if a write has waited parkAfter; else it looks
-// again when one could have.
-func (p *parkingSink) check() {
-	if p.stopped.Load() {
-		return
-	}
+// check parks the attempt if a write has waited parkAfter; else it
+// returns when one could have.
+func (p *parkingSink) check() time.Duration {
 	w := p.writing.Load()
 	if w == 0 {
-		p.timer.Reset(parkAfter)
-		return
+		return parkAfter
 	}
 	if waited := time.Since(p.began) - time.Duration(w-1); waited < parkAfter {
-		p.timer.Reset(parkAfter - waited)
-		return
+		return parkAfter - waited
 	}
 	p.parked.Store(true)
 	p.cancel(errParked{})
+	return 0
 }
 
 func (p *parkingSink) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
@@ -88,10 +84,7 @@ func (p *parkingSink) flush() {
 }
 
 // stop ends the sink's watch: the attempt is over.
-func (p *parkingSink) stop() {
-	p.stopped.Store(true)
-	p.timer.Stop()
-}
+func (p *parkingSink) stop() { p.dog.Stop() }
 
 // canPark reports whether the choice may park its attempts: a stream
 // (a whole answer writes nothing until the end) whose text can be

@@ -215,20 +215,20 @@ func (cl *call) nextBark() time.Duration {
 }
 
 // watchPrefill is the watchdog's for a call with a prefill plan that
-// still waits for its first byte or token: nil when it goes on waiting
-// (the timer is reset), else the cause to give it up with:
-// errEngineSilent when an engine does not answer its probe,
+// still waits for its first byte or token: when to look again while it
+// goes on waiting (0 once the call ended), else the cause to give it up
+// with: errEngineSilent when an engine does not answer its probe,
 // errPrefillOverrun when the allowance ran out on an engine that does.
-func (cl *call) watchPrefill() error {
+func (cl *call) watchPrefill() (time.Duration, error) {
 	waited := time.Since(cl.began)
 	if err := cl.probePrefill(); err != nil {
 		if cl.ctx.Err() != nil {
-			return nil // the call ended meanwhile
+			return 0, nil // the call ended meanwhile
 		}
 		// A probe lost to a busy host is forgiven while the engine
 		// gives other calls tokens.
 		if time.Since(cl.t.lastToken()) >= prefillProbeEvery(cl.quiet) {
-			return errEngineSilent
+			return 0, errEngineSilent
 		}
 	}
 	left := max(cl.quiet+cl.prefill.allow-waited, cl.work.left())
@@ -242,11 +242,10 @@ func (cl *call) watchPrefill() error {
 		case waited < cl.quiet+cl.prefill.limit && cl.prefilling():
 			left = cl.quiet
 		default:
-			return errPrefillOverrun
+			return 0, errPrefillOverrun
 		}
 	}
-	cl.dog.Reset(min(prefillProbeEvery(cl.quiet), left))
-	return nil
+	return min(prefillProbeEvery(cl.quiet), left), nil
 }
 
 // prefillWork is what a call's watchdog saw of its engine's prefill
