@@ -43,13 +43,13 @@ func serveEngines(w http.ResponseWriter, r *http.Request) error {
 		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed", r.Method)}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	return json.NewEncoder(w).Encode(liveNow().Statuses())
+	return json.NewEncoder(w).Encode(liveNow().lifecycle.Statuses())
 }
 
 // drainEngine takes an engine out of rotation: ?grace= (a Caddy
 // duration) is how long the streams on it may finish there before they
 // move to other engines; without it, the drain grace of its fleet
-// (grace_period, else router.DefaultDrainGrace).
+// (grace_period, else fleet.DefaultDrainGrace).
 func drainEngine(w http.ResponseWriter, r *http.Request) error {
 	grace, err := graceOf(r)
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-mlc/caddy-mlc/fleet"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // adminServer serves the module's admin routes as Caddy's admin endpoint
@@ -60,7 +59,7 @@ func engineDrain(t *testing.T, admin, addr string) string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st []router.RouterStatus
+	var st []fleet.ModelStatus
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +98,7 @@ func TestAdminDrainEngine(t *testing.T) {
 		t.Fatalf("drain: %d %s", status, body)
 	}
 	finish()
-	waitFor(t, "the engine to be drained", func() bool { return engineDrain(t, admin, addr) == router.DrainDrained })
+	waitFor(t, "the engine to be drained", func() bool { return engineDrain(t, admin, addr) == fleet.DrainDrained })
 	waitFor(t, "its KV pages to return", func() bool {
 		m := engineMetrics(t, s.engines[2])
 		return m["kv_pages_used"] == 0 && m["running"] == 0 && m["prepared"] == 0
@@ -217,7 +216,7 @@ func enginePIDs(t *testing.T, admin string) map[string]int {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st []router.RouterStatus
+	var st []fleet.ModelStatus
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package caddymlc
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -22,10 +21,6 @@ import (
 // key is then found here and kept, processes, load counts and breakers
 // alike, instead of a second set of engines racing for the same ports.
 var fleets = caddy.NewUsagePool()
-
-// current is the mlc app of the config that started last: the one whose
-// routers take over the requests of the routers of a stopping config.
-var current atomic.Pointer[App]
 
 // App is the "mlc" Caddy app. mlc_router handlers register their engine
 // fleets with it while they are provisioned; the app starts the fleets when
@@ -54,8 +49,9 @@ type App struct {
 	held    []string                      // keys whose fleets this config holds
 	// watching: this config holds the process's descriptor watch.
 	watching bool
-	// live is what the routers share, and lifecycle their engines'
-	// lifecycle, kept across reloads (live.go).
+	// proc is what outlives a reload (live.go); live is what the
+	// routers share, and lifecycle their engines' lifecycle, its parts.
+	proc      *process
 	live      *router.Live
 	lifecycle *fleet.Lifecycle
 	// cluster is the connection of the Cluster option; nil without it.
@@ -72,8 +68,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.handles = map[string]*router.Handle{}
-	p := acquireLive()
-	a.live, a.lifecycle = p.Live, p.lifecycle
+	a.proc = acquireProcess()
+	a.live, a.lifecycle = a.proc.Live, a.proc.lifecycle
 	if a.Cluster != nil {
 		if err := cluster.RegisterMetrics(ctx.GetMetricsRegistry()); err != nil {
 			return fmt.Errorf("mlc: metrics: %w", err)
@@ -91,8 +87,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 // closes it.
 func (a *App) Cleanup() error {
 	a.cluster.release()
-	if a.live != nil {
-		releaseLive()
+	if a.proc != nil {
+		releaseProcess()
 	}
 	return nil
 }
@@ -148,11 +144,11 @@ func (a *App) Start() error {
 			a.logger.Warn("updating the supervision settings of a kept fleet", zap.Error(err))
 		}
 		a.lifecycle.Scale(lf, a.scales[key])
-		h.Set(lf)
+		h.Set(lf.Pool())
 	}
 	holdDescriptorWatch(a.logger)
 	a.watching = true
-	current.Store(a)
+	a.proc.current.Store(a)
 	for _, s := range a.models {
 		if s.dynamic != nil {
 			s.dynamic.Start(grace)
@@ -179,18 +175,18 @@ func (a *App) checkPorts() error {
 // acquire returns the fleet of h's spec, starting it (with its
 // autoscaling, nil for none) if no loaded config has it yet; while it
 // starts, the engine list shows it through h.
-func (a *App) acquire(key string, h *router.Handle, scale *fleet.ScaleConfig) (*router.LiveFleet, error) {
+func (a *App) acquire(key string, h *router.Handle, scale *fleet.ScaleConfig) (*fleet.Fleet, error) {
 	spec := h.Spec()
 	val, loaded, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
-		lf, err := router.NewLiveFleet(a.live, spec, a.logger.Named("engine"))
+		lf, err := a.lifecycle.NewFleet(spec, a.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}
 		a.lifecycle.Scale(lf, scale)
-		h.Launching(lf)
+		h.Launching(lf.Pool())
 		// On a reload (a config runs) a port still taken waits; at the
 		// first start it fails, as a port held by another program would.
-		if err := lf.Launch(current.Load() != nil); err != nil {
+		if err := lf.Launch(a.proc.current.Load() != nil); err != nil {
 			return nil, err
 		}
 		return pooledFleet{lf}, nil
@@ -201,36 +197,36 @@ func (a *App) acquire(key string, h *router.Handle, scale *fleet.ScaleConfig) (*
 	if loaded {
 		a.logger.Info("keeping the running engines", zap.String("fleet", key), zap.Int("engines", len(spec.Endpoints)))
 	}
-	return val.(pooledFleet).LiveFleet, nil
+	return val.(pooledFleet).Fleet, nil
 }
 
-// drainGrace is Caddy's grace_period when set, else router.DefaultDrainGrace.
+// drainGrace is Caddy's grace_period when set, else fleet.DefaultDrainGrace.
 func (a *App) drainGrace() time.Duration {
 	if app, err := a.ctx.AppIfConfigured("http"); err == nil {
 		if h, ok := app.(*caddyhttp.App); ok && h.GracePeriod > 0 {
 			return time.Duration(h.GracePeriod)
 		}
 	}
-	return router.DefaultDrainGrace
+	return fleet.DefaultDrainGrace
 }
 
 // Stop hands this config's routers over to the config that replaced it,
 // then releases its fleets: a fleet no config holds any more drains and
 // stops (see pooledFleet.Destruct). When Caddy exits, readiness and new
-// requests are refused first (see shuttingDown).
+// requests are refused first (see exiting).
 func (a *App) Stop() error {
 	if caddy.Exiting() {
-		shuttingDown.Store(true) // before the drain: no new stream starts
+		a.proc.shuttingDown.Store(true) // before the drain: no new stream starts
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if next := current.Load(); next != nil && next != a {
+	if next := a.proc.current.Load(); next != nil && next != a {
 		next.succeed(a.models)
 	}
 	for _, s := range a.models {
 		s.core.Retire()
 	}
-	current.CompareAndSwap(a, nil)
+	a.proc.current.CompareAndSwap(a, nil)
 	for _, s := range a.models {
 		if s.dynamic != nil {
 			s.dynamic.Stop()
@@ -320,11 +316,11 @@ func routesHold(routes caddyhttp.RouteList, r *Handler) bool {
 // more it drains, then stops its engines (fleet.Retire). During a reload
 // that returns at once; when Caddy exits it drains and stops before
 // returning, so that no engine outlives Caddy.
-type pooledFleet struct{ *router.LiveFleet }
+type pooledFleet struct{ *fleet.Fleet }
 
 // Destruct drains the fleet and stops its engines.
 func (p pooledFleet) Destruct() error {
-	fleet.Retire(p.LiveFleet, caddy.Exiting())
+	fleet.Retire(p.Fleet, caddy.Exiting())
 	return nil
 }
 

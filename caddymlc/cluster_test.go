@@ -105,7 +105,7 @@ http://127.0.0.1:%d {
 // liveCluster returns the running config's cluster connection.
 func liveCluster(t *testing.T) *cluster.Conn {
 	t.Helper()
-	a := current.Load()
+	a := liveNow().current.Load()
 	if a == nil || a.cluster == nil {
 		t.Fatal("no running config with a cluster")
 	}
@@ -330,7 +330,7 @@ func TestClusterSharesPrefixes(t *testing.T) {
 	// Replica A's indexes are bounded by its engines' KV capacity, which it
 	// learns from their load reports: until then it keeps nothing it hears.
 	waitFor(t, "replica A to know its engines' KV capacity", func() bool {
-		for _, e := range liveNow().Statuses()[0].Engines {
+		for _, e := range liveNow().lifecycle.Statuses()[0].Engines {
 			if e.Load == nil || e.Load.KVPages == 0 {
 				return false
 			}
@@ -349,7 +349,7 @@ func TestClusterSharesPrefixes(t *testing.T) {
 	}
 	aRequests := func() []int64 {
 		var out []int64
-		for _, e := range liveNow().Statuses()[0].Engines {
+		for _, e := range liveNow().lifecycle.Statuses()[0].Engines {
 			out = append(out, e.Requests)
 		}
 		return out
@@ -376,7 +376,7 @@ func TestClusterSharesPrefixes(t *testing.T) {
 		// the load it saw there may outweigh the prefix.
 		answered := time.Now()
 		waitFor(t, "replica A to see the engines idle", func() bool {
-			for _, e := range liveNow().Statuses()[0].Engines {
+			for _, e := range liveNow().lifecycle.Statuses()[0].Engines {
 				if e.Load == nil || !e.Load.At.After(answered) || e.Load.Running+e.Load.Waiting > 0 {
 					return false
 				}

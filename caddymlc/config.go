@@ -66,6 +66,7 @@ type Handler struct {
 
 	// Set by Provision.
 	logger *zap.Logger
+	proc   *process // the mlc app's: whether Caddy exits (shutdown.go)
 	served []*served
 	front  *router.Models
 	held   []string // usage pool keys of the shared queues, budgets, response store and keys

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/fdreserve"
+	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // DescriptorReserve is a listener wrapper that makes running out of file
@@ -53,7 +54,8 @@ type DescriptorReserve struct {
 	// nobody could be accepted meanwhile anyway. Default: 1s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 
-	log *zap.Logger
+	log     *zap.Logger
+	reserve *fdreserve.Reserve
 }
 
 // CaddyModule returns the Caddy module information.
@@ -64,10 +66,21 @@ func (DescriptorReserve) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision sets the logger and registers the metric.
+// Provision sets the logger, takes a hold on the process's reserve and
+// registers the metric.
 func (d *DescriptorReserve) Provision(ctx caddy.Context) error {
 	d.log = ctx.Logger()
+	val, _, _ := descriptorReserves.LoadOrNew(reserveKey, func() (caddy.Destructor, error) {
+		return pooledReserve{fdreserve.NewReserve()}, nil
+	})
+	d.reserve = val.(pooledReserve).Reserve
 	return registerMetrics(ctx.GetMetricsRegistry())
+}
+
+// Cleanup lets go of the hold on the reserve.
+func (d *DescriptorReserve) Cleanup() error {
+	_, err := descriptorReserves.Delete(reserveKey)
+	return err
 }
 
 // UnmarshalCaddyfile reads `mlc_descriptor_reserve [{ timeout <duration> }]`.
@@ -91,15 +104,27 @@ func (d *DescriptorReserve) UnmarshalCaddyfile(disp *caddyfile.Dispenser) error 
 
 // WrapListener wraps ln and adds its spare to the process's reserve.
 func (d *DescriptorReserve) WrapListener(ln net.Listener) net.Listener {
-	return spares.Wrap(ln, time.Duration(d.Timeout), d.log)
+	return d.reserve.Wrap(ln, fdreserve.Refusal{Answer: router.NoDescriptorsError, Count: router.DropNotAccepted,
+		Timeout: time.Duration(d.Timeout), Log: d.log})
 }
 
-// spares is the process's reserve, which every wrapped listener shares.
-var spares = fdreserve.NewReserve()
+// descriptorReserves holds the process's reserve, which every wrapped
+// listener shares, across reloads: the new config's listeners share it
+// with the old one's until these close.
+var descriptorReserves = caddy.NewUsagePool()
+
+const reserveKey = "mlc-descriptor-reserve"
+
+// pooledReserve is the reserve in its pool: its spares close with the
+// listeners that hold them, so it has nothing of its own to release.
+type pooledReserve struct{ *fdreserve.Reserve }
+
+func (pooledReserve) Destruct() error { return nil }
 
 // Interface guards.
 var (
 	_ caddy.Provisioner     = (*DescriptorReserve)(nil)
+	_ caddy.CleanerUpper    = (*DescriptorReserve)(nil)
 	_ caddy.ListenerWrapper = (*DescriptorReserve)(nil)
 	_ caddyfile.Unmarshaler = (*DescriptorReserve)(nil)
 )

@@ -134,7 +134,7 @@ func waitRoles(t *testing.T, want map[string]string) {
 	for {
 		got := map[string]string{}
 		ready := true
-		for _, rs := range liveNow().Statuses() {
+		for _, rs := range liveNow().lifecycle.Statuses() {
 			for _, e := range rs.Engines {
 				if e.Dynamic {
 					got[e.Addr] = e.Role
@@ -185,7 +185,7 @@ func TestDynamicEnginesFromDNS(t *testing.T) {
 	load.waitMore(16)
 	n := load.finish()
 	t.Logf("%d requests while engines came, went and changed roles", n)
-	for _, rs := range liveNow().Statuses() {
+	for _, rs := range liveNow().lifecycle.Statuses() {
 		for _, e := range rs.Engines {
 			if !slices.Contains([]string{"prefill", "decode"}, e.Role) {
 				t.Errorf("engine %+v", e)

@@ -116,7 +116,7 @@ type dynamicPool struct{ s *served }
 
 // Acquire returns the watched engine at addr, starting to watch it if no
 // router does yet.
-func (p dynamicPool) Acquire(addr string) (*router.LiveFleet, error) {
+func (p dynamicPool) Acquire(addr string) (*fleet.Fleet, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (p dynamicPool) Acquire(addr string) (*router.LiveFleet, error) {
 	spec := engine.Spec{Model: p.s.cfg.Path, Kind: engine.Kind(p.s.cfg.Engine.Kind),
 		Endpoints: []engine.Endpoint{{Host: host, Port: port, GPUs: 1, External: true}}}.Normalize()
 	val, _, err := dynamicFleets.LoadOrNew("mlc-dynamic-"+addr, func() (caddy.Destructor, error) {
-		lf, err := router.NewLiveFleet(p.s.live, spec, p.s.logger.Named("engine"))
+		lf, err := p.s.lifecycle.NewFleet(spec, p.s.logger.Named("engine"))
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +141,7 @@ func (p dynamicPool) Acquire(addr string) (*router.LiveFleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return val.(pooledFleet).LiveFleet, nil
+	return val.(pooledFleet).Fleet, nil
 }
 
 // Release lets go of the engine at addr.

@@ -6,20 +6,20 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // dynamicEngine is the discovered engine at addr in GET /mlc/engines.
-func dynamicEngine(addr string) (router.EngineStatus, bool) {
-	for _, rs := range liveNow().Statuses() {
+func dynamicEngine(addr string) (fleet.EngineStatus, bool) {
+	for _, rs := range liveNow().lifecycle.Statuses() {
 		for _, e := range rs.Engines {
 			if e.Dynamic && e.Addr == addr {
 				return e, true
 			}
 		}
 	}
-	return router.EngineStatus{}, false
+	return fleet.EngineStatus{}, false
 }
 
 // An engine that leaves DNS under streams is drained, not cut: it takes

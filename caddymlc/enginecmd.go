@@ -1,6 +1,10 @@
 package caddymlc
 
+// The adapter's side of the built-in engine: the subcommand that runs it,
+// and the check of the models it loads.
+
 import (
+	"fmt"
 	"os"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -8,6 +12,10 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	"github.com/caddy-mlc/caddy-mlc/internal/suggest"
+
+	// The built-in engine is the kind "builtin" of the fleets.
+	_ "github.com/caddy-mlc/caddy-mlc/engine/builtin/builtinkind"
 )
 
 // engineCommand is `caddy mlc-engine`, the built-in engine.
@@ -32,4 +40,27 @@ default) is configured; run it by hand for external endpoints.
 			return nil
 		}
 	},
+}
+
+// builtinModelErr refuses a model the built-in engine cannot load when
+// it spawns engines: "tiny", or a directory (with tokenizer.json), and
+// for embeddings "tiny-embed" or a directory.
+func (m ModelConfig) builtinModelErr() error {
+	if m.Engine != nil && m.Engine.Kind != string(engine.KindBuiltin) || len(engine.Spawned(m.Endpoints)) == 0 {
+		return nil
+	}
+	isDir := func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
+	path := m.Path
+	if path == "" {
+		path = m.Model
+	}
+	if path != builtin.TinyModel && !isDir(path) {
+		return fmt.Errorf("model %s: the built-in engine loads %q or a model directory holding tokenizer.json, and %q is neither%s (set path, or engine mlc for an MLC model)",
+			m.Model, builtin.TinyModel, path, suggest.DidYouMean(path, []string{builtin.TinyModel}))
+	}
+	if e := m.EmbeddingModel; e != "" && e != builtin.TinyEmbedModel && !isDir(e) {
+		return fmt.Errorf("model %s: embedding_model %q: the built-in engine loads %q or a model directory%s",
+			m.Model, e, builtin.TinyEmbedModel, suggest.DidYouMean(e, []string{builtin.TinyEmbedModel}))
+	}
+	return nil
 }

@@ -134,7 +134,7 @@ func TestKilledEngineIsRoutedAround(t *testing.T) {
 
 func TestAdminStatus(t *testing.T) {
 	startSite(t, 2, "\t\t\tmode disagg\n")
-	st := liveNow().Statuses()
+	st := liveNow().lifecycle.Statuses()
 	if len(st) != 1 || len(st[0].Engines) != 2 {
 		t.Fatalf("%+v", st)
 	}
@@ -178,12 +178,12 @@ func TestEngineDeathMidStreamIsResumed(t *testing.T) {
 	body := greedy("a tale of two rivers and the mill between them", 1500) // long enough to outlast the kill
 	want := reference(s, s.engines[1], body)
 	serving := func() int {
-		for i, e := range liveNow().Statuses()[0].Engines {
+		for i, e := range liveNow().lifecycle.Statuses()[0].Engines {
 			if e.Role == "decode" && e.InFlight == 1 {
 				return i
 			}
 		}
-		t.Fatalf("no decode engine is serving: %+v", liveNow().Statuses())
+		t.Fatalf("no decode engine is serving: %+v", liveNow().lifecycle.Statuses())
 		return -1
 	}
 	got, err := streamKilling(t, s, body, serving)

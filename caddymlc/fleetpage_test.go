@@ -16,8 +16,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/browsertest"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // fleetPageOrigins is the admin block's origins line docs/operations.md
@@ -188,8 +188,8 @@ func TestFleetPageInChromium(t *testing.T) {
 	p.checkParser()
 
 	p.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-action="drain"][data-engine=%q]`, decode))))
-	p.waitText(row(decode, "drain"), router.DrainDrained)
-	if st := engineDrain(t, admin, decode); st != router.DrainDrained {
+	p.waitText(row(decode, "drain"), fleet.DrainDrained)
+	if st := engineDrain(t, admin, decode); st != fleet.DrainDrained {
 		t.Fatalf("the page shows the engine drained, /mlc/engines %q", st)
 	}
 	p.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-action="undrain"][data-engine=%q]`, decode))))

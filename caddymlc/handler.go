@@ -13,11 +13,11 @@ import (
 // and passes every other request to the next handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request, next caddyhttp.Handler) error {
 	switch {
-	case h.HealthURI != "" && req.URL.Path == h.HealthURI && exiting(req):
+	case h.HealthURI != "" && req.URL.Path == h.HealthURI && h.exiting(req):
 		router.ServeShuttingDown(w)
 	case h.HealthURI != "" && req.URL.Path == h.HealthURI:
 		h.front.ServeReadiness(w, req)
-	case router.Handles(req.URL.Path) && shuttingDown.Load():
+	case router.Handles(req.URL.Path) && h.shuttingDown():
 		router.ShuttingDownError().Write(w)
 	case router.Handles(req.URL.Path) && h.keys != nil:
 		if req = h.authenticate(w, req); req != nil {

@@ -220,7 +220,9 @@ func engineMetrics(t testing.TB, engineURL string) map[string]float64 {
 // or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	// Generous: what it waits for is often engines starting, which on a
+	// loaded 2-core machine under -race takes tens of seconds.
+	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

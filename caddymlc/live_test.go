@@ -9,15 +9,15 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 )
 
 // poolFleets returns the fleets the mlc app's pool holds: those of the
 // configs that run.
-func poolFleets() []*router.LiveFleet {
-	var out []*router.LiveFleet
+func poolFleets() []*fleet.Fleet {
+	var out []*fleet.Fleet
 	fleets.Range(func(_, v any) bool {
-		out = append(out, v.(pooledFleet).LiveFleet)
+		out = append(out, v.(pooledFleet).Fleet)
 		return true
 	})
 	return out
@@ -36,7 +36,7 @@ func liveFleets() []*engine.Fleet {
 // router, as /mlc/engines shows it.
 func liveInflight() []int64 {
 	var out []int64
-	for _, r := range liveNow().Statuses() {
+	for _, r := range liveNow().lifecycle.Statuses() {
 		for _, e := range r.Engines {
 			out = append(out, e.InFlight)
 		}
@@ -46,13 +46,13 @@ func liveInflight() []int64 {
 
 // runningFleets returns the fleets of the configs that run now: after a
 // reload, waitDrained waits for those the new config does not keep.
-func runningFleets() []*router.LiveFleet { return poolFleets() }
+func runningFleets() []*fleet.Fleet { return poolFleets() }
 
 // waitDrained waits until every fleet of old that no config holds any
 // more has stopped its engines.
-func waitDrained(t testing.TB, old []*router.LiveFleet) {
+func waitDrained(t testing.TB, old []*fleet.Fleet) {
 	t.Helper()
-	inUse := map[*router.LiveFleet]bool{}
+	inUse := map[*fleet.Fleet]bool{}
 	for _, lf := range poolFleets() {
 		inUse[lf] = true
 	}

@@ -17,7 +17,7 @@ func waitCapacity(t *testing.T, want int, why string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st := liveNow().Statuses()
+		st := liveNow().lifecycle.Statuses()
 		if len(st) == 1 && st[0].Gate.Capacity == want {
 			return
 		}

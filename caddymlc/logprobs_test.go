@@ -180,11 +180,11 @@ func TestLogprobsAcrossAResumedAttempt(t *testing.T) {
 // flight.
 func servingEngine(t *testing.T) int {
 	t.Helper()
-	for i, e := range liveNow().Statuses()[0].Engines {
+	for i, e := range liveNow().lifecycle.Statuses()[0].Engines {
 		if e.Role != "prefill" && e.InFlight == 1 {
 			return i
 		}
 	}
-	t.Fatalf("no engine is generating: %+v", liveNow().Statuses())
+	t.Fatalf("no engine is generating: %+v", liveNow().lifecycle.Statuses())
 	return -1
 }

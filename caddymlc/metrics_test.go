@@ -41,7 +41,7 @@ func TestMetricsCount(t *testing.T) {
 	if d := tokens() - tokBefore; d != 5 {
 		t.Fatalf("tokens +%v, want +5", d)
 	}
-	for _, e := range liveNow().Statuses()[0].Engines {
+	for _, e := range liveNow().lifecycle.Statuses()[0].Engines {
 		if g := metricValue(t, "caddy_mlc_engine_inflight_requests", "engine", e.Addr); g != 0 {
 			t.Fatalf("in-flight gauge of %s is %v", e.Addr, g)
 		}

@@ -68,7 +68,7 @@ func modelsSite(t *testing.T, ports []int, dir, engineArgs string) {
 func modelPIDs(t *testing.T) map[string][]int {
 	t.Helper()
 	out := map[string][]int{}
-	for _, r := range liveNow().Statuses() {
+	for _, r := range liveNow().lifecycle.Statuses() {
 		for _, e := range r.Engines {
 			out[r.Model] = append(out[r.Model], e.PID)
 		}

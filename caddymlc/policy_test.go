@@ -43,7 +43,7 @@ func TestPolicyJSON(t *testing.T) {
 			}
 			loadConfig(t, cfg)
 			t.Cleanup(func() { stopCaddy(t) })
-			st := liveNow().Statuses()
+			st := liveNow().lifecycle.Statuses()
 			if len(st) != 1 || st[0].Policy != tc.want || st[0].PrefixIndex != tc.prefixes {
 				t.Fatalf("status %+v, want policy %s (reads prefixes %v)", st, tc.want, tc.prefixes)
 			}

@@ -29,6 +29,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("mlc_router: %w", err)
 	}
 	app := appVal.(*App)
+	h.proc = app.proc
 	if err := h.provisionAuth(app); err != nil {
 		return err
 	}
@@ -68,11 +69,13 @@ type served struct {
 	dynamic *fleet.Discovery
 	core    *router.Router
 	live    *router.Live // the app's
+	// lifecycle is the app's: it makes the discovered engines' fleets.
+	lifecycle *fleet.Lifecycle
 }
 
 // provisionModel registers the fleet of one model and makes its core.
 func (h *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, budgets *budget.Limiter) (*served, error) {
-	s := &served{owner: h, cfg: m, logger: h.logger, live: app.live}
+	s := &served{owner: h, cfg: m, logger: h.logger, live: app.live, lifecycle: app.lifecycle}
 	if len(h.Models) > 0 {
 		s.logger = h.logger.With(zap.String("model", m.Model))
 	}

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/testnet"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // Two Caddy replicas share three engines. Replica A sends a heavy load,
@@ -132,7 +132,7 @@ func engineRequestsOf(t *testing.T, adminPort int) []int64 {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st []router.RouterStatus
+	var st []fleet.ModelStatus
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || len(st) != 1 {
 		t.Fatalf("admin status: %v %+v", err, st)
 	}
@@ -153,7 +153,7 @@ func waitReported(t *testing.T, adminPort, i, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var st []router.RouterStatus
+		var st []fleet.ModelStatus
 		err = json.NewDecoder(resp.Body).Decode(&st)
 		resp.Body.Close()
 		if err != nil || len(st) != 1 {

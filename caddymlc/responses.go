@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/router/responsestore"
+
 	"go.uber.org/zap"
 
 	"github.com/caddyserver/caddy/v2"
@@ -13,7 +15,6 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/respstore"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // Responses says where the Responses API keeps the responses it stores
@@ -55,8 +56,8 @@ type Responses struct {
 
 // Interface guard: the stores are the router's response store.
 var (
-	_ router.ResponseStore = (*respstore.SQLite)(nil)
-	_ router.ResponseStore = (*respstore.Redis)(nil)
+	_ responsestore.Store = (*respstore.SQLite)(nil)
+	_ responsestore.Store = (*respstore.Redis)(nil)
 )
 
 // The responses_store values that are no file: none, the cluster's

@@ -16,35 +16,34 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-mlc/caddy-mlc/fleet"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // modelStatus is the model's router in GET /mlc/engines.
-func modelStatus(t *testing.T, model string) router.RouterStatus {
+func modelStatus(t *testing.T, model string) fleet.ModelStatus {
 	t.Helper()
-	for _, rs := range liveNow().Statuses() {
+	for _, rs := range liveNow().lifecycle.Statuses() {
 		if rs.Model == model {
 			return rs
 		}
 	}
 	t.Fatalf("no router for %s", model)
-	return router.RouterStatus{}
+	return fleet.ModelStatus{}
 }
 
 // scaleStatus is the autoscaling of the model tiny in /mlc/engines.
-func scaleStatus(t testing.TB) router.ScaleStatus {
+func scaleStatus(t testing.TB) fleet.ScaleStatus {
 	t.Helper()
-	for _, rs := range liveNow().Statuses() {
+	for _, rs := range liveNow().lifecycle.Statuses() {
 		if rs.Model == "tiny" && rs.Scale != nil {
 			return *rs.Scale
 		}
 	}
 	t.Fatal("no autoscaled router for tiny")
-	return router.ScaleStatus{}
+	return fleet.ScaleStatus{}
 }
 
 // engineStates are the state and scale state of each listed engine.
-func engineStates(rs router.RouterStatus) []string {
+func engineStates(rs fleet.ModelStatus) []string {
 	var out []string
 	for _, e := range rs.Engines {
 		out = append(out, e.State+"/"+e.Scale)

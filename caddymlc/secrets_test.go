@@ -121,7 +121,7 @@ func TestTenantKeyNeverShown(t *testing.T) {
 		}
 	}
 	waitLogged(t, k.accessLog, len(everyAPI()))
-	places := map[string][]byte{"metrics": metricsText(t), "/mlc/engines": mustMarshal(t, liveNow().Statuses())}
+	places := map[string][]byte{"metrics": metricsText(t), "/mlc/engines": mustMarshal(t, liveNow().lifecycle.Statuses())}
 	for name, paths := range map[string][]string{"log": {k.logs}, "access log": {k.accessLog}, "store": {k.store, k.store + "-wal"}} {
 		for _, path := range paths {
 			b, err := os.ReadFile(path)

@@ -8,7 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
-	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 )
 
 // While the mlc app starts a fleet (Caddy's load waits for it), the
@@ -36,9 +36,9 @@ http://127.0.0.1:%d {
 	}
 	loaded := make(chan error, 1)
 	go func() { loaded <- caddy.Load(cfg, true) }()
-	var e router.EngineStatus
+	var e fleet.EngineStatus
 	waitFor(t, "the engine to show as starting", func() bool {
-		st := liveNow().Statuses()
+		st := liveNow().lifecycle.Statuses()
 		if len(st) != 1 || len(st[0].Engines) != 1 {
 			return false
 		}
@@ -57,7 +57,7 @@ http://127.0.0.1:%d {
 		t.Fatal("the load succeeded with its only engine killed while it started")
 		stopCaddy(t)
 	}
-	if st := liveNow().Statuses(); len(st) != 0 {
+	if st := liveNow().lifecycle.Statuses(); len(st) != 0 {
 		t.Fatalf("routers left after the failed load: %+v", st)
 	}
 }

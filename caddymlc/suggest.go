@@ -1,15 +1,11 @@
 package caddymlc
 
 import (
-	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/caddy-mlc/caddy-mlc/engine"
-	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
 	"github.com/caddy-mlc/caddy-mlc/internal/suggest"
 )
 
@@ -44,27 +40,4 @@ func unknownOption(d *caddyfile.Dispenser, name string, extra []string) error {
 		}
 	})
 	return d.Errf("unknown subdirective %q%s; the options: %s", name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
-}
-
-// builtinModelErr refuses a model the built-in engine cannot load when
-// it spawns engines: "tiny", or a directory (with tokenizer.json), and
-// for embeddings "tiny-embed" or a directory.
-func (m ModelConfig) builtinModelErr() error {
-	if m.Engine != nil && m.Engine.Kind != string(engine.KindBuiltin) || len(engine.Spawned(m.Endpoints)) == 0 {
-		return nil
-	}
-	isDir := func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
-	path := m.Path
-	if path == "" {
-		path = m.Model
-	}
-	if path != builtin.TinyModel && !isDir(path) {
-		return fmt.Errorf("model %s: the built-in engine loads %q or a model directory holding tokenizer.json, and %q is neither%s (set path, or engine mlc for an MLC model)",
-			m.Model, builtin.TinyModel, path, suggest.DidYouMean(path, []string{builtin.TinyModel}))
-	}
-	if e := m.EmbeddingModel; e != "" && e != builtin.TinyEmbedModel && !isDir(e) {
-		return fmt.Errorf("model %s: embedding_model %q: the built-in engine loads %q or a model directory%s",
-			m.Model, e, builtin.TinyEmbedModel, suggest.DidYouMean(e, []string{builtin.TinyEmbedModel}))
-	}
-	return nil
 }

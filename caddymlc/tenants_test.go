@@ -121,7 +121,7 @@ func TestTenantsShareFairly(t *testing.T) {
 			aTimes, aWG := flood(ctx, s.base, "A", 0, 48, 96)
 			t.Cleanup(aWG.Wait) // after the deferred cancel, on every way out
 			waitFor(t, "A's flood to saturate the engines", func() bool {
-				st := liveNow().Statuses()
+				st := liveNow().lifecycle.Statuses()
 				return len(st) == 1 && st[0].Gate.Waiting > 8
 			})
 			since := time.Now()
@@ -150,7 +150,7 @@ func TestTenantsShareFairly(t *testing.T) {
 				}
 			}
 			waitFor(t, "A's streams", func() bool { got, _ := aTimes(since); return len(got) >= 8 })
-			st := liveNow().Statuses()[0].Gate
+			st := liveNow().lifecycle.Statuses()[0].Gate
 			cancel()
 			aWG.Wait()
 			a, errs := aTimes(since)

@@ -9,6 +9,6 @@ func (s *Sharing) ShareLoad(model string) {
 		return // stopped, or shared already
 	}
 	s.loads[model] = s.conn.ShareCount(s.conn.Key(model, "inflight"),
-		func() int { return s.live.InFlight(model) },
+		func() int { return inFlight(s.live, model) },
 		func(peers Peers) { s.live.SetPeerLoad(model, peers.Sum, peers.Busy) })
 }

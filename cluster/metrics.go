@@ -8,9 +8,10 @@ import (
 )
 
 var (
-	metricsOnce sync.Once
-	upGauge     prometheus.Gauge
-	dropped     prometheus.Counter
+	metricsOnce   sync.Once
+	upGauge       prometheus.Gauge
+	dropped       prometheus.Counter
+	prefixApplied *prometheus.CounterVec
 )
 
 func sharedMetrics() {
@@ -19,6 +20,8 @@ func sharedMetrics() {
 			Help: "1 while the cluster's Redis answers within its deadline, 0 while the replica goes on with local state."})
 		dropped = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "mlc", Name: "cluster_messages_dropped_total",
 			Help: "Messages to the other replicas dropped: the queue was full, or Redis out of reach."})
+		prefixApplied = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "mlc", Name: "prefix_events_applied_total",
+			Help: "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished)."}, []string{"kind"})
 	})
 }
 
@@ -29,7 +32,7 @@ func RegisterMetrics(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{upGauge, dropped} {
+	for _, c := range []prometheus.Collector{upGauge, dropped, prefixApplied} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

@@ -49,6 +49,6 @@ func (s *Sharing) ApplyPrefixes(model string) {
 				evs = append(evs, ev)
 			}
 		}
-		s.live.ApplyPrefixEvents(model, evs)
+		applyPrefixEvents(s.live, model, evs)
 	})
 }

@@ -33,6 +33,18 @@ type Options struct {
 	// OnStateChange, if set, is called after every state change of an
 	// engine, from that engine's goroutine, in order. It must not block.
 	OnStateChange func(i int, from, to State)
+	// Running is the process's running fleets, which a launch waits for
+	// where they hold its ports; nil: none but this one.
+	Running *Running
+	// StartingLogInterval is the period of the "still starting" log lines
+	// of an engine that is not ready yet; 0: 5s.
+	StartingLogInterval time.Duration
+	// SampleGPUs reads the machine's GPUs for the GPU metrics; nil:
+	// SampleGPUs (NVML).
+	SampleGPUs func() ([]GPUSample, error)
+	// OnSuperviseTick, if set, is called by supervision at every health
+	// tick of engine i (tests make it panic).
+	OnSuperviseTick func(i int)
 }
 
 // Fleet runs and supervises the engines of one [Spec]. Its methods are safe
@@ -56,7 +68,8 @@ type Fleet struct {
 	mu      sync.Mutex
 	changed chan struct{}
 
-	life launchState // Launch, Retire, Shutdown
+	life    launchState // Launch, Retire, Shutdown
+	running *Running    // Options.Running, or one of its own
 }
 
 // New validates spec and returns a fleet that is not started yet.
@@ -71,6 +84,9 @@ func New(spec Spec, opts Options) (*Fleet, error) {
 	f.logp.Store(orDefault(opts.Logger, zap.NewNop()))
 	if f.client == nil {
 		f.client = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
+	}
+	if f.running = opts.Running; f.running == nil {
+		f.running = NewRunning()
 	}
 	f.launch.init(f)
 	for i, ep := range spec.Endpoints {

@@ -306,9 +306,7 @@ func TestFleetStartupTimeout(t *testing.T) {
 	spec := commandSpec(t, 1, 1)
 	spec.StartupTimeout = time.Second
 	t.Setenv(envHangPort, strconv.Itoa(spec.Endpoints[0].Port))
-	defer func(d time.Duration) { startingLogInterval = d }(startingLogInterval)
-	startingLogInterval = 300 * time.Millisecond
-	f := h.newFleet(spec, Options{UIDSource: &fixedUID{uid: []int{1}}})
+	f := h.newFleet(spec, Options{UIDSource: &fixedUID{uid: []int{1}}, StartingLogInterval: 300 * time.Millisecond})
 	t0 := time.Now()
 	err := f.Start(t.Context())
 	if !errors.Is(err, ErrStartupTimeout) {

@@ -11,7 +11,7 @@ import (
 
 // buildLacksNVML: on Linux this build could have used NVML, with cgo
 // (elsewhere there is no NVML to miss: MLC runs on Metal or Vulkan).
-var buildLacksNVML = runtime.GOOS == "linux"
+const buildLacksNVML = runtime.GOOS == "linux"
 
 // Inventory cannot use NVML in this build: go-nvml needs cgo on Linux. It
 // returns an error wrapping ErrNoNVML.

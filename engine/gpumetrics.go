@@ -17,10 +17,6 @@ import (
 // (NVML); memory and utilisation move slowly next to requests.
 const gpuPollInterval = 10 * time.Second
 
-// sampleGPUs reads the machine's GPUs; tests replace it with a fake (no
-// GPU on the machines that run them).
-var sampleGPUs = SampleGPUs
-
 // gpuMetrics are the GPU gauges, by engine and device, shared by every
 // fleet of the process.
 type gpuMetrics struct {
@@ -87,7 +83,11 @@ func (f *Fleet) PollGPUs(ctx context.Context) {
 
 // sampleGPUsOnce reads the GPUs once into the gauges.
 func (f *Fleet) sampleGPUsOnce() error {
-	samples, err := sampleGPUs()
+	sample := f.opts.SampleGPUs
+	if sample == nil {
+		sample = SampleGPUs
+	}
+	samples, err := sample()
 	if err != nil {
 		return err
 	}

@@ -14,19 +14,17 @@ func TestGPUMetricsPerEngine(t *testing.T) {
 	spec := Spec{Model: "HF://some/model", Kind: KindMLC, Endpoints: []Endpoint{
 		{Host: "127.0.0.1", Port: 9001, GPUs: 2}, {Host: "127.0.0.1", Port: 9002, GPUs: 1},
 	}}.Normalize()
-	f, err := New(spec, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	real := sampleGPUs
-	t.Cleanup(func() { sampleGPUs = real })
-	sampleGPUs = func() ([]GPUSample, error) {
+	sample := func() ([]GPUSample, error) {
 		return []GPUSample{
 			{Index: 0, MemoryUsed: 10 << 30, MemoryTotal: 80 << 30, Utilization: 0.5},
 			{Index: 1, MemoryUsed: 20 << 30, MemoryTotal: 80 << 30, Utilization: 0.25},
 			{Index: 2, MemoryUsed: 30 << 30, MemoryTotal: 80 << 30, Utilization: 1},
 			{Index: 3, MemoryUsed: 1, MemoryTotal: 2}, // not the fleet's
 		}, nil
+	}
+	f, err := New(spec, Options{SampleGPUs: sample})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := f.sampleGPUsOnce(); err != nil {
 		t.Fatal(err)

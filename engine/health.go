@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +27,9 @@ const (
 	maxProbeTimeout = 5 * time.Second
 )
 
-// startingLogInterval is the period of the "still starting" log lines of
-// an engine that loads a model. A variable for tests only.
-var startingLogInterval = 5 * time.Second
+// defaultStartingLogInterval is the period of the "still starting" log
+// lines of an engine that is not ready yet (Options.StartingLogInterval).
+const defaultStartingLogInterval = 5 * time.Second
 
 // ErrStartupTimeout is wrapped by the error of an engine that did not
 // become ready within the startup timeout.
@@ -71,14 +72,14 @@ func Probe(ctx context.Context, client *http.Client, base string, timeout time.D
 // moment later. It gives up when the process exits (errExited or
 // errExitedWhenReady), when the startup timeout passes (wrapping
 // ErrStartupTimeout and the last probe error) or when ctx is done. Every
-// startingLogInterval it logs that the engine is still starting.
+// Options.StartingLogInterval it logs that the engine is still starting.
 func (e *engine) waitReady(ctx context.Context, p *process, t0 time.Time) error {
 	s := e.f.settings()
 	deadline := time.NewTimer(s.StartupTimeout)
 	defer deadline.Stop()
 	poll := time.NewTicker(readyPollInterval)
 	defer poll.Stop()
-	progress := time.NewTicker(startingLogInterval)
+	progress := time.NewTicker(cmp.Or(e.f.opts.StartingLogInterval, defaultStartingLogInterval))
 	defer progress.Stop()
 	var last error
 	for {

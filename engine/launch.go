@@ -41,8 +41,8 @@ func newLaunchState() launchState {
 // ports are free. ready runs once the engines are ready, before Launched
 // is closed. Launch is called once.
 func (f *Fleet) Launch(reload bool, ready func(context.Context)) error {
-	old := runningOn(f)
-	register(f)
+	old := f.running.runningOn(f)
+	f.running.register(f)
 	if len(old) == 0 && (!reload || f.spec.CheckPorts() == nil) {
 		return f.launchNow(ready)
 	}
@@ -71,7 +71,7 @@ func (f *Fleet) Launch(reload bool, ready func(context.Context)) error {
 // LaunchNow starts the engines and waits until they are ready: engines
 // no other fleet can hold the ports of (a dynamic source's).
 func (f *Fleet) LaunchNow(ready func(context.Context)) error {
-	register(f)
+	f.running.register(f)
 	return f.launchNow(ready)
 }
 
@@ -98,7 +98,7 @@ func (f *Fleet) abandon(err error) {
 		f.life.err = err
 		close(f.life.launched)
 	})
-	unregister(f)
+	f.running.unregister(f)
 	f.life.stopOnce.Do(func() { close(f.life.done) })
 }
 
@@ -162,42 +162,44 @@ func (f *Fleet) Shutdown() {
 		return // nothing runs; done is closed
 	}
 	_ = f.Stop()
-	unregister(f)
+	f.running.unregister(f)
 	f.life.stopOnce.Do(func() { close(f.life.done) })
 }
 
 // Done is closed once the engines stopped, or never started.
 func (f *Fleet) Done() <-chan struct{} { return f.life.done }
 
-// running holds the fleets whose engines run (or start), to find the
-// ports a new fleet must wait for.
-var running struct {
-	sync.Mutex
+// Running is the fleets of a process whose engines run (or start), so
+// that a new fleet finds the ports it must wait for: on a reload the new
+// config's fleet starts before the old one's stops. Its owner (the mlc
+// app's lifecycle, across reloads) gives it every fleet (Options.Running).
+type Running struct {
+	mu     sync.Mutex
 	fleets map[*Fleet]bool
 }
 
-func register(f *Fleet) {
-	running.Lock()
-	defer running.Unlock()
-	if running.fleets == nil {
-		running.fleets = map[*Fleet]bool{}
-	}
-	running.fleets[f] = true
+// NewRunning returns an empty Running.
+func NewRunning() *Running { return &Running{fleets: map[*Fleet]bool{}} }
+
+func (r *Running) register(f *Fleet) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fleets[f] = true
 }
 
-func unregister(f *Fleet) {
-	running.Lock()
-	defer running.Unlock()
-	delete(running.fleets, f)
+func (r *Running) unregister(f *Fleet) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.fleets, f)
 }
 
 // runningOn returns the running fleets of other specs that have an
 // endpoint on one of f's addresses.
-func runningOn(f *Fleet) []*Fleet {
-	running.Lock()
-	defer running.Unlock()
+func (r *Running) runningOn(f *Fleet) []*Fleet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var out []*Fleet
-	for o := range running.fleets {
+	for o := range r.fleets {
 		if o != f && o.spec.Key() != f.spec.Key() && len(sharedAddrs(f.spec, []*Fleet{o})) > 0 {
 			out = append(out, o)
 		}

@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
@@ -27,7 +27,7 @@ const (
 )
 
 // loadQuery is the body of a query_engine_metrics request.
-var loadQuery = []byte(`{"prompt":[0],"max_tokens":1,"debug_config":{"special_request":"` + protocol.SpecialQueryEngineMetrics + `"}}`)
+const loadQuery = `{"prompt":[0],"max_tokens":1,"debug_config":{"special_request":"` + protocol.SpecialQueryEngineMetrics + `"}}`
 
 // LoadRecorder hears what a fleet's engines answer its load polls: the
 // routers' view of each engine.
@@ -67,7 +67,7 @@ func QueryLoad(ctx context.Context, client *http.Client, baseURL string) (map[st
 func QueryMetrics(ctx context.Context, client *http.Client, baseURL string, timeout time.Duration) (map[string]json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+protocol.PathCompletions, bytes.NewReader(loadQuery))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+protocol.PathCompletions, strings.NewReader(loadQuery))
 	if err != nil {
 		return nil, err
 	}

@@ -12,10 +12,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// testHookSupervise, when set by a test before the fleet starts, is called
-// by supervision at every health tick of engine i; a test makes it panic.
-var testHookSupervise func(i int)
-
 // run starts a spawned engine, reports the outcome of its first start on
 // initial, then supervises it until ctx is done.
 //

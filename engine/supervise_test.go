@@ -87,7 +87,7 @@ func TestFleetStatusNeverReadyWhenDead(t *testing.T) {
 func TestFleetSupervisionSurvivesPanic(t *testing.T) {
 	var calls atomic.Int32
 	resumed := make(chan struct{})
-	testHookSupervise = func(i int) {
+	hook := func(i int) {
 		switch calls.Add(1) {
 		case 1:
 			panic("test panic in supervision")
@@ -95,11 +95,10 @@ func TestFleetSupervisionSurvivesPanic(t *testing.T) {
 			close(resumed)
 		}
 	}
-	t.Cleanup(func() { testHookSupervise = nil }) // after the harness stops the fleet
 	h := newHarness(t)
 	spec := commandSpec(t, 1)
 	spec.HealthInterval = 50 * time.Millisecond
-	f := h.newFleet(spec, Options{UIDSource: &fixedUID{uid: []int{1}}})
+	f := h.newFleet(spec, Options{UIDSource: &fixedUID{uid: []int{1}}, OnSuperviseTick: hook})
 	if err := f.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

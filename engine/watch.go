@@ -60,7 +60,7 @@ func (e *engine) watch(ctx context.Context, p *process) bool {
 				tick.Reset(iv)
 			}
 		case <-tick.C:
-			if hook := testHookSupervise; hook != nil {
+			if hook := e.f.opts.OnSuperviseTick; hook != nil {
 				hook(e.i)
 			}
 			if inFlight {

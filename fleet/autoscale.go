@@ -26,7 +26,7 @@ const (
 // or takes one away (a drain, then Fleet.StopEngine), one at a time.
 type autoscaler struct {
 	lc  *Lifecycle
-	lf  *router.LiveFleet
+	lf  *Fleet
 	cfg atomic.Pointer[ScaleConfig] // nil: off, every engine runs
 	now func() time.Time
 	// acting: a start or a drain and stop runs; the planner waits for it.
@@ -35,19 +35,19 @@ type autoscaler struct {
 	mu      sync.Mutex
 	planner scalePlanner
 	states  map[int]string // by endpoint index; absent: running as usual
-	last    *router.ScaleEvent
+	last    *ScaleEvent
 	// failedAt is when the last change failed: none is tried again, not
 	// even a cold start, for a cool-down (an engine that cannot start
 	// is not started in a loop).
 	failedAt time.Time
 }
 
-var _ router.Scaler = (*autoscaler)(nil)
+var _ Scaler = (*autoscaler)(nil)
 
 // Scale sets lf's autoscaling (nil: none, every engine runs). Before the
 // fleet starts, only the first Min spawned engines are left to start;
 // afterwards the autoscaler moves to the new bounds.
-func (lc *Lifecycle) Scale(lf *router.LiveFleet, c *ScaleConfig) {
+func (lc *Lifecycle) Scale(lf *Fleet, c *ScaleConfig) {
 	a, _ := lf.Scaler().(*autoscaler)
 	if a == nil {
 		if c == nil {
@@ -140,7 +140,7 @@ func (a *autoscaler) act(ctx context.Context, model string, i int, d scaleDecisi
 	m := scaleMetricsOf()
 	m.decisions.WithLabelValues(model, dir, d.reason).Inc()
 	m.target.WithLabelValues(model).Set(float64(to))
-	ev := &router.ScaleEvent{At: a.now(), Direction: dir, Reason: d.reason, Engine: u.Addr()}
+	ev := &ScaleEvent{At: a.now(), Direction: dir, Reason: d.reason, Engine: u.Addr()}
 	a.mu.Lock()
 	a.states[i], a.last = state, ev
 	a.mu.Unlock()
@@ -199,17 +199,16 @@ func (a *autoscaler) up(ctx context.Context, i int) error {
 // down drains engine i for the fleet's grace (what still runs then moves,
 // exactly, to the others), then stops it.
 func (a *autoscaler) down(ctx context.Context, i int) error {
-	u := a.lf.Upstreams()[i]
 	grace := a.lf.Grace()
-	u.Drain(grace)
-	if err := u.WaitDrained(ctx, grace); err != nil {
+	a.lf.Drain(i, grace)
+	if err := a.lf.WaitDrained(ctx, i, grace); err != nil {
 		a.setState(i, "")
-		u.ClearDrain()
+		a.lf.undrain(i)
 		return err
 	}
 	err := a.lf.StopEngine(i)
 	a.setState(i, ScaleScaledDown)
-	u.ClearDrain() // stopped: out of rotation without a drain
+	a.lf.undrain(i) // stopped: out of rotation without a drain
 	return err
 }
 
@@ -232,9 +231,9 @@ func (a *autoscaler) choose(delta int, r *router.Router) int {
 		return -1
 	}
 	us := a.lf.Upstreams()
-	gen := r.GeneratingIndexes()
-	serves := func(j int) bool { return slices.Contains(gen, j) && !us[j].Draining() }
-	cands := slices.DeleteFunc(slices.Clone(up), func(i int) bool { return us[i].Draining() })
+	gen := r.Demand().Generating
+	serves := func(j int) bool { return slices.Contains(gen, j) && !us[j].OutOfRotation() }
+	cands := slices.DeleteFunc(slices.Clone(up), func(i int) bool { return us[i].OutOfRotation() })
 	slices.Reverse(cands)
 	slices.SortStableFunc(cands, func(x, y int) int {
 		return int(us[x].InFlight() - us[y].InFlight())
@@ -274,8 +273,9 @@ func (a *autoscaler) signals(now time.Time, rs []*router.Router) scaleSignals {
 		s.blocked = s.blocked || blocked
 	}
 	for _, r := range rs {
-		s.waiting += r.Waiting()
-		s.batch = max(s.batch, r.Batch())
+		d := r.Demand()
+		s.waiting += d.Waiting
+		s.batch = max(s.batch, d.Batch)
 	}
 	return s
 }
@@ -301,12 +301,12 @@ func (a *autoscaler) state(i int) string {
 }
 
 // Status is the autoscaling as operators see it; nil without one.
-func (a *autoscaler) Status() *router.ScaleStatus {
+func (a *autoscaler) Status() *ScaleStatus {
 	c := a.cfg.Load()
 	if c == nil {
 		return nil
 	}
-	st := &router.ScaleStatus{Min: c.Min, Max: c.Max}
+	st := &ScaleStatus{Min: c.Min, Max: c.Max}
 	for _, i := range engine.Spawned(a.lf.Spec().Endpoints) {
 		if a.running(i) {
 			st.Target++

@@ -37,7 +37,7 @@ func TestAutoscalerDownDrainsThenStops(t *testing.T) {
 		t.Fatal("no stream ran on the engine scaled down: the test tested nothing")
 	}
 	waitScaled(t, c, a, func() bool {
-		return a.state(1) == ScaleScaledDown && c.fleet.State(1) == engine.StateStopped && c.fleet.Parked(1) && gone.DrainState() == ""
+		return a.state(1) == ScaleScaledDown && c.fleet.State(1) == engine.StateStopped && c.fleet.Parked(1) && drainState(gone) == ""
 	})
 	moved := migrated(t) - movedBefore
 	t.Logf("%d of %d streams on the engine scaled down; %v attempts moved", on, streams, moved)
@@ -47,7 +47,7 @@ func TestAutoscalerDownDrainsThenStops(t *testing.T) {
 	if d := testutil.ToFloat64(scaleMetricsOf().decisions.WithLabelValues("tiny", "down", scaleIdle)) - downs; d != 1 {
 		t.Errorf("scale-down decisions counted %v times", d)
 	}
-	if st := c.r.Status(); st.Scale == nil || st.Scale.Target != 1 || st.Scale.Last == nil || st.Scale.Last.Direction != "down" ||
+	if st := status(c.r); st.Scale == nil || st.Scale.Target != 1 || st.Scale.Last == nil || st.Scale.Last.Direction != "down" ||
 		st.Engines[1].State != "stopped" || st.Engines[1].Scale != ScaleScaledDown {
 		t.Errorf("status after the scale-down: %+v", st)
 	}
@@ -67,11 +67,11 @@ func TestAutoscalerDownDrainsThenStops(t *testing.T) {
 
 	// An operator's drain is left alone: the drained engine is not the
 	// one stopped, nor is the other, which alone serves.
-	gone.Drain(time.Hour)
+	c.fleet.Drain(1, time.Hour)
 	if i := a.choose(-1, c.r); i != -1 {
 		t.Errorf("with engine 1 drained by an operator, the scale-down chose %d", i)
 	}
-	gone.Undrain()
+	c.fleet.Undrain(1)
 	if i := a.choose(-1, c.r); i != 1 {
 		t.Errorf("the scale-down chose %d, want the last idle one, 1", i)
 	}

@@ -12,7 +12,7 @@ import (
 
 // leave drains the engine at addr, which its source no longer lists:
 // it takes no new request; those on it finish there for the drain grace,
-// then move, exactly, to the other engines (router.Upstream.Drain). It
+// then move, exactly, to the other engines (Fleet.Drain). It
 // stays listed, draining, until nothing runs on it; then it is let go.
 // The caller holds d.mu.
 func (d *Discovery) leave(ctx context.Context, addr string) {
@@ -21,9 +21,9 @@ func (d *Discovery) leave(ctx context.Context, addr string) {
 	d.gone[addr] = lf
 	u := lf.Upstreams()[0]
 	d.log.Info("dynamic engine gone; it drains", zap.String("engine", addr), zap.Duration("grace", d.grace))
-	u.Drain(d.grace)
+	lf.Drain(0, d.grace)
 	goroutine.Go(d.log, "dynamic engine drain", func() {
-		if err := u.WaitDrained(ctx, d.grace); err != nil && ctx.Err() == nil {
+		if err := lf.WaitDrained(ctx, 0, d.grace); err != nil && ctx.Err() == nil {
 			d.log.Warn("a gone dynamic engine did not drain; letting it go", zap.String("engine", addr), zap.Error(err))
 		}
 		d.mu.Lock()
@@ -40,14 +40,14 @@ func (d *Discovery) leave(ctx context.Context, addr string) {
 
 // comeBack takes back an engine that drains after it left the source and
 // is listed again: it is in rotation again. The caller holds d.mu.
-func (d *Discovery) comeBack(addr string) *router.LiveFleet {
+func (d *Discovery) comeBack(addr string) *Fleet {
 	lf := d.gone[addr]
 	if lf == nil {
 		return nil
 	}
 	delete(d.gone, addr)
 	d.held[addr] = lf
-	lf.Upstreams()[0].Undrain()
+	lf.Undrain(0)
 	d.log.Info("dynamic engine back while it drained", zap.String("engine", addr))
 	return lf
 }

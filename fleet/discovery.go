@@ -24,7 +24,7 @@ type Source func(ctx context.Context) ([]string, error)
 type EnginePool interface {
 	// Acquire returns the fleet of the engine at addr, watching it if
 	// no router does yet.
-	Acquire(addr string) (*router.LiveFleet, error)
+	Acquire(addr string) (*Fleet, error)
 	// Release lets go of it: the last holder stops watching it.
 	Release(addr string) error
 }
@@ -45,9 +45,9 @@ type Discovery struct {
 	engines atomic.Pointer[map[string][]*router.Upstream] // by role asked: "", prefill, decode
 
 	mu     sync.Mutex
-	held   map[string]*router.LiveFleet // by address
-	gone   map[string]*router.LiveFleet // left the source, draining (departed.go)
-	grace  time.Duration                // the drain grace of a gone engine
+	held   map[string]*Fleet // by address
+	gone   map[string]*Fleet // left the source, draining (departed.go)
+	grace  time.Duration     // the drain grace of a gone engine
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -56,7 +56,7 @@ type Discovery struct {
 // held in pool, for routers of live.
 func NewDiscovery(live *router.Live, sources map[string]Source, pool EnginePool, log *zap.Logger) *Discovery {
 	d := &Discovery{live: live, log: log, sources: sources, pool: pool,
-		held: map[string]*router.LiveFleet{}, gone: map[string]*router.LiveFleet{}}
+		held: map[string]*Fleet{}, gone: map[string]*Fleet{}}
 	d.engines.Store(&map[string][]*router.Upstream{})
 	return d
 }

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { enginetest.Main(m) }
 // caddymlc adapter makes of a config, without Caddy.
 type core struct {
 	r       *router.Router
-	fleet   *router.LiveFleet
+	fleet   *Fleet
 	live    *router.Live
 	lc      *Lifecycle
 	base    string   // the router's URL
@@ -52,7 +52,7 @@ func startCore(t testing.TB, n int, mode string) *core {
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.fleet, err = router.NewLiveFleet(c.live, spec, zap.NewNop()); err != nil {
+	if c.fleet, err = c.lc.NewFleet(spec, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.fleet.LaunchNow(); err != nil {
@@ -60,7 +60,7 @@ func startCore(t testing.TB, n int, mode string) *core {
 	}
 	t.Cleanup(func() { Retire(c.fleet, true) })
 	handle := router.NewHandle(spec)
-	handle.Set(c.fleet)
+	handle.Set(c.fleet.Pool())
 	cfg := router.Config{Model: "tiny", Path: "tiny", EngineKind: engine.KindBuiltin, Mode: mode, Endpoints: eps,
 		MaxAttempts: router.DefaultMaxAttempts, MaxBodySize: protocol.DefaultMaxBodyBytes, EngineTimeout: router.DefaultEngineTimeout,
 		QueueTimeout: router.DefaultQueueTimeout, QueueSize: router.DefaultQueueSize, BodyTimeout: router.DefaultBodyTimeout,
@@ -76,7 +76,7 @@ func startCore(t testing.TB, n int, mode string) *core {
 }
 
 // engineStatus is engine i of the router's status.
-func (c *core) engineStatus(i int) router.EngineStatus { return c.r.Status().Engines[i] }
+func (c *core) engineStatus(i int) EngineStatus { return status(c.r).Engines[i] }
 
 // migrated counts the attempts the routers moved off a drained engine
 // (caddy_mlc_retries_total{cause="migrate"}).

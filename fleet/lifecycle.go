@@ -4,15 +4,10 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
+
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
-
-// Routers are the live routers, what the lifecycle acts through: a
-// router.Live.
-type Routers interface {
-	// Routers returns the live routers, ordered by model.
-	Routers() []*router.Router
-}
 
 // Lifecycle is the engines' lifecycle of a process's routers: an
 // operator's drain of an engine, the rolling restarts of a model's
@@ -20,20 +15,23 @@ type Routers interface {
 // routers' router.Live and keeps it across reloads, so that a rolling
 // restart goes on across one.
 type Lifecycle struct {
-	routers Routers
+	routers *router.Live
+	// running are the fleets whose engines run, which a new fleet's
+	// launch waits for where they hold its ports (a reload's).
+	running *engine.Running
 
 	mu    sync.Mutex
 	rolls map[string]*RollStatus // the last rolling restart of each model
 }
 
-// New returns the lifecycle of the routers.
-func New(routers Routers) *Lifecycle {
-	return &Lifecycle{routers: routers, rolls: map[string]*RollStatus{}}
+// New returns the lifecycle of the routers of live.
+func New(live *router.Live) *Lifecycle {
+	return &Lifecycle{routers: live, running: engine.NewRunning(), rolls: map[string]*RollStatus{}}
 }
 
 // fleetRouters are the live routers whose engines are lf's, by model.
-func (lc *Lifecycle) fleetRouters(lf *router.LiveFleet) []*router.Router {
-	return slices.DeleteFunc(lc.routers.Routers(), func(r *router.Router) bool { return r.Fleet() != lf })
+func (lc *Lifecycle) fleetRouters(lf *Fleet) []*router.Router {
+	return slices.DeleteFunc(lc.routers.Routers(), func(r *router.Router) bool { return r.Pool() != lf.Pool() })
 }
 
 // closeIdleTo drops the routers' idle connections, after the engine u

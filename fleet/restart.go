@@ -54,7 +54,7 @@ func (lc *Lifecycle) RestartModel(model string, grace time.Duration) (RollStatus
 		st.Engines = append(st.Engines, u.Addr())
 	}
 	lc.rolls[model] = st
-	log := engines[0].Fleet().Log()
+	log := engines[0].Pool().Log()
 	log.Info("rolling restart", zap.String("model", model), zap.Strings("engines", st.Engines))
 	plan := *st
 	goroutine.Go(log, "rolling restart", func() {
@@ -114,14 +114,14 @@ func (lc *Lifecycle) modelEngines(model string) []*router.Upstream {
 		if r.Model != model {
 			continue
 		}
-		for _, u := range r.SpawnedEngines() {
+		for _, u := range spawnedOf(r) {
 			if !slices.Contains(out, u) {
 				out = append(out, u)
 			}
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *router.Upstream) int {
-		if a.Fleet() != b.Fleet() {
+		if a.Pool() != b.Pool() {
 			return strings.Compare(a.Addr(), b.Addr())
 		}
 		return a.Index() - b.Index()
@@ -151,13 +151,13 @@ func (lc *Lifecycle) rollingRestart(ctx context.Context, engines []*router.Upstr
 // restart drains the engine u for grace (its fleet's when negative),
 // restarts its process and puts it back in rotation.
 func (lc *Lifecycle) restart(ctx context.Context, u *router.Upstream, grace time.Duration) error {
-	lf := u.Fleet()
+	lf := Of(u.Pool())
 	if grace < 0 {
 		grace = lf.Grace()
 	}
-	u.Drain(grace)
-	defer u.Undrain()
-	if err := u.WaitDrained(ctx, grace); err != nil {
+	lf.Drain(u.Index(), grace)
+	defer lf.Undrain(u.Index())
+	if err := lf.WaitDrained(ctx, u.Index(), grace); err != nil {
 		return fmt.Errorf("engine %s did not drain: %w", u.Addr(), err)
 	}
 	spec := lf.Spec().Normalize()
@@ -167,5 +167,14 @@ func (lc *Lifecycle) restart(ctx context.Context, u *router.Upstream, grace time
 		return err
 	}
 	lc.closeIdleTo(u)
+	return nil
+}
+
+// spawnedOf are the engines of r's fleet that it runs itself (not those
+// its autoscaler stopped); none while its fleet drains after a reload.
+func spawnedOf(r *router.Router) []*router.Upstream {
+	if f := Of(r.Pool()); f != nil {
+		return f.spawned()
+	}
 	return nil
 }

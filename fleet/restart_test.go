@@ -24,7 +24,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 			c := startCore(t, 3, mode)
 			const clients, prompts, maxTokens, calmRequests = 32, 8, 48, 64
 			want := completiontest.References(t, c.engines[2], prompts, maxTokens)
-			engines := c.r.SpawnedEngines()
+			engines := spawnedOf(c.r)
 			var pids []int
 			for _, u := range engines {
 				_, pid := c.fleet.Status(u.Index())
@@ -85,8 +85,8 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 				t.Error(err)
 			}
 			for i, u := range engines {
-				if st, pid := c.fleet.Status(u.Index()); st != engine.StateReady || pid == pids[i] || u.Draining() {
-					t.Errorf("engine %d after the roll: %v, pid %d (was %d), draining %v", i, st, pid, pids[i], u.Draining())
+				if st, pid := c.fleet.Status(u.Index()); st != engine.StateReady || pid == pids[i] || u.OutOfRotation() {
+					t.Errorf("engine %d after the roll: %v, pid %d (was %d), draining %v", i, st, pid, pids[i], u.OutOfRotation())
 				}
 			}
 			p99b, p99d := p99(before), p99(during)

@@ -6,7 +6,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // moveSlack bounds the wait for the attempts moved off a retired fleet
@@ -20,7 +19,7 @@ const moveSlack = 10 * time.Second
 // that neither the old config's stop nor the new config's requests wait
 // for it; when the process exits (exiting) it drains and stops before
 // returning, so that no engine outlives it.
-func Retire(lf *router.LiveFleet, exiting bool) {
+func Retire(lf *Fleet, exiting bool) {
 	lf.Retire()
 	lf.Wake()
 	if exiting {
@@ -33,18 +32,18 @@ func Retire(lf *router.LiveFleet, exiting bool) {
 // drainAndStop lets the streams on the fleet finish for its grace, moves
 // those still running to the engines that replaced it (exactly, as
 // after an operator's drain), then stops the engines.
-func drainAndStop(lf *router.LiveFleet) {
+func drainAndStop(lf *Fleet) {
 	grace := lf.Grace()
 	if n := lf.InFlight(); n > 0 {
 		lf.Log().Info("draining engines before stopping them", zap.Int64("in_flight", n), zap.Duration("grace", grace))
 	}
-	if !lf.WaitIdle(grace) {
+	if !lf.Pool().WaitIdle(grace) {
 		lf.Log().Warn("drain grace period over: the streams still on the old engines move to the new ones",
 			zap.Int64("in_flight", lf.InFlight()))
 		for _, u := range lf.Upstreams() {
 			u.MoveAttempts()
 		}
-		lf.WaitIdle(moveSlack)
+		lf.Pool().WaitIdle(moveSlack)
 	}
 	lf.Shutdown()
 }

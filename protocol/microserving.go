@@ -1,11 +1,13 @@
 package protocol
 
 // Paths of the microserving endpoints every engine serves (MLC-LLM's
-// microserving_entrypoints.py); PathRelease, our extension, is below.
+// microserving_entrypoints.py), all under PathMicroserving; PathRelease,
+// our extension, is below.
 const (
-	PathPrepRecv      = "/microserving/prep_recv"
-	PathRemoteSend    = "/microserving/remote_send"
-	PathStartGenerate = "/microserving/start_generate"
+	PathMicroserving  = "/microserving/"
+	PathPrepRecv      = PathMicroserving + "prep_recv"
+	PathRemoteSend    = PathMicroserving + "remote_send"
+	PathStartGenerate = PathMicroserving + "start_generate"
 )
 
 // PrepRecvRequest asks the decode engine to match the prompt against its
@@ -103,6 +105,11 @@ type RemoteSendResponse struct {
 	KVBytes int64 `json:"kv_bytes,omitempty"`
 }
 
+// ExtraKVBytes is the key of usage.extra under which the built-in
+// engine's remote_send, called as a completion, reports the bytes it sent
+// (RemoteSendResponse.KVBytes's field, as a usage figure).
+const ExtraKVBytes = "kv_bytes"
+
 // StartGenerateRequest asks the decode engine to prefill the prompt window
 // [Begin, len(prompt)) locally and then decode.
 type StartGenerateRequest struct {
@@ -140,7 +147,7 @@ type startGenerateFields struct {
 // no later prep_recv needs it. The built-in engine serves it; an engine
 // that does not (MLC's own) answers 404, and the router then falls back to
 // what MLC's API offers (see docs/operations.md, "Reservations").
-const PathRelease = "/microserving/release"
+const PathRelease = PathMicroserving + "release"
 
 // ReleaseRequest is the body of POST /microserving/release.
 type ReleaseRequest struct {

@@ -208,6 +208,9 @@ type SSEWriter struct {
 	buf     []byte
 }
 
+// ContentTypeEventStream is the media type of a server-sent event stream.
+const ContentTypeEventStream = "text/event-stream"
+
 // NewSSEWriter returns a writer on w. When w is an http.ResponseWriter, the
 // event-stream headers are set (before the first write) and each event is
 // flushed.
@@ -216,7 +219,7 @@ func NewSSEWriter(w io.Writer) *SSEWriter {
 	s := &SSEWriter{w: w, buf: make([]byte, 0, 512)}
 	if rw, ok := w.(http.ResponseWriter); ok {
 		h := rw.Header()
-		h.Set("Content-Type", "text/event-stream")
+		h.Set("Content-Type", ContentTypeEventStream)
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no")
 		s.flusher, _ = w.(http.Flusher)

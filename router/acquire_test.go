@@ -32,7 +32,7 @@ func TestQueueWaitsForTheFleet(t *testing.T) {
 	waitQueued(t, r, 1)
 	lf := externalFleet(t, 1)
 	r.roles = RoleIndexes(ModeWhole, lf.spec.Endpoints)
-	r.handle.lf.Store(lf)
+	r.handle.pool.Store(lf.Pool)
 	r.live.changes.notify()
 	if l, err := <-got, <-errc; err != nil || l == nil || l.Upstream != lf.upstreams[0] {
 		t.Fatalf("acquire after attach: %v %v", l, err)

@@ -112,6 +112,37 @@ func countTokens(t testing.TB, base string, body map[string]any) int {
 	return n.InputTokens
 }
 
+// max_tokens_limit bounds every request, those that ask for no number
+// too: without default_max_tokens, a completion, a chat and a response
+// that send none end by length at the limit, not at the context's end.
+func TestMaxTokensLimitBoundsRequestsWithout(t *testing.T) {
+	const limit = 6
+	c := startCore(t, 1, Config{Mode: ModeWhole, MaxTokensLimit: limit}, nil)
+	prompt := []map[string]any{{"role": "user", "content": "tell a tale"}}
+	for _, tc := range []struct {
+		path string
+		body map[string]any
+	}{
+		{protocol.PathCompletions, map[string]any{"prompt": "tell a tale", "temperature": 0}},
+		{protocol.PathChatCompletions, map[string]any{"messages": prompt, "temperature": 0}},
+		{protocol.PathResponses, map[string]any{"input": "tell a tale", "temperature": 0, "store": false}},
+	} {
+		status, raw := callJSON(t, http.MethodPost, c.base+tc.path, tc.body)
+		var out struct {
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+				OutputTokens     int `json:"output_tokens"`
+			} `json:"usage"`
+		}
+		if status != http.StatusOK || json.Unmarshal(raw, &out) != nil {
+			t.Fatalf("%s: %d %s", tc.path, status, raw)
+		}
+		if n := max(out.Usage.CompletionTokens, out.Usage.OutputTokens); n != limit {
+			t.Errorf("%s without max_tokens: %d tokens, want the limit, %d", tc.path, n, limit)
+		}
+	}
+}
+
 // A model's output bounds: default_max_tokens for a request that sends
 // none, max_tokens_limit capping a larger ask (or refusing it under
 // refuse), both shown in the status.

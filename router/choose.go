@@ -84,7 +84,7 @@ func (r *Router) pick(role string, o pickOptions) *lease {
 	defer r.pickMu.Unlock()
 	var tiers [tierNone][]candidate
 	for _, u := range cands {
-		if u == o.exclude || u.draining() {
+		if u == o.exclude || u.OutOfRotation() {
 			continue
 		}
 		ready, pid := u.status()
@@ -209,7 +209,7 @@ func pagesFor(n int) int { return (n + kvPageTokens - 1) / kvPageTokens }
 func (r *Router) readyGenerating() int {
 	n := 0
 	for _, u := range r.candidates(r.strategy.generatingRole()) {
-		if ok, _ := u.status(); ok && !u.draining() {
+		if ok, _ := u.status(); ok && !u.OutOfRotation() {
 			n++
 		}
 	}

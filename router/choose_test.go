@@ -9,15 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // externalFleet starts a live fleet of n external engines that answer
 // their health checks, and waits until all are ready.
-func externalFleet(t *testing.T, n int) *LiveFleet {
+func externalFleet(t *testing.T, n int) *testFleet {
 	t.Helper()
 	return fleetServing(t, n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"object":"list","data":[]}`))
@@ -26,7 +24,7 @@ func externalFleet(t *testing.T, n int) *LiveFleet {
 
 // fleetServing starts a live fleet of n external engines served by h,
 // which answers their health checks too, and waits until all are ready.
-func fleetServing(t *testing.T, n int, h http.Handler) *LiveFleet {
+func fleetServing(t *testing.T, n int, h http.Handler) *testFleet {
 	t.Helper()
 	var eps []engine.Endpoint
 	for range n {
@@ -36,11 +34,11 @@ func fleetServing(t *testing.T, n int, h http.Handler) *LiveFleet {
 		p, _ := strconv.Atoi(port)
 		eps = append(eps, engine.Endpoint{Host: host, Port: p, GPUs: 1, External: true})
 	}
-	lf, err := NewLiveFleet(NewLive(), engine.Spec{Model: "tiny", Endpoints: eps}.Normalize(), zap.NewNop())
+	lf, err := newTestFleet(NewLive(), engine.Spec{Model: "tiny", Endpoints: eps}.Normalize())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lf.LaunchNow(); err != nil {
+	if err := lf.launch(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(lf.Shutdown)
@@ -66,11 +64,11 @@ func fleetServing(t *testing.T, n int, h http.Handler) *LiveFleet {
 
 // testRouter is a router over lf's engines (all of them, any role) with
 // the given selection policy.
-func testRouter(t *testing.T, lf *LiveFleet, policy Policy) *Router {
+func testRouter(t *testing.T, lf *testFleet, policy Policy) *Router {
 	t.Helper()
 	r := queueRouter(time.Minute, 8)
 	r.setPolicy(policy)
-	r.handle.lf.Store(lf)
+	r.handle.pool.Store(lf.Pool)
 	r.roles = RoleIndexes(ModeWhole, lf.spec.Endpoints)
 	return r
 }

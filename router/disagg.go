@@ -259,7 +259,7 @@ func (d *disagg) remoteSend(ctx context.Context, pre, dec *lease, req *protocol.
 		}
 		if err == nil {
 			d.r.metrics.steps.WithLabelValues("remote_send").Observe(time.Since(t0).Seconds())
-			if n, ok := intExtra(extraOf(ack.Usage), "kv_bytes"); ok {
+			if n, ok := intExtra(extraOf(ack.Usage), protocol.ExtraKVBytes); ok {
 				d.r.metrics.kvBytes.Add(float64(n))
 			}
 			return ack.Usage, nil

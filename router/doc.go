@@ -3,9 +3,11 @@
 // calls to MLC-LLM engines, disaggregated or whole, resuming what an
 // engine preempts or fails. It imports no Caddy package; the caddymlc
 // package adapts it to Caddy. It is what happens to a request; the
-// engines' lifecycle (an operator's drain, rolling restarts, autoscaling,
-// a retired fleet's drain) is package fleet's, which acts on the routers
-// through fleetapi.go.
+// engines' lifecycle (their processes, an operator's drain, rolling
+// restarts, autoscaling, a retired fleet's drain, the operators' status)
+// is package fleet's, which makes each fleet's Pool and acts on the
+// routers through fleetapi.go; what replicas share through Redis is
+// package cluster's.
 //
 // Its files follow a request in order:
 //
@@ -14,10 +16,10 @@
 //     choices, record. An API is a value there (api): how its request
 //     becomes a completion, and its sink. messages.go (Anthropic's
 //     Messages API) and responses.go (OpenAI's Responses API) build on
-//     chat (messages.go also counts a message's tokens);
-//     responsestore.go keeps responses (ResponseStore; the top-level
-//     respstore has SQLite's and Redis's), responsesstored.go serves
-//     them by id.
+//     chat (messages.go also counts a message's tokens); package
+//     responsestore keeps responses (its Store; the adapter's
+//     caddymlc/internal/respstore has SQLite's and Redis's),
+//     responsesstored.go serves them by id.
 //   - decode.go: decode and validate (decoder): the body, the model, the
 //     prompt's tokens, the chat rendered (a chat that requires a tool
 //     call gets its call's schema as its response format);
@@ -59,19 +61,19 @@
 //
 // Around them: router.go (Router, Config, New, reloads), live.go (Live:
 // what the routers of a process share; notifier.go wakes those that
-// wait), policy.go and policies.go (the selection policy API and the
+// wait), pool.go (Pool: a fleet's engines as the routers see them, over
+// the narrow Processes of package fleet's engines, and the Handle a
+// router reaches it by), policy.go and policies.go (the selection policy API and the
 // built-in ones), sloaware.go (the slo_aware policy), latency.go and
 // ewls.go (each engine's latency model, learned online), attainment.go
 // (the share of requests that met their latency targets), hooks.go (a
 // route's lifecycle hooks), prefix.go (the prefix index), prefixhits.go
 // and prefixmoves.go (how well it predicts), prefixshare.go and
-// peerload.go (what other replicas share of their indexes and loads),
-// upstream.go, proc.go, breaker.go and engineload.go (an engine as the
-// router knows it: its counts, health, and what it says of its load),
-// livefleet.go (a fleet as the routers see it; its engines' start, polls
-// and stop are engine.Fleet's), drain.go (an engine out of rotation: no
-// attempt is given it, those on it move when its grace ends),
-// fleetapi.go (what package fleet reads of the routers and acts on, and
-// the Scaler it plugs in), status.go (what operators read), metrics.go,
-// trace.go.
+// peerload.go (the prefix events and the gate's share that package
+// cluster carries between replicas), upstream.go, proc.go, breaker.go and
+// engineload.go (an engine as the router knows it: its counts, health,
+// and what it says of its load), rotation.go (an engine out of rotation:
+// no attempt is given it, those on it move when told), fleetapi.go (what
+// package fleet reads of the routers and acts on), status.go (the
+// routers' part of what operators read), metrics.go, trace.go.
 package router

@@ -415,7 +415,7 @@ func (c *engineClient) stream(ctx context.Context, t callee, path string, body a
 	if err != nil {
 		return nil, err
 	}
-	if ct := cl.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+	if ct := cl.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, protocol.ContentTypeEventStream) {
 		cl.end()
 		return nil, badAnswer(cl.op, t, "a stream answered with another content type", fmt.Errorf("answer is %q, not an event stream", ct))
 	}

@@ -43,7 +43,7 @@ func TestStreamsKeepTheirConnection(t *testing.T) {
 	t.Cleanup(func() { close(quit) }) // before srv.Close, which waits for the handlers
 
 	lf := externalFleet(t, 1)
-	u := &Upstream{fleet: lf, index: 0, addr: srv.Listener.Addr().String(), url: srv.URL}
+	u := &Upstream{pool: lf.Pool, index: 0, addr: srv.Listener.Addr().String(), url: srv.URL}
 	c := newEngineClient(5*time.Second, zap.NewNop(), new(descriptorLog))
 	t.Cleanup(c.close)
 	const calls = 5

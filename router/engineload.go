@@ -22,31 +22,13 @@ import (
 // (MLC's) is asked again: it may be replaced by one that reports.
 const noLoadPollInterval = 5 * time.Second
 
-var _ engine.LoadRecorder = (*LiveFleet)(nil)
-
-// LoadDue is engine.LoadRecorder's: the fleet's poll asks engine i now
-// if pollDue says so; our in-flight count at the asking is noted.
-func (lf *LiveFleet) LoadDue(i int, now time.Time) bool {
-	u := lf.upstreams[i]
-	if !u.pollDue(now) {
-		return false
-	}
-	u.ownAtAsk.Store(u.inflight.Load())
-	return true
-}
-
-// LoadAnswered is engine.LoadRecorder's: engine i answered a poll.
-func (lf *LiveFleet) LoadAnswered(i int, extra map[string]json.RawMessage) {
-	lf.upstreams[i].answered(extra)
-}
-
 // answered records the engine's answer to a load poll. Our count moved
 // while the engine answered: the larger one is ours for sure, so what is
 // left is not ours (never our own requests seen as another replica's).
 func (u *Upstream) answered(extra map[string]json.RawMessage) {
 	// A bug here must cost one report, not the poller.
-	defer goroutine.Recover(u.fleet.Log(), "engine load poll", nil)
-	if pe, ok := intExtra(extra, "pe_start"); ok {
+	defer goroutine.Recover(u.pool.Log(), "engine load poll", nil)
+	if pe, ok := intExtra(extra, protocol.ExtraPEStart); ok {
 		u.pe.Store(int64(pe))
 	}
 	if !u.report(extra, max(u.ownAtAsk.Load(), u.inflight.Load())) {
@@ -88,7 +70,7 @@ func (u *Upstream) report(extra map[string]json.RawMessage, own int64) bool {
 		g[1].Set(float64(l.PagesCached))
 		g[2].Set(float64(l.PagesFree))
 	}
-	if ce := u.fleet.Log().Check(zap.DebugLevel, "engine load"); ce != nil {
+	if ce := u.pool.Log().Check(zap.DebugLevel, "engine load"); ce != nil {
 		ce.Write(addrField(u), zap.Int(protocol.ExtraRunning, l.Running), zap.Int(protocol.ExtraWaiting, l.Waiting),
 			zap.Int(protocol.ExtraBlocked, l.Blocked), zap.Int(protocol.ExtraPrepared, l.Prepared), zap.Int(protocol.ExtraPagesFree, l.PagesFree))
 	}

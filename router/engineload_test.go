@@ -19,7 +19,7 @@ func TestLoadReportsSparePolls(t *testing.T) {
 	// A copy of the fleet's engine, which the fleet's own poller does not
 	// touch while the test reads and writes its state.
 	fleetU := lf.upstreams[0]
-	u := &Upstream{fleet: lf, index: fleetU.index, addr: fleetU.addr, url: fleetU.url}
+	u := &Upstream{pool: lf.Pool, index: fleetU.index, addr: fleetU.addr, url: fleetU.url}
 	u.pe.Store(fleetU.pe.Load())
 	now := time.Now()
 	if !u.pollDue(now) {

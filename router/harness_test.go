@@ -3,6 +3,7 @@ package router
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,7 +26,7 @@ import (
 type core struct {
 	t       testing.TB
 	r       *Router
-	fleet   *LiveFleet
+	fleet   *testFleet
 	base    string   // the router's URL
 	engines []string // the engines' URLs
 }
@@ -69,17 +70,17 @@ func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, po
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.fleet, err = NewLiveFleet(NewLive(), spec, zap.NewNop()); err != nil {
+	if c.fleet, err = newTestFleet(NewLive(), spec); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.fleet.LaunchNow(); err != nil {
+	if err := c.fleet.launch(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stopFleet(c.fleet) })
+	t.Cleanup(c.fleet.stop)
 	cfg.Model, cfg.Path, cfg.EngineKind, cfg.EngineArgs = name, path, engine.KindBuiltin, engineArgs
 	defaults(&cfg)
 	handle := NewHandle(spec)
-	handle.Set(c.fleet)
+	handle.Set(c.fleet.Pool)
 	if c.r, err = New(cfg, Options{Live: c.fleet.live, Handle: handle, Policy: policy}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +91,42 @@ func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, po
 	return c
 }
 
-// stopFleet retires the fleet and stops its engines once nothing runs on
-// them (fleet.Retire's way, which router's tests cannot import).
-func stopFleet(lf *LiveFleet) {
-	lf.Retire()
-	lf.wake()
-	lf.WaitIdle(DefaultDrainGrace)
-	lf.Shutdown()
+// testFleet is a fleet as router's tests run it: engine.Fleet's
+// processes behind the routers' Pool, and the load polls a ready fleet
+// starts. Package fleet's Fleet adds the lifecycle (autoscaler, drains,
+// retirement) on top; router's tests cannot import it, which imports
+// router.
+type testFleet struct {
+	*engine.Fleet
+	*Pool
+	spec engine.Spec
+}
+
+// newTestFleet makes the fleet of spec, its engines not started yet.
+func newTestFleet(live *Live, spec engine.Spec) (*testFleet, error) {
+	ef, err := engine.New(spec, engine.Options{Logger: zap.NewNop(), OnStateChange: func(int, engine.State, engine.State) { live.EnginesChanged() }})
+	if err != nil {
+		return nil, err
+	}
+	return &testFleet{Fleet: ef, Pool: NewPool(live, ef, spec, zap.NewNop()), spec: spec}, nil
+}
+
+// launch starts the engines and waits until they are ready; the load
+// polls run until they stop.
+func (f *testFleet) launch() error {
+	err := f.Fleet.LaunchNow(func(ctx context.Context) {
+		f.PollLoad(ctx, f.Pool)
+		f.Pool.Wake()
+	})
+	f.Pool.Wake()
+	return err
+}
+
+// stop stops the engines once nothing runs on them (what runs ends with
+// its test, but its last calls may be on their way out).
+func (f *testFleet) stop() {
+	f.Pool.WaitIdle(30 * time.Second)
+	f.Fleet.Shutdown()
 }
 
 // defaults fills what the adapter's defaults would.

@@ -246,7 +246,7 @@ func (l latencyMetrics) collectors() []prometheus.Collector {
 func predictFleet(us []*Upstream, n int) (best, floor time.Duration, ok bool) {
 	now := time.Now()
 	for _, u := range us {
-		if ready, _ := u.status(); !ready || u.draining() {
+		if ready, _ := u.status(); !ready || u.OutOfRotation() {
 			continue
 		}
 		t, _, idle := u.predict(now, n)

@@ -11,7 +11,7 @@ import (
 // autoscalers find engines through it), the other replicas' loads, the
 // sink of prefix changes and the notifier of engine changes. The mlc app
 // owns one and keeps it across reloads, when the old config's routers
-// drain beside the new one's; every Router and LiveFleet is made with it.
+// drain beside the new one's; every Router and Pool is made with it.
 type Live struct {
 	mu      sync.Mutex
 	routers map[*Router]struct{}

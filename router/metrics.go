@@ -29,9 +29,6 @@ type routerMetrics struct {
 	// engines report them.
 	kvBytes  prometheus.Counter
 	inflight *prometheus.GaugeVec
-	// drainState is each engine's drain: 0 in rotation, 1 draining, 2
-	// drained (see Upstream.Drain).
-	drainState *prometheus.GaugeVec
 	// kvPages are each engine's KV cache pages by state, as it reported.
 	kvPages *prometheus.GaugeVec
 	// engineRequests counts the calls made to each engine.
@@ -53,9 +50,6 @@ type routerMetrics struct {
 	waiting       *prometheus.GaugeVec
 	rateLimited   *prometheus.CounterVec
 	tenants       *fair.Labels
-	// prefixEvents counts other replicas' prefix index changes applied
-	// here, by kind.
-	prefixEvents *prometheus.CounterVec
 	// prefixPrompt and prefixHit are the prompt tokens a prefix-reading
 	// policy routed and those its pick was expected to hold (prefixhits.go).
 	prefixPrompt, prefixHit *prometheus.CounterVec
@@ -90,7 +84,6 @@ func sharedMetrics() *routerMetrics {
 			steps:          newHistogramVec("microserving_step_seconds", "Duration of the microserving calls: prep_recv, remote_send, start_generate (to its first byte).", prometheus.ExponentialBuckets(0.0001, 2, 18), "step"),
 			kvBytes:        newCounter("kv_transfer_bytes_total", "KV cache bytes moved from prefill to decode engines, as the engines report them."),
 			inflight:       newGaugeVec("engine_inflight_requests", "Requests in flight per engine, as the router balances them.", "engine"),
-			drainState:     newGaugeVec("engine_drain_state", "Each engine's drain by an operator: 0 in rotation, 1 draining (out of rotation, attempts still on it), 2 drained (nothing on it).", "engine"),
 			kvPages:        newGaugeVec("engine_kv_pages", "KV cache pages of each engine by state (used: held by sequences; cached: kept by the prefix cache, evictable; free), as the engine last reported them.", "engine", "state"),
 			engineRequests: newCounterVec("engine_requests_total", "Calls made to each engine (a disaggregated request makes one to its decode engine and one to its prefill engine).", "engine"),
 			queued:         newGauge("queued_requests", "Requests waiting for an engine (none ready: engines starting or restarting, a reload)."),
@@ -102,7 +95,6 @@ func sharedMetrics() *routerMetrics {
 			admissionWait:  newHistogramVec("admission_wait_seconds", "Time requests waited in the router's fair queue for the engines' capacity, by model and tenant (the top tenants by traffic; the rest as other).", prometheus.ExponentialBuckets(0.0005, 4, 10), "model", "tenant"),
 			waiting:        newGaugeVec("admission_waiting_requests", "Requests waiting in the router's fair queue for the engines' capacity, by model.", "model"),
 			rateLimited:    newCounterVec("rate_limited_total", "Requests refused with a 429 for a spent budget, by tenant (the top tenants by traffic; the rest as other) and budget (tokens, requests).", "tenant", "limit"),
-			prefixEvents:   newCounterVec("prefix_events_applied_total", "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished).", "kind"),
 		}
 		metrics.prefixPrompt, metrics.prefixHit = newPrefixHitCounters()
 		metrics.latency, metrics.slo, metrics.sloRefused = newLatencyMetrics(), newSLORequests(), newSLORefused()
@@ -124,9 +116,9 @@ func (m *routerMetrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range append([]prometheus.Collector{m.requests, m.toolCalls, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.drainState, m.kvPages,
+	for _, c := range append([]prometheus.Collector{m.requests, m.toolCalls, m.retries, m.preemptions, m.tokens, m.ttft, m.ownTime, m.itl, m.steps, m.kvBytes, m.inflight, m.kvPages,
 		m.queued, m.queueWait, m.releases, m.localPrefills, m.capacityWaits, m.engineRequests, m.dropped,
-		m.admissionWait, m.waiting, m.rateLimited, m.prefixEvents, m.prefixPrompt, m.prefixHit, m.slo, m.sloRefused}, append(m.latency.collectors(), m.cache.collectors()...)...) {
+		m.admissionWait, m.waiting, m.rateLimited, m.prefixPrompt, m.prefixHit, m.slo, m.sloRefused}, append(m.latency.collectors(), m.cache.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

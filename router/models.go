@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/responsestore"
 )
 
 // Models is the front of one or more models, each its own Router: a
@@ -23,7 +24,7 @@ type Models struct {
 	def     *Router
 	// responses keeps the Responses API's stored responses, each record
 	// at most responsesMax bytes; nil: none (StoreResponses).
-	responses    ResponseStore
+	responses    responsestore.Store
 	responsesMax int
 }
 
@@ -79,7 +80,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 	case strings.HasPrefix(path, protocol.PathResponses+"/"):
 		m.serveStored(w, req)
-	case strings.HasPrefix(path, "/microserving/"):
+	case strings.HasPrefix(path, protocol.PathMicroserving):
 		protocol.Errorf(http.StatusNotFound, protocol.ErrTypeNotFound, "%s is not served here: engines' microserving endpoints are not reachable through the router", path).
 			WithCode(protocol.CodeUnknownURL).Write(w)
 	default:
@@ -232,4 +233,15 @@ func (m *Models) embeddingNames() []string {
 		out = append(out, r.dec.embeddingNames()...)
 	}
 	return out
+}
+
+// StoreResponses makes the Responses API keep responses in s, each record
+// at most maxBytes (0: responsestore.DefaultMaxBytes); without a store
+// (nil, the default) responses are answered with store false, and
+// previous_response_id and /v1/responses/{id} are refused.
+func (m *Models) StoreResponses(s responsestore.Store, maxBytes int) {
+	if maxBytes <= 0 {
+		maxBytes = responsestore.DefaultMaxBytes
+	}
+	m.responses, m.responsesMax = s, maxBytes
 }

@@ -21,7 +21,7 @@ import (
 // the engine (its breaker would take a healthy engine out of rotation).
 func TestOutOfDescriptorsIsAFast503(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
-		u := &Upstream{fleet: &LiveFleet{live: NewLive()}, addr: "127.0.0.1:1"}
+		u := &Upstream{pool: &Pool{live: NewLive()}, addr: "127.0.0.1:1"}
 		p := &proc{Upstream: u, pid: 7}
 		c := newEngineClient(time.Second, zap.NewNop(), new(descriptorLog))
 		cl := &call{t: p, op: "v1/completions"}

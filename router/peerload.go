@@ -12,7 +12,7 @@ import (
 // FIFO, and the replicas' fair queues would order nothing. So the
 // replicas tell one another how many requests each runs on a model's
 // engines (the mlc app's cluster publishes InFlight, off the request's
-// path), and each gate takes what the others leave: its capacity is the
+// path: package cluster), and each gate takes what the others leave: its capacity is the
 // engines' batches less the others' requests (SetPeerLoad), never below
 // its fair share of them, so that no replica starves while another holds
 // more than its share (its own capacity shrinks as its requests end).
@@ -65,21 +65,16 @@ func (lv *Live) peersOf(model string) peerLoad {
 	return peerLoad{}
 }
 
-// InFlight returns the requests model's gates have let through to the
-// engines and that have not ended, over every live router of model (a
-// queue kept across a reload counted once).
-func (lv *Live) InFlight(model string) int {
-	n := 0
-	seen := map[*fair.Queue]bool{}
-	for _, r := range lv.routersOf(model) {
-		q := r.gate.queue
-		if q == nil || seen[q] || r.gate.batch <= 0 {
-			continue
-		}
-		seen[q] = true
-		n += q.Stats().InFlight
+// Admitted is the router's gate and the requests it has let through to
+// the engines that have not ended (what the other replicas are told);
+// nil, 0 for a router that gates nothing. Routers kept across a reload
+// share a gate.
+func (r *Router) Admitted() (gate *fair.Queue, inFlight int) {
+	q := r.gate.queue
+	if q == nil || r.gate.batch <= 0 {
+		return nil, 0
 	}
-	return n
+	return q, q.Stats().InFlight
 }
 
 // routersOf returns the live routers of model.

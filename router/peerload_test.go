@@ -29,7 +29,7 @@ func TestCapacityLeavesTheOthersTheirs(t *testing.T) {
 }
 
 // The other replicas' load sets a live gate's capacity, at once; the
-// gate's own requests in flight are what InFlight tells them.
+// gate's own requests in flight are what Admitted tells them.
 func TestPeerLoadSetsTheGate(t *testing.T) {
 	const model = "peerload-test"
 	q, err := fair.New(fair.Config{MaxWaiting: 16})
@@ -65,13 +65,13 @@ func TestPeerLoadSetsTheGate(t *testing.T) {
 		}
 		tickets = append(tickets, tk)
 	}
-	if got := lv.InFlight(model); got != 3 {
-		t.Fatalf("InFlight = %d, want 3", got)
+	if gate, got := r.Admitted(); gate != q || got != 3 {
+		t.Fatalf("Admitted = %p %d, want the gate and 3", gate, got)
 	}
 	for _, tk := range tickets {
 		q.Finish(tk, 1)
 	}
-	if got := lv.InFlight(model); got != 0 {
-		t.Fatalf("InFlight after they end = %d, want 0", got)
+	if _, got := r.Admitted(); got != 0 {
+		t.Fatalf("Admitted after they end = %d, want 0", got)
 	}
 }

@@ -1,7 +1,5 @@
 package router
 
-import "github.com/caddy-mlc/caddy-mlc/engine"
-
 // Several Caddy replicas in front of the same engines each keep a prefix
 // index (prefix.go) of what they routed. Alone, each sees a third of the
 // traffic, and sends a prefix to an engine that another replica's requests
@@ -9,8 +7,8 @@ import "github.com/caddy-mlc/caddy-mlc/engine"
 // replica keeps elsewhere. Sharing what each learns gives them one view:
 // the prefix tracker hands every change it makes to its index to a
 // PrefixSink (package cluster's, which publishes it in its wire form), and
-// ApplyPrefixEvents makes the other replicas' changes to the local
-// indexes. An event is what the tracker did, so that each replica's index
+// the cluster applies the other replicas' changes to the local indexes
+// (ApplyPrefixEvent). An event is what the tracker did, so that each replica's index
 // follows the same steps as one router's that routed every request.
 
 // PrefixEventKind is the tracker's step an event repeats.
@@ -60,43 +58,29 @@ func (lv *Live) SetPrefixSink(s PrefixSink) (remove func()) {
 
 // share hands the tracker's change on the route's engine to the sink.
 func share(r *Route, kind PrefixEventKind, chain []uint64, tokens, predicted int) {
-	box := r.Engine.internal().fleet.live.prefixSink.Load()
+	box := r.Engine.internal().pool.live.prefixSink.Load()
 	if box == nil {
 		return
 	}
 	box.PrefixLearned(r.Request.Model, PrefixEvent{Kind: kind, Engine: r.Engine.Addr(), Chain: chain, Tokens: tokens, Predicted: predicted})
 }
 
-// ApplyPrefixEvents makes other replicas' changes to the prefix indexes of
-// model's engines, on the routers that keep one (a prefix-reading
-// policy's). An event of an engine this process does not route to is
-// ignored; every index stays bounded by its engine's capacity, as its own
-// changes keep it.
-func (lv *Live) ApplyPrefixEvents(model string, evs []PrefixEvent) {
-	engines := lv.prefixEngines(model)
-	if len(engines) == 0 {
-		return
-	}
-	applied := sharedMetrics().prefixEvents
-	for _, ev := range evs {
-		us := engines[ev.Engine]
-		for _, u := range us {
-			p, capacity := &u.prefixes, u.prefixCapacity()
-			switch ev.Kind {
-			case PrefixRouted:
-				p.learn(ev.Chain, -1, capacity)
-			case PrefixMatched:
-				p.learn(ev.Chain, ev.Tokens, capacity)
-			case PrefixFinished:
-				if ev.Tokens >= 0 {
-					p.correct(ev.Predicted, ev.Tokens, capacity)
-				}
-				p.hold(ev.Chain)
-			}
+// ApplyPrefixEvent makes another replica's change to the engine's prefix
+// index, bounded by the engine's capacity as the router's own changes
+// are (package cluster applies them to every router's engine at the
+// event's address).
+func (u *Upstream) ApplyPrefixEvent(ev PrefixEvent) {
+	p, capacity := &u.prefixes, u.prefixCapacity()
+	switch ev.Kind {
+	case PrefixRouted:
+		p.learn(ev.Chain, -1, capacity)
+	case PrefixMatched:
+		p.learn(ev.Chain, ev.Tokens, capacity)
+	case PrefixFinished:
+		if ev.Tokens >= 0 {
+			p.correct(ev.Predicted, ev.Tokens, capacity)
 		}
-		if len(us) > 0 {
-			applied.WithLabelValues(ev.Kind.String()).Inc()
-		}
+		p.hold(ev.Chain)
 	}
 }
 
@@ -111,43 +95,4 @@ func (k PrefixEventKind) String() string {
 		return "finished"
 	}
 	return "unknown"
-}
-
-// prefixEngines returns the engines of model's routers that keep a prefix
-// index, by address.
-func (lv *Live) prefixEngines(model string) map[string][]*Upstream {
-	lv.mu.Lock()
-	defer lv.mu.Unlock()
-	var out map[string][]*Upstream
-	seen := map[*Upstream]bool{}
-	add := func(u *Upstream) {
-		if seen[u] {
-			return
-		}
-		seen[u] = true
-		if out == nil {
-			out = map[string][]*Upstream{}
-		}
-		out[u.addr] = append(out[u.addr], u)
-	}
-	for r := range lv.routers {
-		if r.Model != model || !r.readsPrefixes {
-			continue
-		}
-		if r.handle != nil {
-			if lf := r.handle.get(); lf != nil {
-				for _, u := range lf.upstreams {
-					add(u)
-				}
-			}
-		}
-		if r.dynamic != nil {
-			for _, role := range []string{"", engine.RolePrefill, engine.RoleDecode} {
-				for _, u := range r.dynamic.Engines(role) {
-					add(u)
-				}
-			}
-		}
-	}
-	return out
 }

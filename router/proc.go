@@ -75,13 +75,13 @@ func (p *proc) judge(err error) {
 
 // working reports that the engine is at work on a call (it answered, or
 // its stream moved): passive health for its fleet.
-func (p *proc) working() { p.fleet.Served(p.index) }
+func (p *proc) working() { p.pool.procs.Served(p.index) }
 
 // served reports a call the engine answered: passive health for the
 // breaker and the fleet.
 func (p *proc) served() {
 	p.breaker.success(p.pid)
-	p.fleet.Served(p.index)
+	p.pool.procs.Served(p.index)
 	if p.badStream.Load() != nil {
 		p.badStream.Store(nil)
 	}
@@ -93,7 +93,7 @@ func (p *proc) served() {
 // once per engine and reason until the engine serves a call well again.
 func (p *proc) answerFailed(reason string) {
 	if prev := p.badStream.Swap(&reason); prev == nil || *prev != reason {
-		p.fleet.Log().Warn("engine answered badly", addrField(p.Upstream), zap.Int("pid", p.pid), zap.String("reason", reason))
+		p.pool.Log().Warn("engine answered badly", addrField(p.Upstream), zap.Int("pid", p.pid), zap.String("reason", reason))
 	}
 	p.failed()
 }
@@ -101,9 +101,9 @@ func (p *proc) answerFailed(reason string) {
 // failed reports a call the engine failed.
 func (p *proc) failed() {
 	if p.breaker.failure(p.pid) {
-		p.fleet.Log().Warn("engine taken out of rotation after failures in a row",
+		p.pool.Log().Warn("engine taken out of rotation after failures in a row",
 			addrField(p.Upstream), zap.Int("pid", p.pid), zap.Int("failures", breakerThreshold))
-		p.fleet.wake()
+		p.pool.Wake()
 	}
 }
 

@@ -91,7 +91,7 @@ func (rel *release) run() {
 		t := time.NewTimer(b.Next())
 		select {
 		case <-t.C:
-		case <-rel.p.fleet.Done():
+		case <-rel.p.pool.procs.Done():
 			t.Stop()
 			return // the engines stopped, and their KV with them
 		}

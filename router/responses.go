@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/responsestore"
 )
 
 // responsesAPI is OpenAI's Responses API (POST /v1/responses) for one
@@ -37,8 +38,8 @@ func responsesError(e *protocol.Error) *protocol.Error {
 
 // responseCall is what a Responses request's prepare read, for its sink.
 type responseCall struct {
-	store    ResponseStore // nil: none
-	maxBytes int           // of a stored record
+	store    responsestore.Store // nil: none
+	maxBytes int                 // of a stored record
 
 	ctx     context.Context // the request's
 	tenant  string
@@ -72,8 +73,8 @@ func (c *responseCall) prepare(d *decoder, hreq *http.Request) (*protocol.Comple
 			return nil, nil, e
 		}
 	}
-	if n := sizeOf(c.history) + sizeOf(c.input); c.keep && n > c.maxBytes {
-		return nil, nil, tooLargeToStore(n, c.maxBytes)
+	if n := responsestore.SizeOf(c.history) + responsestore.SizeOf(c.input); c.keep && n > c.maxBytes {
+		return nil, nil, responsestore.TooLarge(n, c.maxBytes)
 	}
 	creq, e := c.req.Chat(c.history, c.input)
 	if e != nil {
@@ -87,18 +88,18 @@ func (c *responseCall) prepare(d *decoder, hreq *http.Request) (*protocol.Comple
 func (c *responseCall) continues(id string) *protocol.Error {
 	switch {
 	case c.store == nil:
-		return noStore("previous_response_id")
+		return responsestore.None("previous_response_id")
 	case id == "":
 		return protocol.InvalidRequest("previous_response_id", "previous_response_id must not be empty").WithCode(protocol.CodeInvalidValue)
 	}
-	prev, e := loadResponse(c.ctx, c.store, c.tenant, id)
+	prev, e := responsestore.Load(c.ctx, c.store, c.tenant, id)
 	switch {
 	case e != nil:
 		return e
 	case prev == nil:
-		return responseNotFound(id, "previous_response_id")
+		return responsestore.NotFound(id, "previous_response_id")
 	}
-	c.history = prev.conversation()
+	c.history = prev.Conversation()
 	return nil
 }
 
@@ -107,7 +108,7 @@ func (c *responseCall) save(r protocol.Response) *protocol.Error {
 	if !c.keep {
 		return nil
 	}
-	return saveResponse(c.ctx, c.store, c.tenant, c.maxBytes, &storedResponse{Response: r, Input: c.input, History: c.history})
+	return responsestore.Save(c.ctx, c.store, c.tenant, c.maxBytes, &responsestore.Record{Response: r, Input: c.input, History: c.history})
 }
 
 // response is the response object of the request, with its status,

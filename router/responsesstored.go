@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/responsestore"
 )
 
 // Stored responses, by id: GET /v1/responses/{id} returns one,
@@ -38,21 +39,21 @@ func (m *Models) serveStored(w http.ResponseWriter, req *http.Request) {
 	case sub != "" && !allowMethod(w, req, http.MethodGet):
 		return
 	case m.responses == nil:
-		noStore("").Write(w)
+		responsestore.None("").Write(w)
 		return
 	}
 	tenant := factsOf(req.Context()).Tenant
 	log := m.def.logger.With(zap.String("response_id", id), zap.String("tenant", tenant))
 	if req.Method == http.MethodDelete {
-		ctx, cancel := context.WithTimeout(req.Context(), storeTimeout)
+		ctx, cancel := context.WithTimeout(req.Context(), responsestore.Timeout)
 		defer cancel()
 		deleted, err := m.responses.Delete(ctx, tenant, id)
 		log.Debug("delete stored response", zap.Bool("deleted", deleted), zap.Error(err))
 		switch {
 		case err != nil:
-			storeError("deleting", id, err).Write(w)
+			responsestore.Error("deleting", id, err).Write(w)
 		case !deleted:
-			responseNotFound(id, "").Write(w)
+			responsestore.NotFound(id, "").Write(w)
 		default:
 			protocol.WriteJSON(w, http.StatusOK, protocol.ResponseDeleted{ID: id, Object: protocol.ObjectResponse, Deleted: true})
 		}
@@ -62,13 +63,13 @@ func (m *Models) serveStored(w http.ResponseWriter, req *http.Request) {
 		protocol.InvalidRequest("stream", "streaming a stored response again is not supported by this server").WithCode(protocol.CodeUnsupportedValue).Write(w)
 		return
 	}
-	rec, apiErr := loadResponse(req.Context(), m.responses, tenant, id)
+	rec, apiErr := responsestore.Load(req.Context(), m.responses, tenant, id)
 	log.Debug("read stored response", zap.Bool("found", rec != nil), zap.String("subpath", sub))
 	switch {
 	case apiErr != nil:
 		apiErr.Write(w)
 	case rec == nil:
-		responseNotFound(id, "").Write(w)
+		responsestore.NotFound(id, "").Write(w)
 	case sub == "":
 		protocol.WriteJSON(w, http.StatusOK, rec.Response)
 	default:

@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/responsestore"
 )
 
-// memStore is a ResponseStore in memory.
+// memStore is a responsestore.Store in memory.
 type memStore struct {
 	mu   sync.Mutex
 	recs map[[2]string][]byte
@@ -225,7 +226,7 @@ func (s *downStore) Delete(ctx context.Context, tenant, id string) (bool, error)
 	return s.memStore.Delete(ctx, tenant, id)
 }
 
-// A store out of reach (its error wraps ErrStoreUnavailable): reading,
+// A store out of reach (its error wraps responsestore.ErrUnavailable): reading,
 // listing, deleting or continuing a response is a 503 with a
 // Retry-After, never the 404 of a response that is gone; storing one is
 // a 500, or response.failed once a stream began. Any other failure of
@@ -239,7 +240,7 @@ func TestResponsesStoreUnavailable(t *testing.T) {
 	t.Cleanup(srv.Close)
 	r := respond(t, srv.URL, "", map[string]any{"input": "the cat sat on", "max_output_tokens": 4, "temperature": 0})
 
-	store.fail(fmt.Errorf("redis: %w (dial tcp: connection refused)", ErrStoreUnavailable))
+	store.fail(fmt.Errorf("redis: %w (dial tcp: connection refused)", responsestore.ErrUnavailable))
 	for _, tc := range []struct {
 		method, path string
 		body         any

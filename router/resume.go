@@ -114,15 +114,10 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 		if remaining == 0 {
 			return j.finish(protocol.FinishLength, nil, out)
 		}
-		delivered := j.resumeFrom()
+		j.resumeFrom()
+		delivered := j.delivered.Len()
 		actx, span := j.startSpan(ctx, n, cause)
-		attemptOut, unpark := out, func() {}
-		if j.canPark() {
-			var park context.CancelCauseFunc
-			actx, park = context.WithCancelCause(actx)
-			ps := newParkingSink(out, park)
-			attemptOut, unpark = ps, func() { ps.stop(); park(nil) }
-		}
+		actx, attemptOut, unpark := j.parking(actx, out)
 		finished := false
 		a, err := j.c.r.serving().strategy.start(withPrefillScale(actx, 1+j.prefillOverruns), req, j.avoidNext())
 		if err != nil {
@@ -139,29 +134,54 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 		if finished {
 			return err
 		}
-		if errors.Is(err, errParked{}) && ctx.Err() == nil {
-			// The client reads again: resume at once, no attempt spent.
-			j.metrics.retry(causeParked)
-			j.c.log.Debug("resuming a parked choice", zap.Int("choice", j.index), zap.Int("delivered", j.delivered.Len()))
-			n--
-			cause = causeParked
-			continue
-		}
-		if j.delivered.Len() > delivered {
-			fruitless = 0
-		}
-		fruitless++
-		if cause, err = j.retry(ctx, err, n); err != nil {
+		again := false
+		if cause, again, err = j.next(ctx, err, n, delivered, &fruitless); err != nil {
 			return err
 		}
-		if cause == "" {
-			n-- // the router's engines drain after a reload: the attempt goes to their successors, at once
-			continue
-		}
-		if err := waitBackoff(ctx, fruitless, cause == causePreempt || cause == causeMigrate); err != nil {
-			return context.Cause(ctx)
+		if again {
+			n-- // resumed at once, no attempt spent
 		}
 	}
+}
+
+// parking gives an attempt that may park (canPark) a parking sink over
+// out and a context it cancels when it parks; unpark ends its watch.
+func (j *choiceJob) parking(ctx context.Context, out sink) (context.Context, sink, func()) {
+	if !j.canPark() {
+		return ctx, out, func() {}
+	}
+	ctx, park := context.WithCancelCause(ctx)
+	ps := newParkingSink(out, park)
+	return ctx, ps, func() { ps.stop(); park(nil) }
+}
+
+// next decides what follows attempt n, which ended with err after the
+// choice had delivered bytes: the cause of the next attempt, and again
+// when it starts at once without spending an attempt (a parked choice
+// whose client reads again, a router whose engines drain after a
+// reload); otherwise it waits its backoff first, which grows with the
+// fruitless attempts in a row. A non-nil error ends the choice.
+func (j *choiceJob) next(ctx context.Context, err error, n, delivered int, fruitless *int) (cause string, again bool, _ error) {
+	if errors.Is(err, errParked{}) && ctx.Err() == nil {
+		j.metrics.retry(causeParked)
+		j.c.log.Debug("resuming a parked choice", zap.Int("choice", j.index), zap.Int("delivered", j.delivered.Len()))
+		return causeParked, true, nil
+	}
+	if j.delivered.Len() > delivered {
+		*fruitless = 0
+	}
+	*fruitless++
+	cause, err = j.retry(ctx, err, n)
+	if err != nil {
+		return "", false, err
+	}
+	if cause == "" {
+		return "", true, nil // the attempt goes to the successors of the router's engines, at once
+	}
+	if err := waitBackoff(ctx, *fruitless, cause == causePreempt || cause == causeMigrate); err != nil {
+		return "", false, context.Cause(ctx)
+	}
+	return cause, false, nil
 }
 
 // startSpan starts the span of attempt n, which follows a retry of cause.
@@ -342,13 +362,12 @@ func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, in
 }
 
 // resumeFrom readies the choice for an attempt that resumes from the
-// text delivered, whose length it returns: what an earlier attempt left
-// held back is generated again.
-func (j *choiceJob) resumeFrom() int {
+// text delivered: what an earlier attempt left held back is generated
+// again.
+func (j *choiceJob) resumeFrom() {
 	j.stop.Drop()
 	j.logprobs.resume(j.delivered.Len())
 	j.base, j.received, j.chunks = j.delivered.Len(), j.delivered.Len(), 0
-	return j.delivered.Len()
 }
 
 // read reads the attempt to the client. finished reports that the choice
@@ -380,31 +399,24 @@ func (j *choiceJob) read(a *attempt, out sink) (finished bool, err error) {
 			usage = chunk.Usage
 		}
 		for _, ch := range chunk.Choices {
+			// A whole answer brings its text with its finish, a
+			// preemption's too.
+			hit, err := j.deliver(ch.Text, ch.Logprobs, out)
+			if err != nil {
+				return false, err
+			}
+			if hit {
+				return true, j.finish(protocol.FinishStop, nil, out)
+			}
 			switch r := ch.Finished(); r {
 			case protocol.FinishPreempt:
-				// A whole answer brings its text with the preemption.
-				hit, err := j.deliver(ch.Text, ch.Logprobs, out)
-				if err != nil {
-					return false, err
-				}
-				if hit {
-					return true, j.finish(protocol.FinishStop, nil, out)
-				}
 				j.st.preemptions++
 				j.metrics.preempted()
 				j.preempted = a.l.procKey()
 				return false, nil // the text so far stays delivered; resume from it
+			case "":
 			default:
-				hit, err := j.deliver(ch.Text, ch.Logprobs, out)
-				if err != nil {
-					return false, err
-				}
-				if hit {
-					return true, j.finish(protocol.FinishStop, nil, out)
-				}
-				if r != "" {
-					reason = r
-				}
+				reason = r
 			}
 		}
 		if !a.pending() {

@@ -81,8 +81,9 @@ type Config struct {
 	// MaxTokensLimit; by default it is capped to them.
 	RefuseMaxTokens bool
 	// DefaultMaxTokens is the max_tokens of a request that sends none
-	// (0: the rest of the context, as MLC's engines generate);
-	// MaxTokensLimit bounds what a request may ask (0: the context).
+	// (0: MaxTokensLimit, else the rest of the context, as MLC's engines
+	// generate); MaxTokensLimit bounds every request, whatever it asks
+	// (0: the context).
 	DefaultMaxTokens int
 	MaxTokensLimit   int
 

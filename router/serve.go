@@ -29,7 +29,7 @@ const ownedBy = "caddy-mlc"
 // /v1/ (its unknown paths with a 404) and the engines' microserving paths
 // (always a 404). Everything else belongs to the next handler.
 func Handles(path string) bool {
-	return strings.HasPrefix(path, apiPrefix) || path+"/" == apiPrefix || strings.HasPrefix(path, "/microserving/")
+	return strings.HasPrefix(path, apiPrefix) || path+"/" == apiPrefix || strings.HasPrefix(path, protocol.PathMicroserving)
 }
 
 func allowMethod(w http.ResponseWriter, req *http.Request, methods ...string) bool {
@@ -138,19 +138,24 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 }
 
 // boundMaxTokens applies the model's bounds to a request's max_tokens:
-// DefaultMaxTokens when it sends none, MaxTokensLimit, and what the
-// context leaves after the prompt. A max_tokens above either bound is
+// DefaultMaxTokens when it sends none (else MaxTokensLimit, which bounds
+// every request), MaxTokensLimit, and what the context leaves after the
+// prompt. A max_tokens above either bound is
 // capped to it, as agent clients expect of a model with a smaller
 // context than the one they were written for (Claude Code asks for
 // 32,000); the answer then ends by length as any other. With
 // RefuseMaxTokens it is refused instead (CheckContext refuses one beyond
 // the context).
 func (r *Router) boundMaxTokens(prompt int, req *protocol.CompletionRequest) *protocol.Error {
-	if req.MaxTokens == nil && r.DefaultMaxTokens > 0 {
-		req.MaxTokens = new(r.DefaultMaxTokens)
-	}
 	if req.MaxTokens == nil {
-		return nil
+		switch {
+		case r.DefaultMaxTokens > 0:
+			req.MaxTokens = new(r.DefaultMaxTokens)
+		case r.MaxTokensLimit > 0:
+			req.MaxTokens = new(r.MaxTokensLimit)
+		default:
+			return nil // the rest of the context, as MLC's engines generate
+		}
 	}
 	if limit := r.MaxTokensLimit; limit > 0 && *req.MaxTokens > limit {
 		if r.RefuseMaxTokens {

@@ -103,14 +103,15 @@ func warm(t testing.TB, c *core, url string) {
 	deadline := time.Now().Add(time.Minute)
 	for i := 0; ; i++ {
 		all := true
-		for _, e := range c.r.Status().Engines {
-			all = all && e.Predicted != nil && e.Predicted.TTFTMs > 0
+		for _, u := range c.fleet.upstreams {
+			p := c.r.UpstreamStatus(u, 0).Predicted
+			all = all && p != nil && p.TTFTMs > 0
 		}
 		if all {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the latency models predict nothing after %d requests: %+v", i, c.r.Status().Engines)
+			t.Fatalf("the latency models predict nothing after %d requests", i)
 		}
 		if resp, raw, _ := sloPost(t, url, fmt.Sprintf("warm up %d", i), 4, 60_000, 60_000); resp.StatusCode != http.StatusOK {
 			t.Fatalf("warm-up: %s %s", resp.Status, raw)
@@ -199,12 +200,12 @@ func TestSLOAwareFollowsASlowedEngine(t *testing.T) {
 		})
 	}
 	ttftOf := func(i int) float64 {
-		if p := c.r.Status().Engines[i].Predicted; p != nil {
+		if p := c.r.UpstreamStatus(c.fleet.upstreams[i], 0).Predicted; p != nil {
 			return p.TTFTMs
 		}
 		return 0
 	}
-	slowed := c.r.Status().Engines[1].Addr
+	slowed := c.fleet.upstreams[1].addr
 	slow(t, "http://"+slowed, 3*time.Millisecond, 60*time.Millisecond)
 	begin := time.Now()
 	for ttftOf(1) < 3*ttftOf(0) || ttftOf(0) == 0 {
@@ -223,7 +224,7 @@ func TestSLOAwareFollowsASlowedEngine(t *testing.T) {
 			t.Fatalf("a request with tight targets: %s %s, text %q, want %q", resp.Status, raw, text, want)
 		}
 	}
-	toSlow, toFast := picks.count(slowed), picks.count(c.r.Status().Engines[0].Addr)
+	toSlow, toFast := picks.count(slowed), picks.count(c.fleet.upstreams[0].addr)
 	if toSlow*4 > toFast {
 		t.Fatalf("after the slowdown the slowed engine took %d of the tight requests, the other %d: they did not move", toSlow, toFast)
 	}

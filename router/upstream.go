@@ -13,11 +13,11 @@ import (
 // upstream is one engine as the routers see it: where it is, its first PE
 // in the NVSHMEM world, what the routers have in flight on it, its circuit
 // breaker and the load it last reported. Like reverse_proxy's hosts, it is
-// shared: it lives with its fleet (see LiveFleet), so every router and
+// shared: it lives with its fleet's Pool, so every router and
 // every config that uses the fleet balances on the same counts, across
 // reloads.
 type Upstream struct {
-	fleet *LiveFleet
+	pool  *Pool
 	index int // endpoint index in the fleet
 	addr  string
 	url   string
@@ -54,8 +54,9 @@ type Upstream struct {
 	// lastTokenAt is when a call last got a token from the engine (unix
 	// nanoseconds): a busy engine is not a silent one (see call.bark).
 	lastTokenAt atomic.Int64
-	// drain is an operator's drain of the engine (drain.go).
-	drain drainState
+	// rotation is whether it takes new attempts, and those it has
+	// (rotation.go).
+	rotation rotation
 	// latency is its latency model (latency.go).
 	latency latencyModel
 }
@@ -92,7 +93,7 @@ const loadStale = 3 * engine.LoadPollInterval
 
 // status returns the engine's fleet state and process.
 func (u *Upstream) status() (ready bool, pid int) {
-	st, pid := u.fleet.Status(u.index)
+	st, pid := u.pool.procs.Status(u.index)
 	return st == engine.StateReady, pid
 }
 
@@ -106,7 +107,7 @@ func (u *Upstream) hold() (release, started func()) {
 	u.prefilling.Add(1)
 	u.requests.Add(1)
 	m.engineRequests.WithLabelValues(u.addr).Inc()
-	u.fleet.held(1)
+	u.pool.held(1)
 	var released, begun atomic.Bool
 	started = func() {
 		if begun.CompareAndSwap(false, true) {
@@ -118,12 +119,9 @@ func (u *Upstream) hold() (release, started func()) {
 			started()
 			n := u.inflight.Add(-1)
 			gauge.Set(float64(n))
-			u.fleet.held(-1)
+			u.pool.held(-1)
 			if n == 0 {
-				u.drain.idle.notify()
-				if u.draining() {
-					u.publishDrain() // drained now
-				}
+				u.rotation.idle.notify()
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -78,6 +79,7 @@ func TestMisbehavingEngines(t *testing.T) {
 			rp := httputil.NewSingleHostReverseProxy(target)
 			rp.FlushInterval = -1
 			var hits sync.WaitGroup
+			var served atomic.Int64 // bad answers given
 			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				body, _ := io.ReadAll(req.Body)
 				req.Body = io.NopCloser(bytes.NewReader(body))
@@ -85,6 +87,7 @@ func TestMisbehavingEngines(t *testing.T) {
 				if req.URL.Path == "/v1/completions" && bytes.Contains(body, []byte(`"stream":true`)) && !bytes.Contains(body, []byte("special_request")) {
 					hits.Add(1)
 					defer hits.Done()
+					served.Add(1)
 					mb.serve(w, req)
 					return
 				}
@@ -114,8 +117,18 @@ func TestMisbehavingEngines(t *testing.T) {
 			}
 			wg.Wait()
 			if mb.breaker {
+				// The breaker opens after three bad answers in a row: how
+				// many of the jobs round_robin gave the bad engine depends
+				// on how their retries interleaved. More requests, one at
+				// a time, alternate until it has given three (or its
+				// breaker keeps them away).
+				for i := 0; served.Load() < 3 && i < 8; i++ {
+					j := jobs[i%len(jobs)]
+					res := r.do(context.Background(), j, r.base)
+					ta.add(res, refs[i%len(jobs)])
+				}
 				if st := r.status().Engines[1]; st.Breaker == "closed" {
-					t.Errorf("the %s engine's breaker is closed after its bad answers", mb.name)
+					t.Errorf("the %s engine's breaker is closed after %d bad answers", mb.name, served.Load())
 				}
 			}
 			proxy.CloseClientConnections()

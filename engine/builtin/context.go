@@ -81,3 +81,42 @@ func SequenceLimit(args []string) (int, error) {
 	}
 	return sequenceLimit(opts, window), nil
 }
+
+// Limits answers what the fleet asks of the built-in engine's command
+// line (engine.BuiltinLimits), from the engine's own reading of it.
+type Limits struct{}
+
+// SequenceLimit is SequenceLimit's, 0 for a command line it refuses.
+func (Limits) SequenceLimit(args []string) int {
+	n, err := SequenceLimit(args)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// Batch is the max_num_sequence of the command line, 0 for one it
+// refuses.
+func (Limits) Batch(args []string) int {
+	o, err := ParseArgs(args, io.Discard)
+	if err != nil {
+		return 0
+	}
+	return o.Overrides.MaxNumSequence
+}
+
+// Embedding is the vector size and input bound of the embedding model
+// the engine loads for --embedding-model model, 0, 0 for one it cannot.
+func (Limits) Embedding(model, lib string) (dim, maxTokens int) {
+	// The command line needs a model of its own, which the embedding
+	// model's bounds do not depend on.
+	args := []string{TinyModel, "--embedding-model", model}
+	if lib != "" {
+		args = append(args, "--embedding-model-lib", lib)
+	}
+	info, err := EmbeddingModelInfo(args)
+	if err != nil || info == nil {
+		return 0, 0
+	}
+	return info.Dim, info.MaxTokens
+}

@@ -147,7 +147,7 @@ func (e *Engine) usage(r *request) *protocol.Usage {
 		u = &protocol.Usage{} // MLC's StreamBackError counts nothing
 	}
 	u.Extra = e.snapshot().loadExtra()
-	u.Extra["prefix_matched_length"] = jsonInt(r.prefixMatched)
+	u.Extra[protocol.ExtraPrefixMatchedLength] = jsonInt(r.prefixMatched)
 	u.Extra["prompt_length"] = jsonInt(len(r.prompt))
 	return u
 }

@@ -179,7 +179,7 @@ func (s *server) prepRecvCompletion(w http.ResponseWriter, r *http.Request, req 
 	resp := s.response(req, &request{id: protocol.NewID("")})
 	resp.Usage = &protocol.Usage{PromptTokens: n, TotalTokens: n, Extra: map[string]json.RawMessage{}}
 	resp.Usage.Extra["kv_append_metadata"] = jsonString(res.KVAppendMetadata)
-	resp.Usage.Extra["prefix_matched_length"] = jsonInt(res.PrefixMatchedLength)
+	resp.Usage.Extra[protocol.ExtraPrefixMatchedLength] = jsonInt(res.PrefixMatchedLength)
 	resp.Usage.Extra["prompt_length"] = jsonInt(n)
 	protocol.WriteJSON(w, http.StatusOK, resp)
 }
@@ -195,7 +195,7 @@ func (s *server) remoteSendCompletion(w http.ResponseWriter, r *http.Request, re
 		return
 	}
 	resp := s.response(req, &request{id: protocol.NewID("")})
-	resp.Usage = &protocol.Usage{Extra: map[string]json.RawMessage{"kv_bytes": jsonInt(int(sent)),
+	resp.Usage = &protocol.Usage{Extra: map[string]json.RawMessage{protocol.ExtraKVBytes: jsonInt(int(sent)),
 		protocol.ExtraPrefixMatchedLength: jsonInt(matched)}}
 	protocol.WriteJSON(w, http.StatusOK, resp)
 }

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 )
 
 // The fairness run (-fairness, issue 23): two tenants share one
@@ -232,11 +232,11 @@ func (r *gatedRouter) measure(ctx context.Context, cfg *config, sc fairScenario)
 // status reads the router's own account of its gate and engines; with
 // several replicas, their sum: each engine's in flight, the gate's in
 // flight and waiting, the queue.
-func (r *gatedRouter) status(ctx context.Context) (router.RouterStatus, error) {
+func (r *gatedRouter) status(ctx context.Context) (fleet.ModelStatus, error) {
 	if len(r.replicas) < 2 {
 		return caddyStatus(ctx, r.caddy)
 	}
-	var sum router.RouterStatus
+	var sum fleet.ModelStatus
 	for i, c := range r.replicas {
 		st, err := caddyStatus(ctx, c)
 		if err != nil {
@@ -244,7 +244,7 @@ func (r *gatedRouter) status(ctx context.Context) (router.RouterStatus, error) {
 		}
 		if i == 0 {
 			sum = st
-			sum.Engines = append([]router.EngineStatus(nil), st.Engines...)
+			sum.Engines = append([]fleet.EngineStatus(nil), st.Engines...)
 			continue
 		}
 		if len(st.Engines) != len(sum.Engines) {
@@ -261,24 +261,24 @@ func (r *gatedRouter) status(ctx context.Context) (router.RouterStatus, error) {
 }
 
 // caddyStatus reads one Caddy's router status.
-func caddyStatus(ctx context.Context, c *caddyProc) (router.RouterStatus, error) {
+func caddyStatus(ctx context.Context, c *caddyProc) (fleet.ModelStatus, error) {
 	body, err := c.adminGet(ctx, "/mlc/engines", adminTimeout)
 	if err != nil {
-		return router.RouterStatus{}, err
+		return fleet.ModelStatus{}, err
 	}
-	var st []router.RouterStatus
+	var st []fleet.ModelStatus
 	if err := json.Unmarshal(body, &st); err != nil {
-		return router.RouterStatus{}, fmt.Errorf("%s/mlc/engines: %w", c.admin, err)
+		return fleet.ModelStatus{}, fmt.Errorf("%s/mlc/engines: %w", c.admin, err)
 	}
 	if len(st) != 1 {
-		return router.RouterStatus{}, fmt.Errorf("%s/mlc/engines: %d routers, want 1", c.admin, len(st))
+		return fleet.ModelStatus{}, fmt.Errorf("%s/mlc/engines: %d routers, want 1", c.admin, len(st))
 	}
 	return st[0], nil
 }
 
 // saturated says whether every engine slot is taken and more requests
 // wait, in the router's gate or in the engines' own queues.
-func saturated(st router.RouterStatus) bool {
+func saturated(st fleet.ModelStatus) bool {
 	inFlight := int64(0)
 	for _, e := range st.Engines {
 		inFlight += e.InFlight
@@ -290,7 +290,7 @@ func saturated(st router.RouterStatus) bool {
 // idle says whether the router holds no request, and its engines, by
 // their last report, run none (a stream the bench cut short at the end
 // of the scenario before ends on the engine a moment later).
-func idle(st router.RouterStatus) bool {
+func idle(st fleet.ModelStatus) bool {
 	for _, e := range st.Engines {
 		if e.InFlight > 0 || e.Load != nil && e.Load.Running+e.Load.Waiting > 0 {
 			return false
@@ -301,7 +301,7 @@ func idle(st router.RouterStatus) bool {
 
 // waitSaturated waits until A's flood fills the engines.
 func (r *gatedRouter) waitSaturated(ctx context.Context, a *tenantLoad) error {
-	var last router.RouterStatus
+	var last fleet.ModelStatus
 	err := poll(ctx, saturateTimeout, func() (bool, error) {
 		if n, first := a.failures(); n > 0 {
 			return false, fmt.Errorf("the flood of tenant A: %d requests failed, the first: %w", n, first)

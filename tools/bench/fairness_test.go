@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -105,15 +106,15 @@ func parseTable(out string, columns []string) ([]map[string]string, error) {
 }
 
 func TestSaturatedWantsEverySlotTakenAndMoreWaiting(t *testing.T) {
-	status := func(waiting int, inFlight ...int64) router.RouterStatus {
-		st := router.RouterStatus{Gate: router.GateStatus{Waiting: waiting}}
+	status := func(waiting int, inFlight ...int64) fleet.ModelStatus {
+		st := fleet.ModelStatus{RouterStatus: router.RouterStatus{Gate: router.GateStatus{Waiting: waiting}}}
 		for _, n := range inFlight {
-			st.Engines = append(st.Engines, router.EngineStatus{InFlight: n})
+			st.Engines = append(st.Engines, fleet.EngineStatus{UpstreamStatus: router.UpstreamStatus{InFlight: n}})
 		}
 		return st
 	}
 	for _, c := range []struct {
-		st   router.RouterStatus
+		st   fleet.ModelStatus
 		want bool
 	}{
 		{status(1, 8, 8), true},     // gate on: the batches full, one waits in the gate

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 )
 
 // fairResult is one scenario on one router.
@@ -19,8 +19,8 @@ type fairResult struct {
 	failures int
 	firstErr error
 	window   time.Duration
-	status   router.RouterStatus // at the window's end
-	replicas int                 // > 1: gate says whether they share (-replicas)
+	status   fleet.ModelStatus // at the window's end
+	replicas int               // > 1: gate says whether they share (-replicas)
 }
 
 func (r fairResult) title() string {

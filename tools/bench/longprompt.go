@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/fleet"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
@@ -148,7 +149,7 @@ func (b *bench) runLongPrompt(ctx context.Context, cfg *config, args []string, s
 	}
 	err = poll(ctx, startTimeout, func() (bool, error) {
 		st, err := caddyStatus(ctx, caddy)
-		return err == nil && len(st.Engines) == len(engines) && !slices.ContainsFunc(st.Engines, func(e router.EngineStatus) bool { return e.State != "ready" }), err
+		return err == nil && len(st.Engines) == len(engines) && !slices.ContainsFunc(st.Engines, func(e fleet.EngineStatus) bool { return e.State != "ready" }), err
 	})
 	if err != nil {
 		return fmt.Errorf("the router's engines to be ready: %w", err)

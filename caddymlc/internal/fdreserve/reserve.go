@@ -8,11 +8,11 @@
 // with EMFILE or ENFILE, the listener lets a spare go and accepts one
 // client with it. A client is served when the reserve can be made whole
 // again after it was accepted (the process has a descriptor free beyond
-// the reserve); otherwise it is answered a 503 (router.NoDescriptorsError:
-// OpenAI's error shape, Retry-After, Connection: close) over HTTP/1.1 or,
-// after a TLS handshake that negotiated it, HTTP/2, and closed, and the
-// spare is taken back. Each refused client is counted
-// (router.DropNotAccepted); an Error line says why at most once a second
+// the reserve); otherwise it is answered the user's 503 (Refusal.Answer:
+// an error with Retry-After, sent with Connection: close) over HTTP/1.1
+// or, after a TLS handshake that negotiated it, HTTP/2, and closed, and
+// the spare is taken back. Each refused client is counted
+// (Refusal.Count); an Error line says why at most once a second
 // per listener, and a Warn line says when clients are accepted again.
 // The caddymlc adapter wires it as the mlc_descriptor_reserve listener
 // wrapper.
@@ -33,7 +33,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/descriptors"
-	"github.com/caddy-mlc/caddy-mlc/router"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 const (
@@ -118,18 +118,35 @@ func NewReserve() *Reserve {
 	return &Reserve{open: func() (io.Closer, error) { return os.Open(os.DevNull) }}
 }
 
+// Refusal is how a wrapped listener answers a client it cannot serve, as
+// its user says: the answer, the count, the bound and the log.
+type Refusal struct {
+	// Answer is the 503 a refused client gets (its status, body and
+	// Retry-After are sent).
+	Answer func() *protocol.Error
+	// Count counts one refused client; nil: none.
+	Count func()
+	// Timeout bounds the answer to one refused client (DefaultTimeout
+	// when not positive).
+	Timeout time.Duration
+	Log     *zap.Logger
+}
+
 // Wrap wraps ln, adding its spare to the reserve: a client ln cannot
-// accept for want of a descriptor is answered a 503 (see the package
-// doc) within timeout (DefaultTimeout when not positive), and closed.
-func (r *Reserve) Wrap(ln net.Listener, timeout time.Duration, log *zap.Logger) net.Listener {
-	if log == nil {
-		log = zap.NewNop()
+// accept for want of a descriptor is answered as ref says (see the
+// package doc), and closed.
+func (r *Reserve) Wrap(ln net.Listener, ref Refusal) net.Listener {
+	if ref.Log == nil {
+		ref.Log = zap.NewNop()
 	}
-	l := &listener{Listener: ln, spares: r, timeout: timeout,
-		log: log.With(zap.String("address", ln.Addr().String()))}
-	if l.timeout <= 0 {
-		l.timeout = DefaultTimeout
+	if ref.Count == nil {
+		ref.Count = func() {}
 	}
+	if ref.Timeout <= 0 {
+		ref.Timeout = DefaultTimeout
+	}
+	l := &listener{Listener: ln, spares: r, timeout: ref.Timeout, ref: ref,
+		log: ref.Log.With(zap.String("address", ln.Addr().String()))}
 	if !r.add() {
 		l.log.Warn("no spare file descriptor at start: clients that cannot be accepted wait unanswered until one is free")
 	}
@@ -142,6 +159,7 @@ type listener struct {
 	net.Listener
 	spares  *Reserve
 	timeout time.Duration
+	ref     Refusal
 	log     *zap.Logger
 	closed  sync.Once
 
@@ -223,7 +241,7 @@ func (l *listener) refuse(c net.Conn, cause error) {
 	how, err := l.answer(c)
 	stop.Stop()
 	_ = c.Close()
-	router.DropNotAccepted()
+	l.ref.Count()
 
 	l.mu.Lock()
 	l.refused++
@@ -258,7 +276,7 @@ func (l *listener) answer(c net.Conn) (how string, err error) {
 		if tc.ConnectionState().NegotiatedProtocol == "h2" {
 			return "503 over HTTP/2", l.answerH2(tc)
 		}
-		return refuseHTTP1(tc, bufio.NewReader(io.LimitReader(tc, maxRefusedHead)))
+		return refuseHTTP1(tc, bufio.NewReader(io.LimitReader(tc, maxRefusedHead)), l.ref.Answer())
 	}
 	br := bufio.NewReader(io.LimitReader(c, maxRefusedHead))
 	first, err := br.Peek(1)
@@ -268,11 +286,11 @@ func (l *listener) answer(c net.Conn) (how string, err error) {
 	if first[0] == 0x16 { // a TLS handshake record
 		return "closed: a TLS client, and the wrapper sits before tls (put it after to answer it)", nil
 	}
-	return refuseHTTP1(c, br)
+	return refuseHTTP1(c, br, l.ref.Answer())
 }
 
-// refuseHTTP1 reads a request's head from br and answers it the 503.
-func refuseHTTP1(c net.Conn, br *bufio.Reader) (string, error) {
+// refuseHTTP1 reads a request's head from br and answers it e.
+func refuseHTTP1(c net.Conn, br *bufio.Reader, e *protocol.Error) (string, error) {
 	req, err := http.ReadRequest(br)
 	if err != nil {
 		return "closed: not an HTTP request", err
@@ -280,10 +298,9 @@ func refuseHTTP1(c net.Conn, br *bufio.Reader) (string, error) {
 	if req.ProtoMajor != 1 {
 		return "closed: HTTP/2 without TLS", nil
 	}
-	e := router.NoDescriptorsError()
 	body := append(e.Body(), '\n')
-	head := fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nRetry-After: %d\r\nConnection: close\r\nContent-Length: %d\r\n\r\n",
-		int((e.RetryAfter+time.Second-1)/time.Second), len(body))
+	head := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nRetry-After: %d\r\nConnection: close\r\nContent-Length: %d\r\n\r\n",
+		e.Status, http.StatusText(e.Status), int((e.RetryAfter+time.Second-1)/time.Second), len(body))
 	out := []byte(head)
 	if req.Method != http.MethodHead {
 		out = append(out, body...)
@@ -313,7 +330,7 @@ func (l *listener) answerH2(tc *tls.Conn) error {
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Connection", "close")
-			router.NoDescriptorsError().Write(w)
+			l.ref.Answer().Write(w)
 		}),
 		ReadTimeout: l.timeout, WriteTimeout: l.timeout, IdleTimeout: l.timeout,
 		ErrorLog: errLog,

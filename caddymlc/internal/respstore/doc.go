@@ -1,5 +1,5 @@
 // Package respstore keeps the Responses API's stored responses: the
-// router's ResponseStore (router/responsestore.go), the one interface
+// router's responsestore.Store (router/responsestore), the one interface
 // its Responses path uses, in an embedded SQLite file (SQLite:
 // modernc.org/sqlite, pure Go, no cgo, one file shared by the processes
 // that open it) or in the cluster's Redis (Redis), shared by the

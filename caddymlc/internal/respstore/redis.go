@@ -9,10 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/router/responsestore"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/caddy-mlc/caddy-mlc/cluster"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // Redis keeps the Responses API's stored responses in the cluster's
@@ -31,7 +32,7 @@ import (
 // wrapping cluster.ErrDown; a call that fails on the network, or past its
 // deadline, wraps cluster.ErrDown too and takes the replica off Redis
 // until the monitor finds it again. Such errors wrap
-// router.ErrStoreUnavailable as well: a read is then a 503, not a 404.
+// responsestore.ErrUnavailable as well: a read is then a 503, not a 404.
 type Redis struct {
 	conn *cluster.Conn
 	ttl  atomic.Int64 // nanoseconds
@@ -141,11 +142,11 @@ func (s *Redis) Delete(ctx context.Context, tenant, id string) (bool, error) {
 	return n > 0, unavailable(err)
 }
 
-// unavailable marks err as the router's ErrStoreUnavailable when Redis
+// unavailable marks err as the responsestore.ErrUnavailable when Redis
 // is out of reach.
 func unavailable(err error) error {
 	if errors.Is(err, cluster.ErrDown) {
-		return fmt.Errorf("%w: %w", router.ErrStoreUnavailable, err)
+		return fmt.Errorf("%w: %w", responsestore.ErrUnavailable, err)
 	}
 	return err
 }

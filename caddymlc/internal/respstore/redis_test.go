@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/router/responsestore"
+
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/redistest"
-	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
 // newTestConn is a started connection to the Redis at addr, closed with
@@ -104,7 +105,7 @@ func TestRedisSharedByReplicas(t *testing.T) {
 }
 
 // While Redis is known to be away every call fails at once with
-// cluster.ErrDown, which is the router's ErrStoreUnavailable; the first
+// cluster.ErrDown, which is the responsestore.ErrUnavailable; the first
 // call that finds it gone fails within its deadline with them too, and
 // takes the connection down.
 func TestRedisAway(t *testing.T) {
@@ -119,7 +120,7 @@ func TestRedisAway(t *testing.T) {
 	srv.Kill()
 	begin := time.Now()
 	_, _, err := s.Get(ctx, "t", "id")
-	if !errors.Is(err, cluster.ErrDown) || !errors.Is(err, router.ErrStoreUnavailable) {
+	if !errors.Is(err, cluster.ErrDown) || !errors.Is(err, responsestore.ErrUnavailable) {
 		t.Fatalf("Get with Redis killed: %v, want ErrDown and ErrStoreUnavailable", err)
 	}
 	if took := time.Since(begin); took > 5*time.Second {
@@ -132,7 +133,7 @@ func TestRedisAway(t *testing.T) {
 		func() error { _, _, err := s.Get(ctx, "t", "id"); return err }(),
 		func() error { _, err := s.Delete(ctx, "t", "id"); return err }(),
 	} {
-		if !errors.Is(err, cluster.ErrDown) || !errors.Is(err, router.ErrStoreUnavailable) {
+		if !errors.Is(err, cluster.ErrDown) || !errors.Is(err, responsestore.ErrUnavailable) {
 			t.Fatalf("with Redis known away: %v, want ErrDown and ErrStoreUnavailable", err)
 		}
 	}

@@ -10,16 +10,11 @@ type Tokenizer struct {
 	v *vocab
 }
 
-var (
-	once   sync.Once
-	shared *Tokenizer
-)
+// shared is the tiny tokenizer, built once and only read.
+var shared = sync.OnceValue(func() *Tokenizer { return &Tokenizer{v: buildVocab()} })
 
 // New returns the tiny tokenizer.
-func New() *Tokenizer {
-	once.Do(func() { shared = &Tokenizer{v: buildVocab()} })
-	return shared
-}
+func New() *Tokenizer { return shared() }
 
 // VocabSize is the number of token ids.
 func (t *Tokenizer) VocabSize() int { return len(t.v.strs) }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/builtin"
+	// The built-in engine is a kind the fleets of the tests run.
+	_ "github.com/caddy-mlc/caddy-mlc/engine/builtin/builtinkind"
 )
 
 // Main is a TestMain: it runs the built-in engine or Caddy when the test

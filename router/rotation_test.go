@@ -16,12 +16,12 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/completiontest"
 )
 
-// Draining an engine with a grace of 0 under 16 streams moves every
-// stream on it to the other engines at once: each finishes with the text
-// one engine generates alone, its usage counted once; no new request
-// reaches the drained engine, its KV pages return to 0, and undrained it
-// takes requests again.
-func TestDrainMigratesStreams(t *testing.T) {
+// An engine taken out of rotation under 16 streams, its attempts moved
+// (a drain's end), moves every stream on it to the other engines at
+// once: each finishes with the text one engine generates alone, its usage
+// counted once; no new request reaches the engine, its KV pages return
+// to 0, and put back it takes requests again.
+func TestMoveAttemptsMigratesStreams(t *testing.T) {
 	for _, tc := range []struct {
 		mode    string
 		engines int // disagg: the first prefills, the others decode
@@ -37,7 +37,8 @@ func TestDrainMigratesStreams(t *testing.T) {
 			finish := completiontest.ExactStreams(t, c.base, want, maxTokens) // every stream has text: each runs on an engine
 			on := drained.inflight.Load()
 			before := drained.requests.Load()
-			drained.Drain(0)
+			drained.TakeOut()
+			drained.MoveAttempts()
 			finish()
 			if on == 0 {
 				t.Fatal("no stream ran on the drained engine: the test tested nothing")
@@ -58,35 +59,22 @@ func TestDrainMigratesStreams(t *testing.T) {
 			waitEngine(t, c.engines[last], "the drained engine's KV pages to return", func(m map[string]float64) bool {
 				return m["kv_pages_used"] == 0 && m["running"] == 0 && m["prepared"] == 0
 			})
-			if st := drainStatusOf(c.r, drained.addr); st != DrainDrained {
-				t.Errorf("status of the drained engine: %q", st)
-			}
-			if v := testutil.ToFloat64(sharedMetrics().drainState.WithLabelValues(drained.addr)); v != 2 {
-				t.Errorf("caddy_mlc_engine_drain_state %v, want 2", v)
+			if err := drained.WaitIdle(t.Context()); err != nil || !drained.OutOfRotation() {
+				t.Errorf("the drained engine: idle %v, out of rotation %v", err, drained.OutOfRotation())
 			}
 
-			drained.Undrain()
+			drained.PutBack()
 			for i := range 4 {
 				c.complete(c.base, greedy(completiontest.Tale(i), 4))
 			}
 			if drained.requests.Load() == before {
 				t.Error("the engine back in rotation got no request")
 			}
-			if st := drainStatusOf(c.r, drained.addr); st != "" {
-				t.Errorf("status of the undrained engine: %q", st)
+			if drained.OutOfRotation() {
+				t.Error("the engine put back is out of rotation")
 			}
 		})
 	}
-}
-
-// drainStatusOf is the Drain of addr in the router's status.
-func drainStatusOf(r *Router, addr string) string {
-	for _, e := range r.Status().Engines {
-		if e.Addr == addr {
-			return e.Drain
-		}
-	}
-	return "no such engine"
 }
 
 // engineMetrics asks the engine at url for its metrics
@@ -120,9 +108,10 @@ func waitEngine(t testing.TB, url, what string, cond func(map[string]float64) bo
 	}
 }
 
-// A drain with a grace lets the streams on the engine finish there: none
-// moves, and the engine is drained once they have ended.
-func TestDrainGraceLetsStreamsFinish(t *testing.T) {
+// An engine out of rotation lets the streams on it finish there (a
+// drain's grace): none moves, and the engine is idle once they have
+// ended.
+func TestOutOfRotationLetsStreamsFinish(t *testing.T) {
 	c := startCore(t, 2, Config{Mode: ModeWhole}, nil)
 	const streams, maxTokens = 4, 300
 	drained := c.fleet.upstreams[1]
@@ -141,8 +130,8 @@ func TestDrainGraceLetsStreamsFinish(t *testing.T) {
 	}
 	started.Wait()
 	on := drained.inflight.Load()
-	drained.Drain(time.Minute)
-	if err := drained.WaitDrained(t.Context(), 0); err != nil {
+	drained.TakeOut()
+	if err := drained.WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -156,8 +145,5 @@ func TestDrainGraceLetsStreamsFinish(t *testing.T) {
 	if moved := testutil.ToFloat64(sharedMetrics().retries.WithLabelValues(causeMigrate)) - migrated; moved != 0 {
 		t.Errorf("%v attempts moved within the grace", moved)
 	}
-	if st := drainStatusOf(c.r, drained.addr); st != DrainDrained {
-		t.Errorf("status %q once its streams ended", st)
-	}
-	drained.Undrain()
+	drained.PutBack()
 }
