@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 	"github.com/caddy-mlc/caddy-mlc/fleet"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/enginetest"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 

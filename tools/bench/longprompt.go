@@ -17,8 +17,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/fleet"
+	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
 
