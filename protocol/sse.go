@@ -206,6 +206,7 @@ type SSEWriter struct {
 	w       io.Writer
 	flusher http.Flusher
 	buf     []byte
+	frames  int64 // events and comments written
 }
 
 // ContentTypeEventStream is the media type of a server-sent event stream.
@@ -274,9 +275,14 @@ func (s *SSEWriter) WriteNamedEvent(name string, data []byte) error {
 
 func (s *SSEWriter) writeFrame(buf []byte) error {
 	s.buf = append(buf, "\n\n"...)
+	s.frames++
 	_, err := s.w.Write(s.buf)
 	return err
 }
+
+// Frames counts the events and comments written: a stream that wrote
+// none for a while is silent to its client, whatever it holds back.
+func (s *SSEWriter) Frames() int64 { return s.frames }
 
 // Flush sends what was written.
 func (s *SSEWriter) Flush() { s.flush() }
@@ -300,6 +306,7 @@ func (s *SSEWriter) WriteDone() error { return s.WriteData([]byte(DoneData)) }
 
 // WriteComment writes a comment line, which keeps a connection alive.
 func (s *SSEWriter) WriteComment(text string) error {
+	s.frames++
 	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
 		return err
 	}

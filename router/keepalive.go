@@ -14,7 +14,8 @@ import (
 // Streams that wait say so: a streamed answer that has had nothing to
 // send for the keep-alive interval (its request waiting in the router's
 // queue for its turn at the engines, queued on an engine, a
-// long prompt being prefilled, a stream being resumed elsewhere) sends
+// long prompt being prefilled, a stream being resumed elsewhere, a tool
+// call the parser holds until it is whole) sends
 // what its API has for it, which no client takes for content: an SSE
 // comment line for completions, chat and responses, Anthropic's ping
 // event for messages. A proxy's idle timeout (commonly 60 s) then never
@@ -31,6 +32,10 @@ type keepAliver interface {
 	// keepAlive sends the stream's keep-alive, opening the stream (its
 	// headers and the events that begin its API's answer) if need be.
 	keepAlive() error
+	// frames counts what the stream wrote so far (events, comments): the
+	// readers in front of it (tool calls, reasoning) may hold text back,
+	// and text held is silence to the client.
+	frames() int64
 }
 
 // keepAliverOf is the streaming sink under s's readers of calls and
@@ -51,7 +56,8 @@ func keepAliverOf(s sink) (keepAliver, bool) {
 }
 
 // keepAlive sends o's keep-alive every interval in which nothing was
-// written, until stop is called (before the request's answer ends).
+// written to the client (text a reader holds back is nothing), until stop
+// is called (before the request's answer ends).
 func (o *outcomeSink) keepAlive(ctx context.Context, every time.Duration, log *zap.Logger) (stop func()) {
 	ka, ok := keepAliverOf(o.sink)
 	if !ok || every <= 0 {
@@ -60,7 +66,7 @@ func (o *outcomeSink) keepAlive(ctx context.Context, every time.Duration, log *z
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	o.mu.Lock()
-	o.active = time.Now()
+	o.ka, o.active = ka, time.Now()
 	o.mu.Unlock()
 	goroutine.Go(log, "stream keep-alive", func() {
 		defer close(done)
@@ -72,15 +78,26 @@ func (o *outcomeSink) keepAlive(ctx context.Context, every time.Duration, log *z
 				return
 			case <-t.C:
 			}
-			t.Reset(o.keepAliveDue(ka, every))
+			t.Reset(o.keepAliveDue(every))
 		}
 	}, nil)
 	return func() { cancel(); <-done }
 }
 
+// noteWritten marks the stream active if its sink wrote since it last
+// looked. The caller holds o.mu.
+func (o *outcomeSink) noteWritten() {
+	if o.ka == nil {
+		return
+	}
+	if n := o.ka.frames(); n != o.written {
+		o.written, o.active = n, time.Now()
+	}
+}
+
 // keepAliveDue sends the keep-alive if nothing was written for every,
 // and returns when it is due next.
-func (o *outcomeSink) keepAliveDue(ka keepAliver, every time.Duration) time.Duration {
+func (o *outcomeSink) keepAliveDue(every time.Duration) time.Duration {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if idle := time.Since(o.active); idle < every {
@@ -89,8 +106,8 @@ func (o *outcomeSink) keepAliveDue(ka keepAliver, every time.Duration) time.Dura
 	if o.ended {
 		return every
 	}
-	_ = ka.keepAlive() // a client gone shows in the next delta
-	o.active, o.kept = time.Now(), true
+	_ = o.ka.keepAlive() // a client gone shows in the next delta
+	o.written, o.active, o.kept = o.ka.frames(), time.Now(), true
 	return every
 }
 
@@ -118,6 +135,25 @@ func (s *completionStream) keepAlive() error {
 		return err
 	}
 	return s.comment()
+}
+
+func (s *completionStream) frames() int64 {
+	if s.sse == nil {
+		return 0
+	}
+	return s.sse.Frames()
+}
+
+func (s *messagesStream) frames() int64 { return s.out.frames() }
+
+func (s *responsesStream) frames() int64 { return s.out.frames() }
+
+// frames counts the events and comments the stream wrote.
+func (s *eventStream) frames() int64 {
+	if s.sse == nil {
+		return 0
+	}
+	return s.sse.Frames()
 }
 
 func (s *completionStream) comment() error {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +132,48 @@ func TestKeepAliveWhileQueued(t *testing.T) {
 				t.Errorf("the long prompt: %d", s)
 			}
 		})
+	}
+}
+
+// A tool call the parser holds back until it is whole is silence to the
+// client: keep-alives flow while it is held (an SSE comment for chat, a
+// ping for messages), between the text before the call and the call;
+// the answer is the same.
+func TestKeepAliveWhileACallIsHeld(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "replies.json")
+	replies := `[{"match": "weather", "reply": ` + mustMarshal(t, weatherCall) + `}]`
+	if err := os.WriteFile(file, []byte(replies), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Each decode step 20 ms: the first call's ~40 tokens are held for
+	// most of a second, many keep-alive intervals.
+	c := startCoreArgs(t, 1, Config{Mode: ModeWhole, KeepAlive: 100 * time.Millisecond}, nil, "--replies", file, "--decode-delay", "20ms")
+	q := []map[string]any{{"role": "user", "content": "what is the weather in Paris?"}}
+	msgTool := map[string]any{"name": "get_weather", "input_schema": map[string]any{"type": "object"}}
+	for _, api := range []struct {
+		path               string
+		body               map[string]any
+		text, call, keptBy string
+		read               func(*testing.T, []byte) answer
+	}{
+		{protocol.PathChatCompletions, map[string]any{"messages": q, "tools": []any{weatherTool()}, "max_tokens": 200, "stream": true},
+			`"content":"`, `"tool_calls"`, ": keep-alive\n\n", chatStreamAnswer},
+		{protocol.PathMessages, map[string]any{"messages": q, "tools": []any{msgTool}, "max_tokens": 200, "stream": true},
+			`"text_delta"`, `"tool_use"`, "event: ping\n", messagesStreamAnswer},
+	} {
+		status, raw := postRaw(t, c.base, api.path, api.body)
+		got := api.read(t, []byte(raw))
+		if status != http.StatusOK || got.text != "Let me look." || strings.Join(got.calls, "\n") != wantCalls {
+			t.Fatalf("%s: %d, text %q, calls %q", api.path, status, got.text, got.calls)
+		}
+		// The call is held from the end of the text before it.
+		call := strings.Index(raw, api.call)
+		text := strings.LastIndex(raw[:max(call, 0)], api.text)
+		if text < 0 || call < text {
+			t.Fatalf("%s: no text before the call: %s", api.path, raw)
+		}
+		if n := strings.Count(raw[text:call], api.keptBy); n == 0 {
+			t.Errorf("%s: no keep-alive while the call was held (%q between the text and the call)", api.path, raw[text:call])
+		}
 	}
 }

@@ -329,32 +329,36 @@ type outcomeSink struct {
 	mu   sync.Mutex
 	sink sink
 	err  *protocol.Error
-	// active is when text last went out, ended that the answer did,
-	// kept that a keep-alive went out (see keepAlive).
-	active time.Time
-	ended  bool
-	kept   bool
+	// ka is the stream's keep-aliver while keepAlive runs; active is when
+	// it last wrote (written its count of frames then), ended that the
+	// answer did, kept that a keep-alive went out (see keepAlive).
+	ka      keepAliver
+	written int64
+	active  time.Time
+	ended   bool
+	kept    bool
 }
 
 func (o *outcomeSink) delta(index int, text string, logprobs *protocol.CompletionLogprobs) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if text != "" {
-		o.active = time.Now()
-	}
-	return o.sink.delta(index, text, logprobs)
+	err := o.sink.delta(index, text, logprobs)
+	o.noteWritten()
+	return err
 }
 
 func (o *outcomeSink) flush() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.sink.flush()
+	o.noteWritten()
 }
 
 func (o *outcomeSink) finish(index int, reason string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.sink.finish(index, reason)
+	o.noteWritten()
 }
 
 func (o *outcomeSink) done(usage protocol.Usage) {

@@ -1,5 +1,37 @@
 package toolcall
 
+// mlcStartLen is how much of an output's start mlcCouldStart reads: a
+// function's name and the parenthesis after it.
+const mlcStartLen = 64
+
+// mlcCouldStart reports whether output (left-trimmed, non-empty, at most
+// mlcStartLen bytes of its start) may hold a call as parseMLC reads one:
+// a list (of call strings), a comment line before one, or a name followed
+// by "(" once it is seen. Anything else (prose, a literal) is text from
+// its first words, released at once rather than held to the end.
+func mlcCouldStart(t string) bool {
+	switch c := t[0]; {
+	case c == '[' || c == '#':
+		return true
+	case !pyIdentByte(c) || c >= '0' && c <= '9':
+		return false
+	}
+	i := 0
+	for i < len(t) && pyIdentByte(t[i]) {
+		i++
+	}
+	for i < len(t) && (t[i] == ' ' || t[i] == '\t') {
+		i++
+	}
+	return i == len(t) || t[i] == '('
+}
+
+// pyIdentByte reports whether b may be part of a Python name (a byte of a
+// non-ASCII letter taken for one).
+func pyIdentByte(b byte) bool {
+	return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80
+}
+
 // parseMLC reads the whole output as MLC-LLM's convert_function_str_to_json
 // does (python/mlc_llm/serve/engine_base.py). Output that starts with "["
 // and ends with "]" is ast.literal_eval'd into a list whose elements must

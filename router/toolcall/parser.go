@@ -72,7 +72,9 @@ func newParser(format string, limit int) (Parser, error) {
 	case "pythonic":
 		return newWhole(pythonicCouldStart, parsePythonic, limit), nil
 	case "mlc":
-		return newWhole(func(string) bool { return true }, parseMLC, limit), nil
+		w := newWhole(mlcCouldStart, parseMLC, limit)
+		w.startLen = mlcStartLen
+		return w, nil
 	case JSON:
 		return newWhole(func(t string) bool { return t[0] == '{' }, parseJSONCall, limit), nil
 	}

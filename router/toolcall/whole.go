@@ -10,6 +10,7 @@ import "strings"
 type whole struct {
 	couldStart func(trimmed string) bool
 	parse      func(output string) ([]Call, bool)
+	startLen   int // how much of the start couldStart needs to see
 	limit      int
 	buf        []byte
 	through    bool // the output is known to be content; pass text on
@@ -17,12 +18,13 @@ type whole struct {
 	startSure  bool // the start has been seen whole and may be a call
 }
 
-// startLen is how much of the output's start couldStart needs to see: the
-// longest marker, <|python_tag|>, fits in it.
+// startLen is how much of the output's start a format's couldStart needs
+// to see, unless it says more: the longest marker, <|python_tag|>, fits
+// in it.
 const startLen = 16
 
 func newWhole(couldStart func(string) bool, parse func(string) ([]Call, bool), limit int) *whole {
-	return &whole{couldStart: couldStart, parse: parse, limit: limit}
+	return &whole{couldStart: couldStart, parse: parse, startLen: startLen, limit: limit}
 }
 
 func (p *whole) Push(text string) []Event {
@@ -37,7 +39,7 @@ func (p *whole) Push(text string) []Event {
 }
 
 // startOK reports whether the output's start may still be a call. Only the
-// first startLen bytes after the leading space decide, so once they have
+// first p.startLen bytes after the leading space decide, so once they have
 // been seen and passed there is nothing left to check, and a Push costs
 // its own length, not the output's.
 func (p *whole) startOK() bool {
@@ -51,10 +53,10 @@ func (p *whole) startOK() bool {
 	if len(t) == 0 {
 		return true
 	}
-	if !p.couldStart(string(t[:min(len(t), startLen)])) {
+	if !p.couldStart(string(t[:min(len(t), p.startLen)])) {
 		return false
 	}
-	p.startSure = len(t) >= startLen
+	p.startSure = len(t) >= p.startLen
 	return true
 }
 

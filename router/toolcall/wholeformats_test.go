@@ -93,8 +93,9 @@ func TestMLC(t *testing.T) {
 	})
 }
 
-// TestWholeHolding checks that llama3_json and pythonic hold only while the
-// output could be a call, then stream on, and that mlc holds to End.
+// TestWholeHolding checks that llama3_json, pythonic and mlc hold only
+// while the output could be a call, then stream on: mlc's prose goes out
+// from its first words, its call's start is held.
 func TestWholeHolding(t *testing.T) {
 	for _, c := range []struct {
 		format string
@@ -105,7 +106,10 @@ func TestWholeHolding(t *testing.T) {
 		{"llama3_json", []string{"\n{", `"name"`}, [][]Event{nil, nil}},
 		{"pythonic", []string{"\n", "[", "x"}, [][]Event{nil, nil, nil}},
 		{"pythonic", []string{"\n", "I", " am"}, [][]Event{nil, {txt("\nI")}, {txt(" am")}}},
-		{"mlc", []string{"Hello", " there"}, [][]Event{nil, nil}},
+		{"mlc", []string{"Hello", " there"}, [][]Event{nil, {txt("Hello there")}}},
+		{"mlc", []string{"get_", "weather", " (", "city="}, [][]Event{nil, nil, nil, nil}},
+		{"mlc", []string{"\n", `["get_`, "weather("}, [][]Event{nil, nil, nil}},
+		{"mlc", []string{"42"}, [][]Event{{txt("42")}}},
 	} {
 		p, _ := New(c.format)
 		for i, s := range c.pieces {
