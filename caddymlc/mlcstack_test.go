@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,6 +56,7 @@ func TestMLCServingLayer(t *testing.T) {
 			m.startRouter(t, mode)
 			t.Run("requests", m.requests)
 			t.Run("response_format", m.responseFormats)
+			t.Run("structured_preempted", m.structuredPreempted)
 			// The storm before the disconnects: a reservation they leave
 			// would shrink the KV the storm has.
 			t.Run("preemption_storm", m.storm)
@@ -80,15 +82,40 @@ type mlcRun struct {
 	client  *http.Client
 	router  string // the router's base URL
 	mode    string
+	// proxied is the base URL of a router over the same servers through
+	// proxies that preempt the next generation while preempt is armed.
+	proxied string
+	preempt *atomic.Bool
 }
 
 // startRouter loads a Caddy config whose router drives the MLC servers in
-// mode, until t ends.
+// mode, until t ends; a second site (m.proxied) drives them through
+// proxies that preempt a generation when m.preempt is armed
+// (structuredPreempted).
 func (m *mlcRun) startRouter(t *testing.T, mode string) {
-	port := freePorts(t, 1)[0]
-	m.router = fmt.Sprintf("http://127.0.0.1:%d", port)
+	ports := freePorts(t, 2)
+	m.router = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	m.proxied = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	m.preempt = new(atomic.Bool)
+	var direct, proxied []string
+	for _, s := range m.servers {
+		direct = append(direct, s.Addr)
+		proxied = append(proxied, startPreemptingProxy(t, s.Addr, m.preempt))
+	}
+	loadCaddyfile(t, fmt.Sprintf(`{
+	admin off
+	auto_https off
+	skip_install_trust
+}
+%s
+%s`, mlcSite(ports[0], mode, direct), mlcSite(ports[1], mode, proxied)))
+}
+
+// mlcSite is a site on port whose router drives the MLC servers at addrs
+// in mode (in disagg, the first prefills).
+func mlcSite(port int, mode string, addrs []string) string {
 	var eps strings.Builder
-	for i, s := range m.servers {
+	for i, addr := range addrs {
 		role := ""
 		if mode == router.ModeDisagg {
 			role = " role decode"
@@ -96,14 +123,9 @@ func (m *mlcRun) startRouter(t *testing.T, mode string) {
 				role = " role prefill"
 			}
 		}
-		fmt.Fprintf(&eps, "\t\t\tendpoint %s gpus 1%s external\n", s.Addr, role)
+		fmt.Fprintf(&eps, "\t\t\tendpoint %s gpus 1%s external\n", addr, role)
 	}
-	loadCaddyfile(t, fmt.Sprintf(`{
-	admin off
-	auto_https off
-	skip_install_trust
-}
-http://127.0.0.1:%d {
+	return fmt.Sprintf(`http://127.0.0.1:%d {
 	route {
 		mlc_router {
 			model tiny
@@ -115,7 +137,7 @@ http://127.0.0.1:%d {
 %s		}
 	}
 }
-`, port, mode, eps.String()))
+`, port, mode, eps.String())
 }
 
 // mlcAnswer is what a client got: per choice, its text, finish reason and

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/internal/watchdog"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -94,7 +93,7 @@ func (p *parkingSink) stop() { p.dog.Stop() }
 // answer is never parked, since parking is the router's choice and its
 // resumption would restart the grammar.
 func (j *choiceJob) canPark() bool {
-	if j.c.req.ResponseFormat != nil && j.c.r.EngineKind.Driver().Traits().Extensions != engine.ExtensionsAll {
+	if !j.grammarResumes() {
 		return false
 	}
 	return j.c.req.Stream && j.tok != nil && time.Duration(j.c.r.ClientTimeout) > parkAfter

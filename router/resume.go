@@ -117,7 +117,7 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 		j.resumeFrom()
 		delivered := j.delivered.Len()
 		actx, span := j.startSpan(ctx, n, cause)
-		actx, attemptOut, unpark := j.parking(actx, out)
+		actx, attemptOut, ended := j.attemptSink(actx, out)
 		finished := false
 		a, err := j.c.r.serving().strategy.start(withPrefillScale(actx, 1+j.prefillOverruns), req, j.avoidNext())
 		if err != nil {
@@ -128,7 +128,7 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 			j.open = nil
 			a.Close(err)
 		}
-		unpark()
+		ended(finished)
 		span.SetAttributes(attribute.Int("mlc.preemptions", j.st.preemptions), attribute.String("mlc.outcome", attemptOutcome(finished, err)))
 		endSpan(span, err)
 		if finished {
@@ -144,15 +144,30 @@ func (j *choiceJob) run(ctx context.Context, out sink) (err error) {
 	}
 }
 
-// parking gives an attempt that may park (canPark) a parking sink over
-// out and a context it cancels when it parks; unpark ends its watch.
-func (j *choiceJob) parking(ctx context.Context, out sink) (context.Context, sink, func()) {
-	if !j.canPark() {
-		return ctx, out, func() {}
+// attemptSink is what an attempt writes to: out, behind a parking sink
+// where the choice may park (canPark: the context is then cancelled
+// when it parks), and behind a staging sink where the attempts of a
+// structured answer that cannot resume its grammar are staged
+// (stagesAttempts). ended, called with whether the attempt
+// finished the choice, stops the parking watch and drops staged text.
+func (j *choiceJob) attemptSink(ctx context.Context, out sink) (context.Context, sink, func(finished bool)) {
+	unpark := func() {}
+	if j.canPark() {
+		var park context.CancelCauseFunc
+		ctx, park = context.WithCancelCause(ctx)
+		ps := newParkingSink(out, park)
+		out, unpark = ps, func() { ps.stop(); park(nil) }
 	}
-	ctx, park := context.WithCancelCause(ctx)
-	ps := newParkingSink(out, park)
-	return ctx, ps, func() { ps.stop(); park(nil) }
+	if !j.stagesAttempts() {
+		return ctx, out, func(bool) { unpark() }
+	}
+	staged := &stagedSink{sink: out}
+	return ctx, staged, func(finished bool) {
+		unpark()
+		if !finished {
+			j.restart() // nothing reached the client: the next attempt starts over
+		}
+	}
 }
 
 // next decides what follows attempt n, which ended with err after the
@@ -217,7 +232,9 @@ func (j *choiceJob) retry(ctx context.Context, err error, n int) (string, error)
 		return "", j.exhausted(err)
 	case j.delivered.Len() > 0 && j.tok == nil:
 		return "", protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
-			"the engine stopped this request after text was sent, and without the model's tokenizer the router cannot resume it").WithCode("cannot_resume")
+			"the engine stopped this request after text was sent, and without the model's tokenizer the router cannot resume it").WithCode(codeCannotResume)
+	case j.delivered.Len() > 0 && !j.grammarResumes():
+		return "", cannotResumeGrammar()
 	}
 	j.metrics.retry(cause)
 	j.c.log.Debug("retrying", zap.Int("choice", j.index), zap.Int("attempt", n), zap.String("cause", cause), zap.Error(err))
