@@ -187,6 +187,43 @@ http://127.0.0.1:%d {
 	}
 }
 
+// A key's models cover the models a request reaches by their own names:
+// a key of the chat model alone reaches no embeddings, by the embedding
+// model's name or by the chat model's; a key of the embedding model
+// reaches it by either, and no chat.
+func TestKeyModelsCoverEmbeddings(t *testing.T) {
+	s, _ := keysSite(t, "\t\t\tembedding_model tiny-embed\n",
+		keyLine("chat", "sk-chat", "tiny"), keyLine("embed", "sk-embed", "tiny-embed"), keyLine("both", "sk-both", "tiny", "tiny-embed"))
+	msgs := []map[string]any{{"role": "user", "content": "hi"}}
+	for _, c := range []struct {
+		key, path, model string
+		want             int
+	}{
+		{"sk-chat", protocol.PathChatCompletions, "tiny", 200},
+		{"sk-chat", protocol.PathEmbeddings, "tiny-embed", 404},
+		{"sk-chat", protocol.PathEmbeddings, "tiny", 404},
+		{"sk-embed", protocol.PathEmbeddings, "tiny-embed", 200},
+		{"sk-embed", protocol.PathEmbeddings, "tiny", 200},
+		{"sk-embed", protocol.PathChatCompletions, "tiny", 404},
+		{"sk-both", protocol.PathEmbeddings, "tiny-embed", 200},
+		{"sk-both", protocol.PathChatCompletions, "tiny", 200},
+	} {
+		body := map[string]any{"model": c.model, "input": "the cat sat", "messages": msgs, "max_tokens": 2}
+		status, raw := s.send(c.path, bearer(c.key), body)
+		if status != c.want {
+			t.Errorf("%s %s %s: %d %s, want %d", c.key, c.path, c.model, status, raw, c.want)
+			continue
+		}
+		if c.want == 404 && (!strings.Contains(string(raw), protocol.CodeModelNotFound) || !strings.Contains(string(raw), `\"`+c.model+`\"`) ||
+			strings.Contains(string(raw), `serves \"tiny\", \"tiny-embed\"`)) {
+			t.Errorf("%s %s %s: %s, want model_not_found naming the model asked and only the key's", c.key, c.path, c.model, raw)
+		}
+	}
+	if status, _ := s.send(protocol.PathModels+"/tiny-embed", bearer("sk-chat"), nil); status != 404 {
+		t.Errorf("/v1/models/tiny-embed with the chat key: %d, want 404", status)
+	}
+}
+
 // Past auth_failures failed checks from one address, it is answered 429
 // (in each API's shape), while a good key from another address is
 // served; the failures are counted.
