@@ -309,6 +309,49 @@ func TestKeyCommandAndAdmin(t *testing.T) {
 	}
 }
 
+// A key's name is trimmed, by caddy mlc-key new and POST /mlc/keys
+// alike, and one that is empty after trimming is refused with a clear
+// error, never written as a key no request could use.
+func TestKeyNamesTrimmed(t *testing.T) {
+	s, file := keysSite(t, "")
+	admin := adminServer(t)
+	for _, name := range []string{"   ", "\t", "a\nb"} {
+		if key, err := mlcKey(t, "new", name, "--file", file); err == nil || key != "" {
+			t.Errorf("mlc-key new %q: %q, %v; want an error", name, key, err)
+		}
+		resp, err := http.Post(admin+"/mlc/keys", "application/json", strings.NewReader(mustJSON(map[string]string{"name": name})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw := readAll(t, resp); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), "name") {
+			t.Errorf("POST /mlc/keys %q: %d %s, want 400 naming the name", name, resp.StatusCode, raw)
+		}
+	}
+	key, err := mlcKey(t, "new", " team-a ", "--file", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(admin+"/mlc/keys", "application/json", strings.NewReader(`{"name": " team-b "}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made struct{ Name, Key string }
+	mustUnmarshal(t, readAll(t, resp), &made)
+	if made.Name != "team-b" {
+		t.Errorf("POST /mlc/keys answered the name %q, want team-b", made.Name)
+	}
+	for _, k := range []string{key, made.Key} {
+		waitFor(t, "the key to be accepted", func() bool {
+			status, _ := s.send(protocol.PathCompletions, bearer(k), greedy("x", 1))
+			return status == http.StatusOK
+		})
+	}
+	b, _ := os.ReadFile(file)
+	if n := strings.Count(string(b), "\n"); n != 2 || !strings.Contains(string(b), `"name":"team-a"`) || !strings.Contains(string(b), `"name":"team-b"`) {
+		t.Errorf("the keys file: %s; want the two trimmed names alone", b)
+	}
+}
+
 // adminDo makes a request of the admin API and returns the status and body.
 func adminDo(t *testing.T, method, url string) (int, string) {
 	t.Helper()
