@@ -224,28 +224,45 @@ func TestKeyModelsCoverEmbeddings(t *testing.T) {
 	}
 }
 
-// Past auth_failures failed checks from one address, it is answered 429
-// (in each API's shape), while a good key from another address is
-// served; the failures are counted.
+// Requests without a key are refused, never counted: past auth_failures
+// of them, the address's good key is served. Past auth_failures wrong
+// keys from one address, its wrong keys are answered 429 (in each API's
+// shape), while its good key is served, as is another address's; the
+// failures are counted.
 func TestAuthFailuresHoldAddress(t *testing.T) {
 	s, _ := keysSite(t, "\t\t\tauth_failures 3\n", keyLine("a", "sk-a"))
-	before := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown)
-	for i := range 4 {
-		if status, raw := s.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != 401 {
-			t.Fatalf("guess %d: %d %s, want 401", i, status, raw)
+	for i := range 5 {
+		if status, raw := s.send(protocol.PathCompletions, nil, greedy("x", 1)); status != 401 {
+			t.Fatalf("no key %d: %d %s, want 401", i, status, raw)
 		}
 	}
-	if d := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown) - before; d != 4 {
-		t.Errorf("failures counted +%v, want +4", d)
+	if status, raw := s.send(protocol.PathCompletions, bearer("sk-a"), greedy("x", 1)); status != 200 {
+		t.Fatalf("the good key after 5 requests without one: %d %s, want 200", status, raw)
 	}
-	status, raw := s.send(protocol.PathMessages, bearer("sk-a"), map[string]any{"model": "tiny", "max_tokens": 1, "messages": []map[string]any{{"role": "user", "content": "x"}}})
+	before := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown)
+	for i, want := range []int{401, 401, 401, 429} {
+		if status, raw := s.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != want {
+			t.Fatalf("guess %d: %d %s, want %d", i, status, raw, want)
+		}
+	}
+	message := map[string]any{"model": "tiny", "max_tokens": 1, "messages": []map[string]any{{"role": "user", "content": "x"}}}
+	status, raw := s.send(protocol.PathMessages, http.Header{"X-Api-Key": {"sk-guess"}}, message)
 	if status != 429 || !strings.Contains(string(raw), protocol.AnthropicRateLimit) {
-		t.Fatalf("held address with a good key: %d %s, want 429 rate_limit_error", status, raw)
+		t.Fatalf("held address with a wrong key: %d %s, want 429 rate_limit_error", status, raw)
+	}
+	if d := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown) - before; d != 5 {
+		t.Errorf("failures counted +%v, want +5", d)
+	}
+	if status, raw := s.send(protocol.PathMessages, http.Header{"X-Api-Key": {"sk-a"}}, message); status != 200 {
+		t.Fatalf("held address with the good key: %d %s, want 200", status, raw)
+	}
+	if status, raw := s.send(protocol.PathCompletions, nil, greedy("x", 1)); status != 401 {
+		t.Fatalf("held address without a key: %d %s, want 401", status, raw)
 	}
 	other := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
 	s2 := &site{t: t, base: s.base, client: other}
-	if status, raw := s2.send(protocol.PathCompletions, bearer("sk-a"), greedy("x", 1)); status != 200 {
-		t.Fatalf("another address: %d %s, want 200", status, raw)
+	if status, raw := s2.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != 401 {
+		t.Fatalf("another address with a wrong key: %d %s, want 401", status, raw)
 	}
 }
 

@@ -13,12 +13,14 @@ import (
 // address that went past it is held.
 const Window = time.Minute
 
-// FailureLimiter counts failed key checks per client address: past limit
-// in Window, the address is held (answered 429) for Window,
-// which is logged once. Other addresses are not held up. With the
-// cluster, every replica's failures count: each replica tells the others
-// of its own over the cluster's bus (share), and counts theirs (seen),
-// so that an address cannot guess limit times on every replica.
+// FailureLimiter counts wrong keys per client address: past limit in
+// Window, the address is held for Window, which is logged once; while
+// held, its wrong keys are answered 429 rather than 401. Holding never
+// refuses a valid key: the caller checks every key, and asks Held only
+// of a wrong one (an address can be shared, behind a NAT, by clients
+// with valid keys). Other addresses are not held up. With the cluster,
+// every site's and replica's failures count: each limiter tells the
+// others of its own (share), and counts theirs (seen).
 type FailureLimiter struct {
 	limit int // -1: no bound
 	log   *zap.Logger
@@ -56,8 +58,8 @@ func (l *FailureLimiter) Held(addr string, now time.Time) (time.Duration, bool) 
 	return f.until.Sub(now), true
 }
 
-// Fail counts a failed check from addr at now, and tells the other
-// replicas.
+// Fail counts a wrong key from addr at now, and tells the other
+// limiters.
 func (l *FailureLimiter) Fail(addr string, now time.Time) {
 	if l == nil || l.limit < 0 {
 		return

@@ -1,8 +1,9 @@
 // Package apikeys is the API keys the router accepts: a keys file of
 // JSON lines (KeyLine), watched, or the cluster's Redis hash of them
 // (cluster.Keys), read as a Keyring whose Lookup compares hashes in
-// constant time; and the FailureLimiter that holds back a client address
-// after too many failed checks, on every replica with the cluster. The
+// constant time; and the FailureLimiter that answers a client address's
+// wrong keys 429 after too many of them (never its valid keys), on every
+// site and replica with the cluster. The
 // caddymlc adapter wires them to the mlc_router option keys, the admin
 // API (/mlc/keys) and the caddy mlc-key command.
 package apikeys
