@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/apikeys"
-	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
@@ -94,7 +93,7 @@ func (h *Handler) provisionAuth(app *App) error {
 	}
 	h.failures = apikeys.NewFailureLimiter(limit, h.logger.Named("keys"))
 	if app != nil && app.cluster != nil && limit > 0 {
-		h.stopFailures = h.failures.ShareOver(cluster.NewFailedChecks(app.cluster.conn))
+		h.stopFailures = h.failures.ShareOver(app.cluster.pooled.failures)
 	}
 	return nil
 }

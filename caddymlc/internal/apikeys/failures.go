@@ -84,7 +84,7 @@ func (l *FailureLimiter) seen(addr string, now time.Time) {
 	f.n++
 	if f.n > l.limit && !now.Before(f.until) {
 		f.until = now.Add(Window)
-		l.log.Warn("client address held: too many failed API key checks", zap.String("client", addr), zap.Int("failures", f.n),
+		l.log.Warn("client address held: too many wrong API keys; its wrong keys are answered 429, its valid keys served", zap.String("client", addr), zap.Int("failures", f.n),
 			zap.Duration("window", Window), zap.Time("until", f.until))
 	}
 }
@@ -111,9 +111,11 @@ func (l *FailureLimiter) sweep(now time.Time) {
 	}
 }
 
-// ShareOver makes l tell the cluster's other replicas of its failures
-// and count theirs; the returned func stops it.
+// ShareOver makes l tell the other limiters following fc (the other
+// sites', the other replicas') of its failures, and count theirs; the
+// returned func stops it.
 func (l *FailureLimiter) ShareOver(fc *cluster.FailedChecks) (stop func()) {
-	l.share = fc.Publish
-	return fc.Follow(func(addr string) { l.seen(addr, time.Now()) })
+	w := fc.Follow(func(addr string) { l.seen(addr, time.Now()) })
+	l.share = w.Publish
+	return w.Stop
 }
