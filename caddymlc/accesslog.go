@@ -47,7 +47,9 @@ func newRedactingLog(ctx caddy.Context, credentials []string) *redactingLog {
 	a := &redactingLog{credentials: credentials}
 	for _, m := range ctx.Modules() {
 		if app, ok := m.(*caddyhttp.App); ok && len(credentials) > 0 {
-			// The logger the http app gives its servers' access logs.
+			// The logger the http app gives its servers' access logs
+			// (ctx.Logger() alone, the handler's, reaches no log that
+			// takes only the access logs).
 			a.logger = ctx.Logger(app).Named("log.access")
 		}
 	}
