@@ -214,8 +214,9 @@ func (b *countedBody) Read(p []byte) (int, error) {
 }
 
 // logsHost says whether the server logs the requests to host, as
-// Caddy's server decides: a host its logger names map, unless it skips
-// it or every host not mapped.
+// Caddy's server decides (its shouldLogRequest, which handlers cannot
+// call): a host its logger names map, unless it skips it or every host
+// not mapped.
 func logsHost(logs *caddyhttp.ServerLogConfig, host string) bool {
 	host = hostOnly(host)
 	for name := range logs.LoggerNames {
@@ -232,9 +233,10 @@ func logsHost(logs *caddyhttp.ServerLogConfig, host string) bool {
 }
 
 // accessLoggers are the loggers the server writes the access log line
-// of req to, as Caddy's server names them: the access_logger_names
-// variable's, else the logger names of req's host (an exact name, else
-// a wildcard one), else the default.
+// of req to, as Caddy's server names them (its ServerLogConfig's
+// wrapLogger, unexported): the access_logger_names variable's, else the
+// logger names of req's host (an exact name, else a wildcard one), else
+// the default.
 func accessLoggers(base *zap.Logger, logs *caddyhttp.ServerLogConfig, req *http.Request) []*zap.Logger {
 	var names []string
 	if vals, ok := caddyhttp.GetVar(req.Context(), caddyhttp.AccessLoggerNameVarKey).([]any); ok {
