@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/caddymlc/internal/apikeys"
-	"github.com/caddy-mlc/caddy-mlc/cluster"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 	"github.com/caddy-mlc/caddy-mlc/router"
 )
@@ -28,7 +27,7 @@ import (
 // every mlc_router that names none):
 //
 //	keys          <file>|redis  (JSON lines: {"name", "sha256", "models", "expires"}; made by caddy mlc-key new or POST /mlc/keys; redis: the cluster's)
-//	auth_failures <n>|off       (failed key checks a minute from one client address before its 429s; default 20)
+//	auth_failures <n>|off       (wrong keys a minute from one client address before its wrong keys get 429s; default 20)
 type Auth struct {
 	// Keys is the keys file: a JSON line per key (KeyLine), read again
 	// within a second of an edit. With it, every request of the API
@@ -37,9 +36,10 @@ type Auth struct {
 	// mlc app's keys, else none checked.
 	Keys string `json:"keys,omitempty"`
 
-	// AuthFailures is how many failed key checks a client address may
-	// make in a minute; past it the address is answered 429 for a
-	// minute. Default 20; -1 (Caddyfile: off): no bound.
+	// AuthFailures is how many wrong keys a client address may present
+	// in a minute; past it the address's wrong keys are answered 429, not
+	// 401, for a minute. A missing key is not counted, and a valid key is
+	// always served. Default 20; -1 (Caddyfile: off): no bound.
 	AuthFailures int `json:"auth_failures,omitempty"`
 }
 
@@ -93,7 +93,7 @@ func (h *Handler) provisionAuth(app *App) error {
 	}
 	h.failures = apikeys.NewFailureLimiter(limit, h.logger.Named("keys"))
 	if app != nil && app.cluster != nil && limit > 0 {
-		h.stopFailures = h.failures.ShareOver(cluster.NewFailedChecks(app.cluster.conn))
+		h.stopFailures = h.failures.ShareOver(app.cluster.pooled.failures)
 	}
 	return nil
 }
@@ -114,31 +114,36 @@ func keysSource(file string, app *App, log *zap.Logger) (string, func() (caddy.D
 
 // authenticate checks the request's key, when keys are configured: it
 // returns the request with its key's name as tenant and its models as
-// the allowed ones, or nil when it answered (401, 429).
+// the allowed ones, or nil when it answered (401, 429). A valid key is
+// served whatever its address did; only a wrong key counts against the
+// address, and once the address is past auth_failures its wrong keys
+// are answered 429 (see docs/keys.md).
 func (h *Handler) authenticate(w http.ResponseWriter, req *http.Request) *http.Request {
 	if h.keys == nil {
 		return req
 	}
-	addr := clientAddr(req)
 	now := time.Now()
-	if wait, held := h.failures.Held(addr, now); held {
-		e := protocol.Errorf(http.StatusTooManyRequests, "rate_limit_exceeded", "too many requests with a bad API key from this address; try again later").WithCode("rate_limit_exceeded")
-		e.RetryAfter = wait
-		e.WriteFor(w, req.URL.Path)
-		return nil
-	}
 	key, why := h.keys.Lookup(apikeys.Presented(req), now)
-	if why != "" {
-		authFailures().WithLabelValues(why).Inc()
+	if why == "" {
+		ctx := router.WithFacts(req.Context(), h.factsFor(req, key.Name))
+		if len(key.Models) > 0 {
+			ctx = router.WithAllowedModels(ctx, key.Models)
+		}
+		return req.WithContext(ctx)
+	}
+	authFailures().WithLabelValues(why).Inc()
+	if why == apikeys.Unknown {
+		addr := clientAddr(req)
 		h.failures.Fail(addr, now)
-		apikeys.RefusalError(why).WriteFor(w, req.URL.Path)
-		return nil
+		if wait, held := h.failures.Held(addr, now); held {
+			e := protocol.Errorf(http.StatusTooManyRequests, "rate_limit_exceeded", "too many requests with a wrong API key from this address; try again later").WithCode("rate_limit_exceeded")
+			e.RetryAfter = wait
+			e.WriteFor(w, req.URL.Path)
+			return nil
+		}
 	}
-	ctx := router.WithFacts(req.Context(), h.factsFor(req, key.Name))
-	if len(key.Models) > 0 {
-		ctx = router.WithAllowedModels(ctx, key.Models)
-	}
-	return req.WithContext(ctx)
+	apikeys.RefusalError(why).WriteFor(w, req.URL.Path)
+	return nil
 }
 
 // clientAddr is the request's client address: Caddy's client IP (which

@@ -93,10 +93,12 @@ type clusterLink struct {
 }
 
 // pooledConn is a connection in clusterConns, and what it shares of the
-// process's routers: closed when no config holds it any more.
+// process's routers and of their key checks: closed when no config holds
+// it any more.
 type pooledConn struct {
 	*cluster.Conn
-	sharing *cluster.Sharing
+	sharing  *cluster.Sharing
+	failures *cluster.FailedChecks // every site's and config's limiters follow it
 }
 
 // Destruct stops sharing prefixes and loads, and closes the connection.
@@ -150,7 +152,7 @@ func provisionCluster(c *Cluster, live *router.Live, log *zap.Logger) (*clusterL
 	}
 	val, _, err := clusterConns.LoadOrNew(key, func() (caddy.Destructor, error) {
 		conn := cluster.New(opts)
-		return &pooledConn{Conn: conn, sharing: cluster.NewSharing(conn, live)}, nil
+		return &pooledConn{Conn: conn, sharing: cluster.NewSharing(conn, live), failures: cluster.NewFailedChecks(conn)}, nil
 	})
 	if err != nil {
 		return nil, err

@@ -77,6 +77,9 @@ type Handler struct {
 	// stopFailures stops sharing failed key checks with the other
 	// replicas (nil: none shared).
 	stopFailures func()
+	// access writes the access log lines Caddy's would show a
+	// credential in (accesslog.go).
+	access *redactingLog
 }
 
 // ModelConfig is one model and its fleet. Each field names the `mlc_llm

@@ -48,10 +48,7 @@ func runKeyCommand(fl caddycmd.Flags, out io.Writer) (int, error) {
 	if file == "" {
 		return caddy.ExitCodeFailedStartup, errors.New("--file <keys file> is required")
 	}
-	line := apikeys.KeyLine{Name: strings.TrimSpace(args[1])}
-	if line.Name == "" {
-		return caddy.ExitCodeFailedStartup, errors.New("the key's name is empty")
-	}
+	line := apikeys.KeyLine{Name: args[1]}
 	for m := range strings.SplitSeq(fl.String("models"), ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			line.Models = append(line.Models, m)

@@ -187,28 +187,82 @@ http://127.0.0.1:%d {
 	}
 }
 
-// Past auth_failures failed checks from one address, it is answered 429
-// (in each API's shape), while a good key from another address is
-// served; the failures are counted.
-func TestAuthFailuresHoldAddress(t *testing.T) {
-	s, _ := keysSite(t, "\t\t\tauth_failures 3\n", keyLine("a", "sk-a"))
-	before := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown)
-	for i := range 4 {
-		if status, raw := s.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != 401 {
-			t.Fatalf("guess %d: %d %s, want 401", i, status, raw)
+// A key's models cover the models a request reaches by their own names:
+// a key of the chat model alone reaches no embeddings, by the embedding
+// model's name or by the chat model's; a key of the embedding model
+// reaches it by either, and no chat.
+func TestKeyModelsCoverEmbeddings(t *testing.T) {
+	s, _ := keysSite(t, "\t\t\tembedding_model tiny-embed\n",
+		keyLine("chat", "sk-chat", "tiny"), keyLine("embed", "sk-embed", "tiny-embed"), keyLine("both", "sk-both", "tiny", "tiny-embed"))
+	msgs := []map[string]any{{"role": "user", "content": "hi"}}
+	for _, c := range []struct {
+		key, path, model string
+		want             int
+	}{
+		{"sk-chat", protocol.PathChatCompletions, "tiny", 200},
+		{"sk-chat", protocol.PathEmbeddings, "tiny-embed", 404},
+		{"sk-chat", protocol.PathEmbeddings, "tiny", 404},
+		{"sk-embed", protocol.PathEmbeddings, "tiny-embed", 200},
+		{"sk-embed", protocol.PathEmbeddings, "tiny", 200},
+		{"sk-embed", protocol.PathChatCompletions, "tiny", 404},
+		{"sk-both", protocol.PathEmbeddings, "tiny-embed", 200},
+		{"sk-both", protocol.PathChatCompletions, "tiny", 200},
+	} {
+		body := map[string]any{"model": c.model, "input": "the cat sat", "messages": msgs, "max_tokens": 2}
+		status, raw := s.send(c.path, bearer(c.key), body)
+		if status != c.want {
+			t.Errorf("%s %s %s: %d %s, want %d", c.key, c.path, c.model, status, raw, c.want)
+			continue
+		}
+		if c.want == 404 && (!strings.Contains(string(raw), protocol.CodeModelNotFound) || !strings.Contains(string(raw), `\"`+c.model+`\"`) ||
+			strings.Contains(string(raw), `serves \"tiny\", \"tiny-embed\"`)) {
+			t.Errorf("%s %s %s: %s, want model_not_found naming the model asked and only the key's", c.key, c.path, c.model, raw)
 		}
 	}
-	if d := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown) - before; d != 4 {
-		t.Errorf("failures counted +%v, want +4", d)
+	if status, _ := s.send(protocol.PathModels+"/tiny-embed", bearer("sk-chat"), nil); status != 404 {
+		t.Errorf("/v1/models/tiny-embed with the chat key: %d, want 404", status)
 	}
-	status, raw := s.send(protocol.PathMessages, bearer("sk-a"), map[string]any{"model": "tiny", "max_tokens": 1, "messages": []map[string]any{{"role": "user", "content": "x"}}})
+}
+
+// Requests without a key are refused, never counted: past auth_failures
+// of them, the address's good key is served. Past auth_failures wrong
+// keys from one address, its wrong keys are answered 429 (in each API's
+// shape), while its good key is served, as is another address's; the
+// failures are counted.
+func TestAuthFailuresHoldAddress(t *testing.T) {
+	s, _ := keysSite(t, "\t\t\tauth_failures 3\n", keyLine("a", "sk-a"))
+	for i := range 5 {
+		if status, raw := s.send(protocol.PathCompletions, nil, greedy("x", 1)); status != 401 {
+			t.Fatalf("no key %d: %d %s, want 401", i, status, raw)
+		}
+	}
+	if status, raw := s.send(protocol.PathCompletions, bearer("sk-a"), greedy("x", 1)); status != 200 {
+		t.Fatalf("the good key after 5 requests without one: %d %s, want 200", status, raw)
+	}
+	before := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown)
+	for i, want := range []int{401, 401, 401, 429} {
+		if status, raw := s.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != want {
+			t.Fatalf("guess %d: %d %s, want %d", i, status, raw, want)
+		}
+	}
+	message := map[string]any{"model": "tiny", "max_tokens": 1, "messages": []map[string]any{{"role": "user", "content": "x"}}}
+	status, raw := s.send(protocol.PathMessages, http.Header{"X-Api-Key": {"sk-guess"}}, message)
 	if status != 429 || !strings.Contains(string(raw), protocol.AnthropicRateLimit) {
-		t.Fatalf("held address with a good key: %d %s, want 429 rate_limit_error", status, raw)
+		t.Fatalf("held address with a wrong key: %d %s, want 429 rate_limit_error", status, raw)
+	}
+	if d := metricValue(t, "caddy_mlc_auth_failures_total", "reason", apikeys.Unknown) - before; d != 5 {
+		t.Errorf("failures counted +%v, want +5", d)
+	}
+	if status, raw := s.send(protocol.PathMessages, http.Header{"X-Api-Key": {"sk-a"}}, message); status != 200 {
+		t.Fatalf("held address with the good key: %d %s, want 200", status, raw)
+	}
+	if status, raw := s.send(protocol.PathCompletions, nil, greedy("x", 1)); status != 401 {
+		t.Fatalf("held address without a key: %d %s, want 401", status, raw)
 	}
 	other := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
 	s2 := &site{t: t, base: s.base, client: other}
-	if status, raw := s2.send(protocol.PathCompletions, bearer("sk-a"), greedy("x", 1)); status != 200 {
-		t.Fatalf("another address: %d %s, want 200", status, raw)
+	if status, raw := s2.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != 401 {
+		t.Fatalf("another address with a wrong key: %d %s, want 401", status, raw)
 	}
 }
 
@@ -269,6 +323,49 @@ func TestKeyCommandAndAdmin(t *testing.T) {
 	}
 	if status, _ := adminDo(t, http.MethodDelete, admin+"/mlc/keys/team-a"); status != 404 {
 		t.Fatalf("DELETE of no key: %d, want 404", status)
+	}
+}
+
+// A key's name is trimmed, by caddy mlc-key new and POST /mlc/keys
+// alike, and one that is empty after trimming is refused with a clear
+// error, never written as a key no request could use.
+func TestKeyNamesTrimmed(t *testing.T) {
+	s, file := keysSite(t, "")
+	admin := adminServer(t)
+	for _, name := range []string{"   ", "\t", "a\nb"} {
+		if key, err := mlcKey(t, "new", name, "--file", file); err == nil || key != "" {
+			t.Errorf("mlc-key new %q: %q, %v; want an error", name, key, err)
+		}
+		resp, err := http.Post(admin+"/mlc/keys", "application/json", strings.NewReader(mustJSON(map[string]string{"name": name})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw := readAll(t, resp); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), "name") {
+			t.Errorf("POST /mlc/keys %q: %d %s, want 400 naming the name", name, resp.StatusCode, raw)
+		}
+	}
+	key, err := mlcKey(t, "new", " team-a ", "--file", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(admin+"/mlc/keys", "application/json", strings.NewReader(`{"name": " team-b "}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made struct{ Name, Key string }
+	mustUnmarshal(t, readAll(t, resp), &made)
+	if made.Name != "team-b" {
+		t.Errorf("POST /mlc/keys answered the name %q, want team-b", made.Name)
+	}
+	for _, k := range []string{key, made.Key} {
+		waitFor(t, "the key to be accepted", func() bool {
+			status, _ := s.send(protocol.PathCompletions, bearer(k), greedy("x", 1))
+			return status == http.StatusOK
+		})
+	}
+	b, _ := os.ReadFile(file)
+	if n := strings.Count(string(b), "\n"); n != 2 || !strings.Contains(string(b), `"name":"team-a"`) || !strings.Contains(string(b), `"name":"team-b"`) {
+		t.Errorf("the keys file: %s; want the two trimmed names alone", b)
 	}
 }
 

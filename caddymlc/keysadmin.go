@@ -76,9 +76,14 @@ func revokeKey(w http.ResponseWriter, r *http.Request) error {
 // nowhere else.
 func createKey(w http.ResponseWriter, r *http.Request) error {
 	var line apikeys.KeyLine
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&line); err != nil || line.Name == "" {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&line); err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`want {"name": ..., "models": [...], "expires": RFC 3339}: %v`, err)}
 	}
+	name, err := apikeys.KeyName(line.Name)
+	if err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
+	}
+	line.Name = name
 	rings := keyrings()
 	if len(rings) == 0 {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no keys option is loaded")}

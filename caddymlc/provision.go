@@ -34,6 +34,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.warnCredentialTenant()
+	h.access = newRedactingLog(ctx, h.credentialHeaders())
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("mlc_router: metrics: %w", err)
 	}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/redistest"
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // With keys redis, the keys are the cluster's: a key made through one
@@ -194,5 +198,71 @@ func TestKeysFailuresAcrossReplicas(t *testing.T) {
 			t.Fatalf("the other replica answered %d to its 3rd try: it did not count the first replica's failures", got)
 		}
 		time.Sleep(200 * time.Millisecond) // the bus flushes every 10 ms
+	}
+}
+
+// With several sites on one cluster, every site counts every failure:
+// the other replica's, and its own replica's other site's, at once.
+func TestKeysFailuresAcrossSites(t *testing.T) {
+	srv := redistest.Start(t)
+	ports := freePorts(t, 5)
+	eng := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	startEngineProc(t, eng, nil)
+	dir := t.TempDir()
+	keys, logFile := filepath.Join(dir, "keys.jsonl"), filepath.Join(dir, "caddy.log")
+	writeKeys(t, keys, keyLine("a", "sk-a"))
+	opts := fmt.Sprintf("\t\tkeys %s\n\t\tauth_failures 3\n", keys)
+	startReplica(t, replicaConfig(fmt.Sprintf("127.0.0.1:%d", ports[4]), srv.Addr(), ports[3], opts, eng))
+	var cf strings.Builder
+	fmt.Fprintf(&cf, "{\n\tadmin off\n\tauto_https off\n\tlog {\n\t\toutput file %s\n\t\tlevel WARN\n\t}\n\tmlc {\n\t\tcluster {\n\t\t\tredis %s\n\t\t\treplicas 2\n\t\t}\n\t}\n}\n", logFile, srv.Addr())
+	for _, p := range ports[1:3] {
+		fmt.Fprintf(&cf, "http://127.0.0.1:%d {\n\tmlc_router {\n\t\tmodel tiny\n\t\tmode whole\n%s\t\tendpoint %s external\n\t}\n}\n", p, opts, eng)
+	}
+	loadCaddyfile(t, cf.String())
+	waitClusterUp(t, liveCluster(t))
+	waitReplicaClusterUp(t, ports[4])
+	sites := []*site{
+		{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[1]), client: httpClient()},
+		{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), client: httpClient()},
+	}
+	child := &site{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", ports[3]), client: httpClient()}
+	waitFor(t, "the other replica to answer", func() bool {
+		resp, err := http.Get(child.base + protocol.PathModels)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusUnauthorized
+	})
+
+	// The other replica's failures: each site's limiter holds the
+	// address, as its log says.
+	for i, want := range []int{401, 401, 401, 429} {
+		if status, raw := child.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != want {
+			t.Fatalf("the other replica, guess %d: %d %s, want %d", i, status, raw, want)
+		}
+	}
+	waitFor(t, "both sites to hold 127.0.0.1", func() bool {
+		b, _ := os.ReadFile(logFile)
+		return strings.Count(string(b), `"client":"127.0.0.1"`) == 2
+	})
+	for i, s := range sites {
+		if status, raw := s.send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != 429 {
+			t.Errorf("site %d, after the other replica's failures: %d %s, want 429", i, status, raw)
+		}
+		if status, raw := s.send(protocol.PathCompletions, bearer("sk-a"), greedy("x", 1)); status != 200 {
+			t.Errorf("site %d, the good key: %d %s, want 200", i, status, raw)
+		}
+	}
+
+	// This replica's other site's failures, heard at once.
+	other := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	for i, want := range []int{401, 401, 401, 429} {
+		if status, raw := (&site{t: t, base: sites[0].base, client: other}).send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != want {
+			t.Fatalf("site 0, guess %d from 127.0.0.2: %d %s, want %d", i, status, raw, want)
+		}
+	}
+	if status, raw := (&site{t: t, base: sites[1].base, client: other}).send(protocol.PathCompletions, bearer("sk-guess"), greedy("x", 1)); status != 429 {
+		t.Errorf("site 1, its first guess from 127.0.0.2 after site 0's: %d %s, want 429", status, raw)
 	}
 }

@@ -1,7 +1,9 @@
 package router
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -11,8 +13,9 @@ import (
 type allowedKey struct{}
 
 // WithAllowedModels returns ctx allowing its request only the models
-// named (chat or embedding models, by the names clients send): the
-// models of the API key the request came with. A request for another
+// named (chat or embedding models, by their names in /v1/models): the
+// models of the API key the request came with. A chat model's name does
+// not allow its embedding model, nor the reverse. A request for another
 // model is answered as one for a model not served (404
 // model_not_found), and GET /v1/models lists only those. Without it
 // every model is allowed.
@@ -50,17 +53,28 @@ func permits(ctx context.Context, id string) bool {
 
 // routeAllowed is route for a request whose models are restricted: it
 // reads the body even when one model is served, and refuses a model the
-// request may not use as one not served, naming only those it may.
+// request may not use as one not served, naming only those it may. The
+// model a request uses is the one it reaches: on /v1/embeddings, the
+// embedding model, whichever of its names or its chat model's the
+// request gives.
 func (m *Models) routeAllowed(w http.ResponseWriter, req *http.Request, a api) *Router {
-	r := m.route(w, req, a)
+	r, asked := m.route(w, req, a)
 	if r == nil {
 		return nil
 	}
+	reached := r.Model
+	if req.URL.Path == protocol.PathEmbeddings && r.EmbeddingName != "" {
+		reached = r.EmbeddingName
+	}
 	ctx := req.Context()
-	if permits(ctx, r.Model) || (req.URL.Path == protocol.PathEmbeddings && slices.ContainsFunc(r.dec.embeddingNames(), func(n string) bool { return permits(ctx, n) })) {
+	if permits(ctx, reached) {
 		return r
 	}
-	m.def.refuse(w, req, a, modelNotFound(r.Model, allowed(ctx, m.names()), allowed(ctx, m.embeddingNames())))
+	e := modelNotFound(cmp.Or(asked, reached), allowed(ctx, m.names()), allowed(ctx, m.embeddingNames()))
+	if asked != reached && permits(ctx, r.Model) {
+		e.Message = fmt.Sprintf("the model %q serves no embeddings to this API key", r.Model)
+	}
+	m.def.refuse(w, req, a, e)
 	return nil
 }
 
@@ -72,7 +86,8 @@ func (m *Models) routeFor(w http.ResponseWriter, req *http.Request, a api) *Rout
 		return m.routeAllowed(w, req, a)
 	}
 	if len(m.routers) > 1 {
-		return m.route(w, req, a)
+		r, _ := m.route(w, req, a)
+		return r
 	}
 	return m.def
 }

@@ -107,13 +107,13 @@ func (m *Models) apiOf(path string) api {
 }
 
 // route reads the body of a request to find the model it names, and
-// returns that model's router with the body put back; nil when the
-// request was answered (a body too large or too slow, an unknown model)
-// as API a answers errors.
+// returns that model's router with the body put back, and the name; nil
+// when the request was answered (a body too large or too slow, an
+// unknown model) as API a answers errors.
 // The body is bounded by the largest max_body_size of the models (each
 // then applies its own) and read within the default model's
 // body_timeout.
-func (m *Models) route(w http.ResponseWriter, req *http.Request, a api) *Router {
+func (m *Models) route(w http.ResponseWriter, req *http.Request, a api) (*Router, string) {
 	limit := int64(0)
 	for _, r := range m.routers {
 		limit = max(limit, r.MaxBodySize)
@@ -125,13 +125,13 @@ func (m *Models) route(w http.ResponseWriter, req *http.Request, a api) *Router 
 			lift()
 		}
 		m.def.refuse(w, req, a, apiErr)
-		return nil
+		return nil, ""
 	}
 	lift()
 	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 	name, _ := protocol.ModelOf(b)
 	if name == "" {
-		return m.def // a model of another type: the model's decoder says so
+		return m.def, "" // a model of another type: the model's decoder says so
 	}
 	r := m.byName[name]
 	if req.URL.Path == protocol.PathEmbeddings && m.byEmbed[name] != nil {
@@ -140,7 +140,7 @@ func (m *Models) route(w http.ResponseWriter, req *http.Request, a api) *Router 
 	if r == nil {
 		m.def.refuse(w, req, a, m.modelNotFound(name))
 	}
-	return r
+	return r, name
 }
 
 // names are the chat models served, in config order.

@@ -9,6 +9,9 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
+// KeyHeaders are the headers Presented reads.
+func KeyHeaders() []string { return []string{"Authorization", "X-Api-Key", "Api-Key"} }
+
 // Presented is the API key req carries where clients send one:
 // Authorization: Bearer (OpenAI), x-api-key (Anthropic), api-key (Azure
 // OpenAI).
@@ -72,6 +75,20 @@ func credentialHeader(name string) bool {
 		return true
 	}
 	return false
+}
+
+// CredentialHeader is the request header (canonical) whose credential
+// tmpl reads, Cookie for a cookie; "" when it reads none.
+func CredentialHeader(tmpl string) string {
+	p := CredentialPlaceholder(tmpl)
+	const header = "{http.request.header."
+	switch {
+	case p == "":
+		return ""
+	case strings.HasPrefix(strings.ToLower(p), header):
+		return http.CanonicalHeaderKey(p[len(header) : len(p)-1])
+	}
+	return "Cookie"
 }
 
 // CredentialPlaceholder returns the first Caddy placeholder of tmpl that

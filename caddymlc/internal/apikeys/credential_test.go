@@ -27,6 +27,16 @@ func TestCredentialPlaceholder(t *testing.T) {
 			t.Errorf("%q: %q, want %q", tmpl, got, want)
 		}
 	}
+	for tmpl, want := range map[string]string{
+		"team-{http.request.header.x-api-key}": "X-Api-Key",
+		"{HTTP.REQUEST.HEADER.authorization}":  "Authorization",
+		"{http.request.cookie.session}":        "Cookie",
+		"{http.request.header.X-Tenant}":       "",
+	} {
+		if got := CredentialHeader(tmpl); got != want {
+			t.Errorf("the header of %q: %q, want %q", tmpl, got, want)
+		}
+	}
 	if d := TenantDigest("Bearer k"); !strings.HasPrefix(d, "key:") || len(d) != len("key:")+12 || d != TenantDigest("Bearer k") || d == TenantDigest("Bearer l") {
 		t.Errorf("digest %q: want key: and 12 hex digits, stable, distinct", d)
 	}

@@ -13,12 +13,14 @@ import (
 // address that went past it is held.
 const Window = time.Minute
 
-// FailureLimiter counts failed key checks per client address: past limit
-// in Window, the address is held (answered 429) for Window,
-// which is logged once. Other addresses are not held up. With the
-// cluster, every replica's failures count: each replica tells the others
-// of its own over the cluster's bus (share), and counts theirs (seen),
-// so that an address cannot guess limit times on every replica.
+// FailureLimiter counts wrong keys per client address: past limit in
+// Window, the address is held for Window, which is logged once; while
+// held, its wrong keys are answered 429 rather than 401. Holding never
+// refuses a valid key: the caller checks every key, and asks Held only
+// of a wrong one (an address can be shared, behind a NAT, by clients
+// with valid keys). Other addresses are not held up. With the cluster,
+// every site's and replica's failures count: each limiter tells the
+// others of its own (share), and counts theirs (seen).
 type FailureLimiter struct {
 	limit int // -1: no bound
 	log   *zap.Logger
@@ -56,8 +58,8 @@ func (l *FailureLimiter) Held(addr string, now time.Time) (time.Duration, bool) 
 	return f.until.Sub(now), true
 }
 
-// Fail counts a failed check from addr at now, and tells the other
-// replicas.
+// Fail counts a wrong key from addr at now, and tells the other
+// limiters.
 func (l *FailureLimiter) Fail(addr string, now time.Time) {
 	if l == nil || l.limit < 0 {
 		return
@@ -82,7 +84,7 @@ func (l *FailureLimiter) seen(addr string, now time.Time) {
 	f.n++
 	if f.n > l.limit && !now.Before(f.until) {
 		f.until = now.Add(Window)
-		l.log.Warn("client address held: too many failed API key checks", zap.String("client", addr), zap.Int("failures", f.n),
+		l.log.Warn("client address held: too many wrong API keys; its wrong keys are answered 429, its valid keys served", zap.String("client", addr), zap.Int("failures", f.n),
 			zap.Duration("window", Window), zap.Time("until", f.until))
 	}
 }
@@ -109,9 +111,11 @@ func (l *FailureLimiter) sweep(now time.Time) {
 	}
 }
 
-// ShareOver makes l tell the cluster's other replicas of its failures
-// and count theirs; the returned func stops it.
+// ShareOver makes l tell the other limiters following fc (the other
+// sites', the other replicas') of its failures, and count theirs; the
+// returned func stops it.
 func (l *FailureLimiter) ShareOver(fc *cluster.FailedChecks) (stop func()) {
-	l.share = fc.Publish
-	return fc.Follow(func(addr string) { l.seen(addr, time.Now()) })
+	w := fc.Follow(func(addr string) { l.seen(addr, time.Now()) })
+	l.share = w.Publish
+	return w.Stop
 }

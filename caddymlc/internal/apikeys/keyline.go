@@ -1,8 +1,9 @@
 // Package apikeys is the API keys the router accepts: a keys file of
 // JSON lines (KeyLine), watched, or the cluster's Redis hash of them
 // (cluster.Keys), read as a Keyring whose Lookup compares hashes in
-// constant time; and the FailureLimiter that holds back a client address
-// after too many failed checks, on every replica with the cluster. The
+// constant time; and the FailureLimiter that answers a client address's
+// wrong keys 429 after too many of them (never its valid keys), on every
+// site and replica with the cluster. The
 // caddymlc adapter wires them to the mlc_router option keys, the admin
 // API (/mlc/keys) and the caddy mlc-key command.
 package apikeys
@@ -21,6 +22,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/rogpeppe/go-internal/lockedfile"
 )
 
 // KeyLine is one line of a keys file (JSON lines): an API key by the
@@ -72,15 +76,36 @@ func parseKeyLine(line string) (key, error) {
 	if err := dec.Decode(&k.KeyLine); err != nil {
 		return k, fmt.Errorf("want {\"name\": ..., \"sha256\": ..., \"models\": [...], \"expires\": RFC 3339}: %w", err)
 	}
-	if strings.TrimSpace(k.Name) == "" {
-		return k, errors.New("no name")
+	name, err := KeyName(k.Name)
+	if err != nil {
+		return k, err
 	}
+	k.Name = name
 	sum, err := hex.DecodeString(k.SHA256)
 	if err != nil || len(sum) != sha256.Size {
 		return k, fmt.Errorf("key %s: sha256: want 64 hex digits (the key's SHA-256, not the key)", k.Name)
 	}
 	copy(k.sum[:], sum)
 	return k, nil
+}
+
+// maxNameBytes bounds a key's name, which is its requests' tenant.
+const maxNameBytes = 256
+
+// KeyName is name as a key holds it, without the spaces around it, or
+// why it cannot be a key's name: empty, longer than 256 bytes, or with
+// control characters.
+func KeyName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "":
+		return "", errors.New("the key's name is empty")
+	case len(name) > maxNameBytes:
+		return "", fmt.Errorf("the key's name is %d bytes long: at most %d", len(name), maxNameBytes)
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return "", fmt.Errorf("the key's name %q has control characters", name)
+	}
+	return name, nil
 }
 
 // NewKey makes a random key for line's name, appends line with its
@@ -93,9 +118,12 @@ func NewKey(file string, line KeyLine) (string, error) {
 	return key, appendLine(file, j)
 }
 
-// freshKey makes a random key for line's name, fills in its hash, and
-// returns the key and the line as a keys file holds it.
+// freshKey makes a random key for line's name (KeyName), fills in its
+// hash, and returns the key and the line as a keys file holds it.
 func freshKey(line *KeyLine) (key string, j []byte, err error) {
+	if line.Name, err = KeyName(line.Name); err != nil {
+		return "", nil, err
+	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", nil, err
@@ -107,9 +135,23 @@ func freshKey(line *KeyLine) (key string, j []byte, err error) {
 	return key, j, err
 }
 
+// lockFile takes the lock of the keys file: <file>.lock beside it,
+// locked (flock, LockFileEx) by whoever edits the file, caddy mlc-key
+// new and the admin API alike, so that an edit never lands between
+// another's read and rename. Readers need no lock: a file is replaced
+// whole, by a rename, or grows by one line.
+func lockFile(file string) (unlock func(), err error) {
+	return lockedfile.MutexAt(file + ".lock").Lock()
+}
+
 // appendLine appends a line to the file, created 0600, after a newline
 // if its last line has none.
 func appendLine(file string, line []byte) error {
+	unlock, err := lockFile(file)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -138,6 +180,11 @@ func appendLine(file string, line []byte) error {
 // removeLines rewrites the keys file without the lines of name
 // (through a file renamed over it, 0600), and says how many it removed.
 func removeLines(path, name string) (int, error) {
+	unlock, err := lockFile(path)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,5 +105,54 @@ func TestFileKeyringCreatesAndRevokes(t *testing.T) {
 	}
 	if got, _ := k.Lookup("sk-other", time.Now()); got.Name != "other" || len(k.List()) != 1 {
 		t.Fatalf("the other key: %+v, %d listed", got, len(k.List()))
+	}
+}
+
+// Keys made into a file (caddy mlc-key new) while others are revoked from
+// it (DELETE /mlc/keys/{name}) are all kept: no writer loses another's
+// edit.
+func TestKeysFileConcurrentWriters(t *testing.T) {
+	const n = 64
+	path := filepath.Join(t.TempDir(), "keys")
+	var seed strings.Builder
+	for i := range n {
+		seed.WriteString(keyLine(fmt.Sprintf("old-%d", i), fmt.Sprintf("sk-old-%d", i)))
+	}
+	if err := os.WriteFile(path, []byte(seed.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := OpenFile(path, zap.NewNop())
+	defer k.Destruct()
+	made := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			key, err := NewKey(path, KeyLine{Name: fmt.Sprintf("new-%d", i)})
+			if err != nil {
+				t.Errorf("new-%d: %v", i, err)
+			}
+			made[i] = key
+		})
+		wg.Go(func() {
+			if removed, err := k.Revoke(t.Context(), fmt.Sprintf("old-%d", i)); removed != 1 || err != nil {
+				t.Errorf("revoke old-%d: %d, %v", i, removed, err)
+			}
+		})
+	}
+	wg.Wait()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &Keyring{}
+	keys := parseKeys(b, func(line int, err error) { t.Errorf("line %d: %v", line, err) })
+	got.keys.Store(&keys)
+	if len(keys) != n {
+		t.Errorf("%d keys in the file, want the %d made", len(keys), n)
+	}
+	for i, key := range made {
+		if line, why := got.Lookup(key, time.Now()); why != "" || line.Name != fmt.Sprintf("new-%d", i) {
+			t.Errorf("new-%d: lost (%q)", i, why)
+		}
 	}
 }
