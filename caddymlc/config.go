@@ -194,8 +194,10 @@ type ModelConfig struct {
 	// Default 120s.
 	StartupTimeout caddy.Duration `json:"startup_timeout,omitempty"`
 
-	// MaxAttempts is the number of attempts a request gets (the first and
-	// its retries after preemption or an engine failure). Default 16.
+	// MaxAttempts is the number of attempts in a row a request gets that
+	// deliver no text (the first and its retries after preemption or an
+	// engine failure): one that keeps delivering text, resumed after
+	// preemptions, goes on to its end. Default 16.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 
 	// ToolParser names how the model writes tool calls, so that the

@@ -39,6 +39,14 @@ type CompletionRequest struct {
 	// only when started with --enable-debug; the router never forwards a
 	// client's.
 	DebugConfig *DebugConfig `json:"debug_config,omitempty"`
+	// Arrival is caddy-mlc's extension: when the request first reached
+	// the router (unix microseconds), the same on every attempt. The
+	// built-in engine ranks its work by it: a request it must preempt for
+	// KV is the latest arrival, and a resumed one queues ahead of later
+	// arrivals, so the oldest request always progresses. MLC's engines
+	// ignore it (as any field their protocol does not name). The router
+	// sets it on every engine request, never forwarding a client's.
+	Arrival int64 `json:"arrival,omitempty"`
 
 	// Extra holds the fields this type does not model; they are written
 	// back when the request is encoded.

@@ -63,6 +63,9 @@ func (r CompletionRequest) AppendJSON(dst []byte) ([]byte, error) {
 		e.key("debug_config")
 		e.b = append(e.b, "{}"...)
 	}
+	if r.Arrival != 0 {
+		e.int("arrival", r.Arrival)
+	}
 	if e.err != nil {
 		return nil, e.err
 	}

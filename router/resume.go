@@ -186,7 +186,7 @@ func (j *choiceJob) next(ctx context.Context, err error, n, delivered int, fruit
 		*fruitless = 0
 	}
 	*fruitless++
-	cause, err = j.retry(ctx, err, n)
+	cause, err = j.retry(ctx, err, n, *fruitless)
 	if err != nil {
 		return "", false, err
 	}
@@ -207,10 +207,13 @@ func (j *choiceJob) startSpan(ctx context.Context, n int, cause string) (context
 }
 
 // retry decides what follows attempt n, which ended with err without
-// completing the choice: the cause of the next attempt; "" when the
-// router drains after a reload and its successor takes the attempt at
-// once, no attempt spent; or the error that ends the choice.
-func (j *choiceJob) retry(ctx context.Context, err error, n int) (string, error) {
+// completing the choice, the last of fruitless attempts in a row that
+// delivered no text: the cause of the next attempt; "" when the router
+// drains after a reload and its successor takes the attempt at once, no
+// attempt spent; or the error that ends the choice. The choice ends after
+// max_attempts fruitless attempts: one whose attempts keep delivering
+// text (resumed after preemptions under KV pressure) goes on to its end.
+func (j *choiceJob) retry(ctx context.Context, err error, n, fruitless int) (string, error) {
 	if ctx.Err() != nil {
 		return "", context.Cause(ctx)
 	}
@@ -228,7 +231,7 @@ func (j *choiceJob) retry(ctx context.Context, err error, n int) (string, error)
 	switch {
 	case cause == "":
 		return "", err
-	case n >= j.maxAttempts:
+	case fruitless >= j.maxAttempts:
 		return "", j.exhausted(err)
 	case j.delivered.Len() > 0 && j.tok == nil:
 		return "", protocol.Errorf(http.StatusServiceUnavailable, protocol.ErrTypeUnavailable,
@@ -306,7 +309,7 @@ func (j *choiceJob) echo(out sink) error {
 // exhausted is the answer when the attempts ran out; last is the last
 // attempt's error, nil after a preemption.
 func (j *choiceJob) exhausted(last error) *protocol.Error {
-	msg := fmt.Sprintf("the request did not complete in %d attempts", j.maxAttempts)
+	msg := fmt.Sprintf("the request made no progress in %d attempts in a row", j.maxAttempts)
 	if last != nil {
 		msg += ": last error: " + last.Error()
 	} else {
@@ -367,6 +370,10 @@ func (j *choiceJob) attemptRequest(attempt int) (*protocol.CompletionRequest, in
 		req.StreamOptions = &protocol.StreamOptions{IncludeUsage: true}
 	}
 	req.DebugConfig = nil // never the client's: engines run with --enable-debug
+	// Its place in the engines' order is its first arrival's, on every
+	// attempt: a resumed request goes before later ones, and is not the
+	// one preempted next (the built-in engine; MLC's ignore it).
+	req.Arrival = j.c.begin.UnixMicro()
 	// The suffix ends the client's text once (see finish): an engine
 	// would append it to every attempt's text, and MLC's prep_recv
 	// refuses it.

@@ -263,6 +263,33 @@ func TestPreemptionInDisaggregation(t *testing.T) {
 	}
 }
 
+// TestPreemptionSparesTheOldestArrival: in an NVSHMEM world, a request
+// the router resumes after a preemption comes back with its first
+// arrival (caddy-mlc's "arrival"), older than the requests running. Sent
+// last, onto an engine whose KV the others already overflow, it is not
+// the one preempted (MLC's engine preempts the most recently admitted,
+// which it would be): it goes ahead of later arrivals and runs to its
+// end, and so the oldest request always progresses.
+func TestPreemptionSparesTheOldestArrival(t *testing.T) {
+	// Steps of 10 ms: the others run, and wait, long enough to be seen.
+	te := newTestEngine(t, "max_total_seq_length=512;prefill_chunk_size=64", true, "--decode-delay", "10ms")
+	var wg sync.WaitGroup
+	for i, p := range prompts(12) {
+		wg.Go(func() {
+			complete(goTB{t}, te.client, te.url, "/v1/completions", with(greedy(clip(p, 60), 80), "arrival", 1000+i))
+		})
+	}
+	te.waitMetrics(func(m Metrics) bool { return m.Running > 0 && m.Waiting > 0 })
+	old := complete(t, te.client, te.url, "/v1/completions", with(greedy("an old request resumed with its first arrival", 80), "arrival", 1))
+	wg.Wait()
+	if old.finish[0] != "length" {
+		t.Errorf("the oldest arrival finished %q, want length: it was preempted", old.finish[0])
+	}
+	if m := te.waitMetrics(func(Metrics) bool { return true }); m.Preemptions == 0 {
+		t.Errorf("no preemption: the KV was not under pressure, the test tested nothing")
+	}
+}
+
 // clip keeps the first n words of s.
 func clip(s string, n int) string {
 	w := strings.Fields(s)

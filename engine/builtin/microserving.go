@@ -234,7 +234,7 @@ func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest
 	if len(t.slots) == 0 {
 		return 0, t.begin, nil // nothing to send: the decode engine holds the window
 	}
-	cr := &request{id: t.user, prompt: tokens, computeOnly: true, sendBegin: t.begin, events: newEventQueue()}
+	cr := &request{id: t.user, prompt: tokens, computeOnly: true, sendBegin: t.begin, events: newEventQueue(), arrival: arrivalOf(req.Arrival)}
 	cr.seqs = []*sequence{{req: cr, tokens: tokens, out: s.e.newOutput(nil)}}
 	if err := s.e.do(func() { s.e.submit(cr) }); err != nil {
 		return 0, 0, unavailable(err)

@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -15,6 +16,10 @@ type request struct {
 	params genParams
 	seqs   []*sequence
 	events *eventQueue
+	// arrival ranks the request's sequences for admission and preemption
+	// (unix microseconds): the router's first arrival of it
+	// (protocol.CompletionRequest.Arrival), else when the engine got it.
+	arrival int64
 
 	live             int  // sequences not finished
 	noRoom           bool // the prompt left no room for a token: ended at once
@@ -32,6 +37,15 @@ type request struct {
 	// [sendBegin, len(prompt)) as payload.
 	computeOnly bool
 	sendBegin   int
+}
+
+// arrivalOf is the rank of a request that says it arrived at arrival
+// (0: it does not say, it arrives now).
+func arrivalOf(arrival int64) int64 {
+	if arrival > 0 {
+		return arrival
+	}
+	return time.Now().UnixMicro()
 }
 
 // seqState is where a sequence is in the scheduler.

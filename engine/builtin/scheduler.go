@@ -8,10 +8,17 @@ import (
 )
 
 // scheduler is the built-in engine's batch and the policy of who runs in
-// it: the sequences waiting and running, their admission (in order, each
-// once its pages are free), the KV pages each holds, the preemption of
-// the most recently admitted when pages run out, and how a step's
-// prefill budget is shared. It belongs to the scheduler goroutine
+// it: the sequences waiting and running, their admission (in order of
+// arrival, each once its pages are free), the KV pages each holds, the
+// preemption of the latest arrival when pages run out, and how a step's
+// prefill budget is shared. Ranking by arrival (the router's first
+// arrival of a request, which it sends on every attempt) rather than by
+// admission is what keeps preemption from livelocking: a request the
+// router resumes after a preemption is not the next victim, and goes
+// before those that came after it, so the oldest request always
+// progresses (vLLM's recompute preemption ranks the same way). MLC's
+// engine preempts the most recently admitted, and a resumed request is
+// that one. It belongs to the scheduler goroutine
 // (Engine.Run); the Engine runs the model on what it schedules (step.go)
 // and ends the requests.
 type scheduler struct {
@@ -28,10 +35,15 @@ type scheduler struct {
 	preemptions  int64
 }
 
-// queue puts s at the end of the waiting sequences.
+// queue puts s among the waiting sequences, after those that arrived no
+// later than it.
 func (sc *scheduler) queue(s *sequence) {
 	s.state = seqWaiting
-	sc.waiting = append(sc.waiting, s)
+	i := len(sc.waiting)
+	for i > 0 && sc.waiting[i-1].req.arrival > s.req.arrival {
+		i--
+	}
+	sc.waiting = slices.Insert(sc.waiting, i, s)
 }
 
 // admissible returns the index in the queue of the next waiting sequence
@@ -192,7 +204,7 @@ func (sc *scheduler) decoding() []*sequence {
 }
 
 // reserve gives s pages for positions [0, upto), evicting cached pages
-// and then preempting the most recently admitted running sequence as
+// and then preempting the running sequence of the latest arrival as
 // needed. It reports false when s itself had to go or nothing could.
 func (sc *scheduler) reserve(s *sequence, upto int) bool {
 	for len(s.slots) < upto {
@@ -212,11 +224,12 @@ func (sc *scheduler) reserve(s *sequence, upto int) bool {
 	return true
 }
 
-// victim is the most recently admitted running sequence.
+// victim is the running sequence of the latest arrival (of those, the
+// most recently admitted).
 func (sc *scheduler) victim() *sequence {
 	var v *sequence
 	for _, s := range sc.running {
-		if v == nil || s.admitted > v.admitted {
+		if v == nil || cmp.Or(cmp.Compare(s.req.arrival, v.req.arrival), cmp.Compare(s.admitted, v.admitted)) > 0 {
 			v = s
 		}
 	}
@@ -224,8 +237,9 @@ func (sc *scheduler) victim() *sequence {
 }
 
 // preempt evicts s's KV cache. In disaggregation mode s ends with
-// finish_reason "preempt" (the router retries it); otherwise it waits at
-// the head of the queue and resumes from its prompt and generated tokens.
+// finish_reason "preempt" (the router retries it); otherwise it waits,
+// ahead of every later arrival, and resumes from its prompt and
+// generated tokens.
 func (sc *scheduler) preempt(s *sequence) {
 	sc.preemptions++
 	sc.logf("preempt request %s choice %d at %d tokens", s.req.id, s.index, len(s.tokens))
@@ -236,8 +250,7 @@ func (sc *scheduler) preempt(s *sequence) {
 	sc.dropPages(s)
 	sc.removeRunning(s)
 	s.decoding = false
-	s.state = seqWaiting
-	sc.waiting = append([]*sequence{s}, sc.waiting...)
+	sc.queue(s)
 }
 
 // dropPages offers s's computed pages to the prefix cache and releases

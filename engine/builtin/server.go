@@ -193,7 +193,7 @@ func (s *server) newRequest(req *protocol.CompletionRequest, user string) (*requ
 	if id == "" {
 		id = protocol.NewID("")
 	}
-	cr := &request{id: id, prompt: tokens, params: p, events: newEventQueue()}
+	cr := &request{id: id, prompt: tokens, params: p, events: newEventQueue(), arrival: arrivalOf(req.Arrival)}
 	for i := range p.n {
 		seq := &sequence{
 			req: cr, index: i, tokens: append([]int(nil), tokens...),
