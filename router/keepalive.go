@@ -1,13 +1,10 @@
 package router
 
 import (
-	"context"
 	"net/http"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
+	"github.com/caddy-mlc/caddy-mlc/internal/watchdog"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -57,31 +54,17 @@ func keepAliverOf(s sink) (keepAliver, bool) {
 
 // keepAlive sends o's keep-alive every interval in which nothing was
 // written to the client (text a reader holds back is nothing), until stop
-// is called (before the request's answer ends).
-func (o *outcomeSink) keepAlive(ctx context.Context, every time.Duration, log *zap.Logger) (stop func()) {
+// is called (before the request's answer ends; a check under way then
+// writes nothing once the answer ended).
+func (o *outcomeSink) keepAlive(every time.Duration) (stop func()) {
 	ka, ok := keepAliverOf(o.sink)
 	if !ok || every <= 0 {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
 	o.mu.Lock()
 	o.ka, o.active = ka, time.Now()
 	o.mu.Unlock()
-	goroutine.Go(log, "stream keep-alive", func() {
-		defer close(done)
-		t := time.NewTimer(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			t.Reset(o.keepAliveDue(every))
-		}
-	}, nil)
-	return func() { cancel(); <-done }
+	return watchdog.Start(every, func() time.Duration { return o.keepAliveDue(every) }).Stop
 }
 
 // noteWritten marks the stream active if its sink wrote since it last
@@ -104,7 +87,7 @@ func (o *outcomeSink) keepAliveDue(every time.Duration) time.Duration {
 		return every - idle
 	}
 	if o.ended {
-		return every
+		return 0
 	}
 	_ = o.ka.keepAlive() // a client gone shows in the next delta
 	o.written, o.active, o.kept = o.ka.frames(), time.Now(), true

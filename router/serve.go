@@ -120,14 +120,14 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	sw.lift() // a request waiting or being worked on is bounded by its own timeouts, not the server's
 	rec := &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
 	g, err := r.gate.admit(hreq.Context(), w, f, len(prompt), r.cost(len(prompt), req), begin,
-		func() (stop func()) { return rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger) })
+		func() (stop func()) { return rec.keepAlive(r.KeepAlive) })
 	if err != nil {
 		r.attain.record(r.metrics, r.Model, f, false)
 		r.refuseWaited(w, hreq, a, rec, answerOf(timedOut(hreq.Context(), err)))
 		return
 	}
 	c.facts, c.admitWait = f, g.waited
-	defer rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger)()
+	defer rec.keepAlive(r.KeepAlive)()
 	st := c.run(hreq.Context(), rec)
 	r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens), budgetCost(len(prompt), st.cached, st.tokens, r.cachedWeight()))
 	if sw.stalled {

@@ -40,10 +40,7 @@ func OpenFile(path string, log *zap.Logger) *Keyring {
 	last := k.load(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
-	goroutine.Go(log, "keys file watch", func() {
-		defer close(k.done)
-		k.watch(ctx, last)
-	}, nil)
+	k.poll(ctx, "keys file read", func() { last = k.load(last) })
 	return k
 }
 
@@ -54,24 +51,12 @@ func (k *Keyring) Destruct() error {
 	return nil
 }
 
-// watch reads the file again whenever it changes, until ctx is done.
-func (k *Keyring) watch(ctx context.Context, last fs.FileInfo) {
-	k.poll(ctx, "keys file read", func() { last = k.load(last) })
-}
-
-// poll calls read every keysPoll until ctx is done. A panic while
-// reading is logged and the polls go on.
+// poll calls read every keysPoll, in a goroutine of its own, until ctx
+// is done, then closes k.done. A panic while reading is logged and the
+// polls go on.
 func (k *Keyring) poll(ctx context.Context, what string, read func()) {
-	t := time.NewTicker(keysPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		goroutine.Call(k.log.Load, what, read)
-	}
+	goroutine.Every(ctx, k.log.Load(), what, func() time.Duration { return keysPoll },
+		func() { goroutine.Call(k.log.Load, what, read) }, func() { close(k.done) })
 }
 
 // load reads the file unless it is the one last read (nil: read it),

@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-mlc/caddy-mlc/cluster"
-	"github.com/caddy-mlc/caddy-mlc/internal/goroutine"
 )
 
 // InRedis is the Path of a keyring whose keys are the cluster's Redis's.
@@ -35,10 +34,7 @@ func OpenRedis(conn *cluster.Conn, log *zap.Logger) *Keyring {
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
 	k.read(ctx)
-	goroutine.Go(log, "keys in Redis", func() {
-		defer close(k.done)
-		k.poll(ctx, "keys in Redis read", func() { k.read(ctx) })
-	}, nil)
+	k.poll(ctx, "keys in Redis read", func() { k.read(ctx) })
 	return k.Keyring
 }
 
