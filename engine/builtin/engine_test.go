@@ -271,16 +271,18 @@ func TestPreemptionInDisaggregation(t *testing.T) {
 // which it would be): it goes ahead of later arrivals and runs to its
 // end, and so the oldest request always progresses.
 func TestPreemptionSparesTheOldestArrival(t *testing.T) {
-	// Steps of 10 ms: the others run, and wait, long enough to be seen.
+	// Four requests start, each growing to 15 of the 32 pages: they
+	// overflow the KV cache about a second in (steps of 10 ms), when the
+	// old one, sent once they run, is the one admitted last.
 	te := newTestEngine(t, "max_total_seq_length=512;prefill_chunk_size=64", true, "--decode-delay", "10ms")
 	var wg sync.WaitGroup
-	for i, p := range prompts(12) {
+	for i, p := range prompts(4) {
 		wg.Go(func() {
-			complete(goTB{t}, te.client, te.url, "/v1/completions", with(greedy(clip(p, 60), 80), "arrival", 1000+i))
+			complete(goTB{t}, te.client, te.url, "/v1/completions", with(greedy(clip(p, 40), 200), "arrival", 1000+i))
 		})
 	}
-	te.waitMetrics(func(m Metrics) bool { return m.Running > 0 && m.Waiting > 0 })
-	old := complete(t, te.client, te.url, "/v1/completions", with(greedy("an old request resumed with its first arrival", 80), "arrival", 1))
+	te.waitMetrics(func(m Metrics) bool { return m.Running == 4 })
+	old := complete(t, te.client, te.url, "/v1/completions", with(greedy("an old request resumed with its first arrival", 200), "arrival", 1))
 	wg.Wait()
 	if old.finish[0] != "length" {
 		t.Errorf("the oldest arrival finished %q, want length: it was preempted", old.finish[0])
