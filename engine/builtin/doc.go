@@ -56,8 +56,8 @@
 // Tokens come from a generator as cheap as a hash: a position's KV is
 // one word, a hash of its token and of the word before it, kept in its
 // slot; the token after a position is drawn from its word among the ids
-// the model may sample (EOS once in 256 on average, never under
-// ignore_eos). A cached prefix, a transfer (the words, as one layer of
+// the model may sample (EOS once in --eos-every tokens on average, 256
+// unless told, never under ignore_eos or with --eos-every 0). A cached prefix, a transfer (the words, as one layer of
 // width 1) and a preemption move or lose the words as they would keys
 // and values, so the text is the same however the prompt was split,
 // moved or resumed, and wrong words would show as another text.

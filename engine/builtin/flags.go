@@ -49,6 +49,11 @@ type Options struct {
 	// KVLink is the link a timed engine's KV transfers take
 	// (--kv-link): nvlink or rdma.
 	KVLink timing.Link
+	// EOSEvery is how rarely a timed engine's generator ends a text by
+	// itself (--eos-every n: EOS once in n tokens on average; 0 never,
+	// so that max_tokens sets every length, as a trace replay through a
+	// router, which sends engines no ignore_eos, needs).
+	EOSEvery int
 }
 
 // Overrides are the --overrides settings the engine uses.
@@ -106,8 +111,8 @@ func (o *Options) setTiming(profile, link string, fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if profile == "" {
-		if given["time-scale"] || given["kv-link"] {
-			return fmt.Errorf("--time-scale and --kv-link go with --timing")
+		if given["time-scale"] || given["kv-link"] || given["eos-every"] {
+			return fmt.Errorf("--time-scale, --kv-link and --eos-every go with --timing")
 		}
 		return nil
 	}
@@ -117,6 +122,9 @@ func (o *Options) setTiming(profile, link string, fs *flag.FlagSet) error {
 	}
 	if o.Slowness != (protocol.Slowness{}) {
 		return fmt.Errorf("--timing replaces the model's compute: --prefill-delay and --decode-delay add to it, and go without")
+	}
+	if o.EOSEvery < 0 {
+		return fmt.Errorf("--eos-every: want 0 (never) or more, got %d", o.EOSEvery)
 	}
 	if !(o.TimeScale > 0) || o.TimeScale > 1000 {
 		return fmt.Errorf("--time-scale: want a number above 0, at most 1000, got %v", o.TimeScale)
@@ -147,6 +155,7 @@ func ParseArgs(args []string, stderr io.Writer) (*Options, error) {
 	profile := fs.String("timing", "", "timed engine: the model's arithmetic replaced by the time this GPU profile would take, spent waiting ("+strings.Join(timing.ProfileNames(), ", ")+"; built-in only)")
 	fs.Float64Var(&o.TimeScale, "time-scale", 1, "--timing: every modelled duration times this (above 1: slower than real time)")
 	link := fs.String("kv-link", "nvlink", "--timing: the link KV transfers take, nvlink or rdma")
+	fs.IntVar(&o.EOSEvery, "eos-every", defaultEOSEvery, "--timing: the generator ends a text once in this many tokens on average; 0 never (max_tokens sets every length)")
 	fs.StringVar(&o.Replies, "replies", "", `tests only: JSON file of [{"match": "<substring>", "reply": "<text>"}]; a context whose prompt part holds a match (latest wins, "" always) is answered with that reply, then "stop" (built-in only)`)
 	overrides := fs.String("overrides", "", `engine settings, "key=value;key=value"`)
 	fs.Usage = func() {

@@ -60,6 +60,8 @@ func TestParseArgsErrors(t *testing.T) {
 		"tiny --timing h100-llama3-8b --kv-link pigeon",
 		"tiny --time-scale 2",
 		"tiny --kv-link rdma",
+		"tiny --eos-every 0",
+		"tiny --timing h100-llama3-8b --eos-every -1",
 	} {
 		if _, err := ParseArgs(strings.Fields(args), io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("ParseArgs(%q) = %v, want a usage error", args, err)

@@ -29,6 +29,9 @@ type timed struct {
 	seed    uint64 // the word before the first position
 	tokens  []int  // the ids it generates: those the model may sample, EOS aside
 	eos     int    // the EOS it ends with, -1 for none
+	// eosEvery: EOS once in that many tokens on average (0: never),
+	// unless ignore_eos.
+	eosEvery uint64
 
 	// The step being run: its work, and the events it holds until its
 	// time is spent (nil outside a step).
@@ -55,15 +58,15 @@ type heldEvent struct {
 	ev event
 }
 
-// eosEvery is how rarely the generator ends a text by itself: EOS once in
-// that many tokens on average, unless ignore_eos (answers of a chat's
-// length; the bench sets ignore_eos and max_tokens for exact lengths).
-const eosEvery = 256
+// defaultEOSEvery is how rarely the generator ends a text by itself
+// unless told (--eos-every): EOS once in 256 tokens on average, answers
+// of a chat's length.
+const defaultEOSEvery = 256
 
 // newTimed returns the timed stand-in of opts for the tokenizer's
 // vocabulary: allowed are the ids the model may sample.
 func newTimed(opts *Options, allowed []bool, eos map[int]bool) *timed {
-	t := &timed{profile: *opts.Timing, scale: opts.TimeScale, link: opts.KVLink, eos: -1, idled: true}
+	t := &timed{profile: *opts.Timing, scale: opts.TimeScale, link: opts.KVLink, eos: -1, eosEvery: uint64(opts.EOSEvery), idled: true}
 	t.seed = timedFingerprint(opts)
 	for id, ok := range allowed {
 		switch {
@@ -99,7 +102,7 @@ func mix64(z uint64) uint64 {
 
 // next is the token after a position whose word is h.
 func (t *timed) next(h uint64, ignoreEOS bool) int {
-	if t.eos >= 0 && !ignoreEOS && h%eosEvery == 0 {
+	if t.eos >= 0 && t.eosEvery > 0 && !ignoreEOS && h%t.eosEvery == 0 {
 		return t.eos
 	}
 	return t.tokens[(h>>8)%uint64(len(t.tokens))]

@@ -87,6 +87,26 @@ func TestTimedTextIsExact(t *testing.T) {
 	}
 }
 
+// TestTimedEOS checks that the generator ends texts by itself, about once
+// in 256 tokens, and never with --eos-every 0: what a replay through a
+// router (which sends engines no ignore_eos) sets lengths with.
+func TestTimedEOS(t *testing.T) {
+	ends := newTestEngine(t, "", false, fast...)
+	never := newTestEngine(t, "", false, append(fast, "--eos-every", "0")...)
+	stopped := 0
+	for _, p := range prompts(20) {
+		if complete(t, ends.client, ends.url, protocol.PathCompletions, greedy(clip(p, 20), 512)).finish[0] == protocol.FinishStop {
+			stopped++
+		}
+		if r := complete(t, never.client, never.url, protocol.PathCompletions, greedy(clip(p, 20), 512)); r.finish[0] != protocol.FinishLength {
+			t.Fatalf("--eos-every 0 ended a text with %q", r.finish[0])
+		}
+	}
+	if stopped < 10 {
+		t.Errorf("%d of 20 texts of up to 512 tokens ended by themselves; about 17 should", stopped)
+	}
+}
+
 // TestTimedDisaggregationExact runs MLC's microserving flow between two
 // timed engine processes (prep_recv, remote_send of the words, start
 // generate) for every split, streamed and not: the text is the prefill
