@@ -140,9 +140,12 @@ func TestAvailableCountsOnlyEvictablePages(t *testing.T) {
 }
 
 // bruteIdle is radix.idle by a walk of the tree, as the definition says.
-func bruteIdle(n *node, refs []int32) (count int, held bool) {
-	for _, c := range n.children {
-		k, h := bruteIdle(c, refs)
+func bruteIdle(r *radix, n *node, refs []int32) (count int, held bool) {
+	for e, c := range r.edges {
+		if e.parent != n {
+			continue
+		}
+		k, h := bruteIdle(r, c, refs)
 		count += k
 		if h || refs[c.page] != 0 {
 			held = true
@@ -158,7 +161,7 @@ func bruteIdle(n *node, refs []int32) (count int, held bool) {
 func bruteVictim(r *radix, refs []int32) (int, bool) {
 	var victim *node
 	for page, n := range r.byPage {
-		if refs[page] != 0 || len(n.children) != 0 {
+		if refs[page] != 0 || n.kids != 0 {
 			continue
 		}
 		if victim == nil || n.lastUse < victim.lastUse || n.lastUse == victim.lastUse && n.page < victim.page {
@@ -186,7 +189,7 @@ func TestCountsFollowTheTree(t *testing.T) {
 	evictions := 0
 	check := func(when string) {
 		t.Helper()
-		idle, _ := bruteIdle(p.radix.root, p.refs)
+		idle, _ := bruteIdle(p.radix, p.radix.root, p.refs)
 		if got := p.radix.idle(); got != idle {
 			t.Fatalf("%s: idle %d, the tree says %d", when, got, idle)
 		}

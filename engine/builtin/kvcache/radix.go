@@ -14,8 +14,11 @@ import "container/heap"
 // reasons), eviction takes unpinned leaves only, and the unpinned leaves
 // wait in a heap by last use. A timed engine's cache holds hundreds of
 // thousands of tokens, where a walk a step would cost more than the step.
+// The edges of every node are in one map, keyed by the node and the
+// page's tokens: a map a node would cost more than the node.
 type radix struct {
 	root   *node
+	edges  map[edge]*node
 	byPage map[int]*node
 	clock  uint64
 	pinned int // nodes with pins > 0
@@ -25,18 +28,30 @@ type radix struct {
 
 type pageKey [PageSize]int32
 
+// edge is a node's child by its page's tokens.
+type edge struct {
+	parent *node
+	key    pageKey
+}
+
 type node struct {
-	key      pageKey
-	page     int
-	parent   *node
-	children map[pageKey]*node
-	lastUse  uint64
-	held     bool // the page is referenced
-	pins     int  // held, plus the children that are pinned
+	key     pageKey
+	page    int
+	parent  *node
+	kids    int // children
+	lastUse uint64
+	held    bool // the page is referenced
+	pins    int  // held, plus the children that are pinned
 }
 
 func newRadix() *radix {
-	return &radix{root: &node{children: map[pageKey]*node{}}, byPage: map[int]*node{}}
+	return &radix{root: &node{}, edges: map[edge]*node{}, byPage: map[int]*node{}}
+}
+
+// child returns n's child whose page holds tokens[:PageSize].
+func (r *radix) child(n *node, tokens []int) (*node, bool) {
+	c, ok := r.edges[edge{n, keyOf(tokens)}]
+	return c, ok
 }
 
 func keyOf(tokens []int) pageKey {
@@ -56,7 +71,7 @@ func (r *radix) match(tokens []int) []*node {
 	var path []*node
 	n := r.root
 	for i := 0; i+PageSize <= len(tokens); i += PageSize {
-		c, ok := n.children[keyOf(tokens[i:])]
+		c, ok := r.child(n, tokens[i:])
 		if !ok {
 			break
 		}
@@ -76,13 +91,14 @@ func (r *radix) insert(tokens []int, pages []int, refs []int32) {
 	n := r.root
 	for i := 0; (i+1)*PageSize <= len(tokens) && i < len(pages); i++ {
 		k := keyOf(tokens[i*PageSize:])
-		c, ok := n.children[k]
+		c, ok := r.edges[edge{n, k}]
 		if !ok {
 			if r.holds(pages[i]) {
 				return // the page already sits elsewhere in the tree
 			}
-			c = &node{key: k, page: pages[i], parent: n, children: map[pageKey]*node{}}
-			n.children[k] = c
+			c = &node{key: k, page: pages[i], parent: n}
+			r.edges[edge{n, k}] = c
+			n.kids++
 			r.byPage[pages[i]] = c
 			if refs[pages[i]] > 0 {
 				r.retained(pages[i])
@@ -104,7 +120,7 @@ func (r *radix) touch(n *node) {
 // hold an older entry of n: evict skips entries that no longer say how n
 // stands.
 func (r *radix) offer(n *node) {
-	if n.pins != 0 || len(n.children) != 0 || n == r.root {
+	if n.pins != 0 || n.kids != 0 || n == r.root {
 		return
 	}
 	if len(r.leaves) > 2*len(r.byPage)+64 {
@@ -117,7 +133,7 @@ func (r *radix) offer(n *node) {
 func (r *radix) rebuildLeaves() {
 	r.leaves = r.leaves[:0]
 	for _, n := range r.byPage {
-		if n.pins == 0 && len(n.children) == 0 {
+		if n.pins == 0 && n.kids == 0 {
 			r.leaves = append(r.leaves, leaf{n: n, lastUse: n.lastUse})
 		}
 	}
@@ -166,10 +182,11 @@ func (r *radix) evict() (int, bool) {
 	for len(r.leaves) > 0 {
 		l := heap.Pop(&r.leaves).(leaf)
 		n := l.n
-		if r.byPage[n.page] != n || n.pins != 0 || len(n.children) != 0 || n.lastUse != l.lastUse {
+		if r.byPage[n.page] != n || n.pins != 0 || n.kids != 0 || n.lastUse != l.lastUse {
 			continue // stale: evicted, pinned, a parent again, or used since
 		}
-		delete(n.parent.children, n.key)
+		delete(r.edges, edge{n.parent, n.key})
+		n.parent.kids--
 		delete(r.byPage, n.page)
 		r.offer(n.parent)
 		return n.page, true
