@@ -99,9 +99,14 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// checkTrace fails when a goal is missed.
-func checkTrace(results []traceResult) error {
+// checkTrace fails when a goal is missed, the calibration's included.
+func checkTrace(calib []calibRow, results []traceResult) error {
 	var missed []string
+	for _, r := range calib {
+		if !r.withinTTFT || !r.withinTPOT {
+			missed = append(missed, fmt.Sprintf("one engine alone, %d prompt tokens: TTFT %+.1f%%, TPOT %+.1f%% off the profile, want within %.0f%%", r.prompt, 100*r.ttftOff, 100*r.tpotOff, 100*calibTolerance))
+		}
+	}
 	for _, g := range traceGoals(results) {
 		if g.missed {
 			missed = append(missed, fmt.Sprintf("%s is %.2f, want %s", g.name, g.got, g.want))

@@ -112,7 +112,7 @@ const (
 )
 
 // writeTrace prints the run: what ran where, then a row a line.
-func writeTrace(w io.Writer, command string, tc *traceConfig, reqs []traceRequest, probes, results []traceResult, load *loadWatch, took time.Duration) {
+func writeTrace(w io.Writer, command string, tc *traceConfig, reqs []traceRequest, calib []calibRow, probes, results []traceResult, load *loadWatch, took time.Duration) {
 	sent, in, out := 0, 0, 0
 	for _, r := range reqs {
 		if !r.tooLong {
@@ -126,6 +126,7 @@ func writeTrace(w io.Writer, command string, tc *traceConfig, reqs []traceReques
 		tc.file, sent, last.Round(time.Second), tc.rate, len(reqs)-sent, div(float64(in), float64(sent)), div(float64(out), float64(sent)))
 	fmt.Fprintf(w, "`%s` (%v, commit %s): %d CPUs, %s. Timed engines (%s; mixed rows half %s), time scale %g: every figure is modelled time. Targets: TTFT %v, TPOT %v.\n\n",
 		command, took.Round(time.Second), commit(), runtime.NumCPU(), load, tc.profile, tc.mixed, tc.scale, tc.ttft, tc.tpot)
+	writeCalibration(w, tc, calib)
 	if len(probes) > 0 {
 		fmt.Fprintf(w, "The load: whole/least_loaded's TTFT p90 at each rate tried, until it exceeded %v:", tc.findP90)
 		for _, p := range probes {

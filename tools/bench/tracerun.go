@@ -210,6 +210,10 @@ func (b *bench) runTrace(ctx context.Context, cfg *config, args []string, stdout
 		}
 	}
 	b.prefixCache = "radix"
+	calib, err := b.calibrate(ctx, tc)
+	if err != nil {
+		return err
+	}
 	var results, probes []traceResult
 	if tc.findP90 > 0 {
 		if probes, err = b.findLoad(ctx, tc, reqs); err != nil {
@@ -231,9 +235,9 @@ func (b *bench) runTrace(ctx context.Context, cfg *config, args []string, stdout
 			results = append(results, res)
 		}
 	}
-	writeTrace(stdout, commandLine(args), tc, reqs, probes, results, load, time.Since(started))
+	writeTrace(stdout, commandLine(args), tc, reqs, calib, probes, results, load, time.Since(started))
 	if cfg.check {
-		return checkTrace(results)
+		return checkTrace(calib, results)
 	}
 	return nil
 }
