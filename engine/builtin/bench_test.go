@@ -90,7 +90,7 @@ func benchStream(b *testing.B, model string, n int, stop []string) {
 // benchModel runs the tiny model alone over positions 0..n, with logits at
 // every position, as decoding does.
 func benchModel(b *testing.B, n int) {
-	m, _, err := loadModel(TinyModel)
+	m, _, err := loadModel(TinyModel, true)
 	if err != nil {
 		b.Fatal(err)
 	}

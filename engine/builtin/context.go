@@ -31,11 +31,15 @@ import (
 const codeContextLength = protocol.CodeContextLengthExceeded
 
 // contextWindow returns the context_window_size of opts: the override,
-// else the model directory's mlc-chat-config.json's (a missing file or
-// field, or -1, is none), else 0 for none.
+// else a timed engine's profile's model's, else the model directory's
+// mlc-chat-config.json's (a missing file or field, or -1, is none), else
+// 0 for none.
 func contextWindow(opts *Options) (int, error) {
 	if n := opts.Overrides.ContextWindowSize; n > 0 {
 		return n, nil
+	}
+	if opts.Timing != nil {
+		return opts.Timing.Model.Context, nil
 	}
 	if opts.Model == TinyModel {
 		return 0, nil

@@ -121,12 +121,17 @@ func (e *Engine) receiveKV(t *transfer) *protocol.Error {
 			return protocol.InvalidRequest("kv_addr_info", "KV slot %d (token %d) is not reserved for user %q", slot, pos, t.user)
 		}
 	}
-	d := e.sched.pool.Dim()
+	pool := e.sched.pool
+	d := pool.Dim()
 	off := 0
 	for j, slot := range t.slots {
-		for l := range e.sched.pool.KV.K {
-			off = decodeFloats(e.sched.pool.KV.K[l][slot*d:(slot+1)*d], t.data, off)
-			off = decodeFloats(e.sched.pool.KV.V[l][slot*d:(slot+1)*d], t.data, off)
+		if pool.Chain != nil {
+			pool.Chain[slot] = binary.LittleEndian.Uint64(t.data[off:])
+			off += 8
+		}
+		for l := range pool.KV.K {
+			off = decodeFloats(pool.KV.K[l][slot*d:(slot+1)*d], t.data, off)
+			off = decodeFloats(pool.KV.V[l][slot*d:(slot+1)*d], t.data, off)
 		}
 		s.present[t.begin+j] = true
 	}
@@ -172,16 +177,21 @@ func (s *sequence) missing(begin int) int {
 }
 
 // gatherKV encodes the keys and values of positions [begin, end) of s:
-// per position, per layer, the key then the value, float32 little-endian.
+// per position, per layer, the key then the value, float32 little-endian;
+// a timed engine's, one word a position (see kvShape).
 func (e *Engine) gatherKV(s *sequence, begin, end int) []byte {
-	d := e.sched.pool.Dim()
-	layers := len(e.sched.pool.KV.K)
-	buf := make([]byte, 0, (end-begin)*layers*2*d*4)
+	pool := e.sched.pool
+	d := pool.Dim()
+	layers := len(pool.KV.K)
+	buf := make([]byte, 0, (end-begin)*max(layers*2*d*4, 8))
 	for pos := begin; pos < end; pos++ {
 		slot := s.slots[pos]
+		if pool.Chain != nil {
+			buf = binary.LittleEndian.AppendUint64(buf, pool.Chain[slot])
+		}
 		for l := range layers {
-			buf = appendFloats(buf, e.sched.pool.KV.K[l][slot*d:(slot+1)*d])
-			buf = appendFloats(buf, e.sched.pool.KV.V[l][slot*d:(slot+1)*d])
+			buf = appendFloats(buf, pool.KV.K[l][slot*d:(slot+1)*d])
+			buf = appendFloats(buf, pool.KV.V[l][slot*d:(slot+1)*d])
 		}
 	}
 	return buf

@@ -22,14 +22,53 @@
 // --overrides "k=v;...", --host, --port; and its own --prefill-delay and
 // --decode-delay (protocol.Slowness: compute time added per prompt token
 // and per decode step, to play a slower GPU; POST /builtin/slowness
-// changes them at run time), and --replies <file> (tests only: scripted
-// answers, see Scripted replies). Overrides used:
-// max_total_seq_length (KV capacity in tokens, default 16384),
-// context_window_size (see Context), max_num_sequence, prefill_chunk_size
-// (default 512) and prep_recv_timeout_ms (default 60000); other keys are
+// changes them at run time), --timing, --time-scale and --kv-link (see
+// Timed engines), and --replies <file> (tests only: scripted answers, see
+// Scripted replies). Overrides used:
+// max_total_seq_length (KV capacity in tokens, default 16384; a timed
+// engine's profile's), context_window_size (see Context),
+// max_num_sequence, prefill_chunk_size (default 512; a timed engine's
+// 2048) and prep_recv_timeout_ms (default 60000); other keys are
 // logged and ignored. <model> is "tiny" (embedded word-level tokenizer,
 // package tiny) or a directory holding tokenizer.json; the weights are
 // seeded by "tiny" or the directory's base name.
+//
+// # Timed engines
+//
+// --timing <profile> (h100-llama3-8b, a100-llama3-8b,
+// h100-tp4-llama3-70b, a100-tp4-llama3-70b: package timing) replaces the
+// model's arithmetic with the time the profile's GPUs would take, spent
+// waiting: a fleet of them stands for a GPU fleet on a few CPU cores,
+// each costing the CPU its HTTP, scheduling and bookkeeping (timed.go).
+// The scheduler, admission, chunked prefill, KV pages, the prefix
+// cache, preemption, the microserving endpoints and the metrics are the
+// engine's own; the KV capacity (unless max_total_seq_length says), the
+// context (131,072 tokens, unless context_window_size says) and the
+// chunk come from the profile. A step is one forward pass over its
+// chunks and decoding tokens; its tokens come out when the step's
+// modelled time, times --time-scale k, has passed since the last step
+// ended (or since the engine was idle): k above 1 runs a fleet slower
+// than real time, every modelled duration k times longer, for a client
+// that divides its figures by k. A sequence whose prefill ends in a step
+// decodes from the next one. remote_send waits for the window's KV bytes
+// over --kv-link (nvlink, the default, or rdma) before it posts them.
+//
+// Tokens come from a generator as cheap as a hash: a position's KV is
+// one word, a hash of its token and of the word before it, kept in its
+// slot; the token after a position is drawn from its word among the ids
+// the model may sample (EOS once in --eos-every tokens on average, 256
+// unless told, never under ignore_eos or with --eos-every 0). A cached prefix, a transfer (the words, as one layer of
+// width 1) and a preemption move or lose the words as they would keys
+// and values, so the text is the same however the prompt was split,
+// moved or resumed, and wrong words would show as another text.
+// temperature, top_p, seed, logit_bias and the penalties do not change
+// it (there are no logits); logprobs and response_format are refused
+// (400, code unsupported_by_timed_engine), as is POST /builtin/slowness.
+// GET /metrics adds mlc_engine_timed_busy_seconds_total (the modelled
+// GPU time), mlc_engine_timed_lag_seconds_total and
+// mlc_engine_timed_lag_max_seconds (how late steps ended against their
+// modelled end, in modelled seconds: an engine whose CPU cannot keep its
+// GPU's pace), mlc_engine_timed_steps_total and mlc_engine_time_scale.
 //
 // # Scripted replies
 //

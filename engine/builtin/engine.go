@@ -22,9 +22,13 @@ var errStopped = errors.New("engine is shutting down")
 // Engine is the model, its KV cache and the scheduler goroutine that owns
 // them. Handlers talk to the scheduler by running closures on it (do).
 type Engine struct {
-	opts    *Options
-	model   *model.Model
+	opts  *Options
+	model *model.Model // nil in a timed engine
+	// timed is a timed engine's generator and clock (--timing), nil
+	// otherwise.
+	timed   *timed
 	tok     Tokenizer
+	vocab   int
 	allowed []bool // ids the model may sample
 	eos     map[int]bool
 	// grammars are the response formats' grammars over the vocabulary.
@@ -84,7 +88,7 @@ type counters struct {
 // NewEngine loads the model of opts and sizes the KV cache. disagg says
 // whether the engine is part of an NVSHMEM world.
 func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
-	m, tok, err := loadModel(opts.Model)
+	m, tok, err := loadModel(opts.Model, opts.Timing == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -104,10 +108,9 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 			return nil, err
 		}
 	}
-	c := m.Config()
 	pages := pagesFor(opts.Overrides.MaxTotalSeqLength)
 	e := &Engine{
-		opts: opts, model: m, tok: tok, disagg: disagg, emb: emb, replies: replies,
+		opts: opts, model: m, tok: tok, vocab: tok.VocabSize(), disagg: disagg, emb: emb, replies: replies,
 		maxSeq:   sequenceLimit(opts, window),
 		logger:   log.New(logOut, "mlc-engine: ", log.LstdFlags|log.LUTC),
 		cmds:     make(chan func()),
@@ -115,12 +118,16 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 		prepared: map[string]*sequence{},
 		released: map[string]time.Time{},
 		active:   map[*request]bool{},
-		scratch:  m.NewScratch(),
-		logits:   make([]float32, c.Vocab),
 		eos:      map[int]bool{},
 	}
-	e.sched = scheduler{pool: kvcache.NewPool(pages, c.Layers, c.Dim, opts.PrefixCacheMode == protocol.PrefixCacheRadix),
-		maxRunning: opts.Overrides.MaxNumSequence, chunk: opts.Overrides.PrefillChunkSize, logf: e.logf}
+	prefixCache := opts.PrefixCacheMode == protocol.PrefixCacheRadix
+	pool := kvcache.NewChainPool(pages, prefixCache)
+	if m != nil {
+		c := m.Config()
+		pool = kvcache.NewPool(pages, c.Layers, c.Dim, prefixCache)
+		e.scratch, e.logits = m.NewScratch(), make([]float32, c.Vocab)
+	}
+	e.sched = scheduler{pool: pool, maxRunning: opts.Overrides.MaxNumSequence, chunk: opts.Overrides.PrefillChunkSize, logf: e.logf}
 	if disagg {
 		e.sched.endPreempted = func(s *sequence) { e.finish(s, finishPreempt) }
 	}
@@ -129,8 +136,11 @@ func NewEngine(opts *Options, disagg bool, logOut io.Writer) (*Engine, error) {
 	}
 	e.SetSlowness(opts.Slowness)
 	e.loadChat()
-	e.allowed = allowedIDs(tok, c.Vocab, e.eos)
-	e.grammars = newGrammars(tok, c.Vocab, e.allowed, e.eos)
+	e.allowed = allowedIDs(tok, e.vocab, e.eos)
+	e.grammars = newGrammars(tok, e.vocab, e.allowed, e.eos)
+	if opts.Timing != nil {
+		e.timed = newTimed(opts, e.allowed, e.eos)
+	}
 	for i, r := range replies {
 		if got := tok.Decode(tok.Encode(r.Reply)); got != r.Reply {
 			e.logf("--replies %s: entry %d: the tokenizer does not spell the reply back exactly (%q), so neither will the answer", opts.Replies, i, got)
@@ -155,19 +165,20 @@ func (e *Engine) loadChat() {
 	e.tmplStops = e.chat.StopStrings()
 	if t, ok := e.chat.(chat.TokenIDTemplate); ok {
 		for _, id := range t.StopTokenIDs() {
-			if id >= 0 && id < e.model.Config().Vocab {
+			if id >= 0 && id < e.vocab {
 				e.eos[id] = true
 			}
 		}
 	}
 }
 
-// loadModel loads the tokenizer of model and builds the model for its
-// vocabulary, seeded by the model's name.
-func loadModel(name string) (*model.Model, Tokenizer, error) {
+// loadModel loads the tokenizer of model and, with weights, builds the
+// model for its vocabulary, seeded by the model's name (a timed engine
+// has none).
+func loadModel(name string, weights bool) (*model.Model, Tokenizer, error) {
 	tok, err := tokenizer.ForModel(name)
-	if err != nil {
-		return nil, nil, err
+	if err != nil || !weights {
+		return nil, tok, err
 	}
 	cfg := model.DefaultConfig(tok.VocabSize(), 0)
 	cfg.EOSBias = 0
@@ -227,6 +238,7 @@ func (e *Engine) Run(ctx context.Context) {
 			case <-timer.C:
 			case <-ctx.Done():
 			}
+			e.timed.waited()
 		}
 		e.drain()
 		if ctx.Err() != nil {
@@ -234,7 +246,7 @@ func (e *Engine) Run(ctx context.Context) {
 			return
 		}
 		e.expire(time.Now())
-		idle = !e.step()
+		idle = !e.step(ctx)
 	}
 }
 

@@ -238,13 +238,21 @@ func TestPreemptionResumes(t *testing.T) {
 // TestPreemptionInDisaggregation checks that in an NVSHMEM world a
 // preempted request ends with finish_reason "preempt".
 func TestPreemptionInDisaggregation(t *testing.T) {
-	te := newTestEngine(t, "max_total_seq_length=512;prefill_chunk_size=64", true)
+	checkPreemptsEnd(t, newTestEngine(t, "max_total_seq_length=512;prefill_chunk_size=64", true))
+}
+
+// checkPreemptsEnd sends 16 requests at once to te, an engine of an
+// NVSHMEM world whose KV holds few of them, each with the fields of
+// extra, and wants some to end "preempt" and some "length", each with
+// its usage.
+func checkPreemptsEnd(t *testing.T, te *testEngine, extra ...any) {
+	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	reasons := map[string]int{}
 	for i, p := range prompts(16) {
 		wg.Go(func() {
-			req := greedy(clip(p, 60), 80)
+			req := with(greedy(clip(p, 60), 80), extra...)
 			if i%2 == 0 {
 				req = with(req, "stream", true, "stream_options", map[string]any{"include_usage": true})
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin/timing"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -37,6 +38,22 @@ type Options struct {
 	// slower accelerator (--prefill-delay, --decode-delay); changed at run
 	// time through protocol.PathSlowness.
 	Slowness protocol.Slowness
+	// Timing, when set (--timing <profile>), makes the engine a timed
+	// one: no model arithmetic; every step waits what the profile's GPUs
+	// would take (see timed.go and package timing).
+	Timing *timing.Profile
+	// TimeScale multiplies every duration a timed engine models
+	// (--time-scale k): a fleet too fast for the CPUs under it runs k
+	// times slower than real time, each figure divided by k after.
+	TimeScale float64
+	// KVLink is the link a timed engine's KV transfers take
+	// (--kv-link): nvlink or rdma.
+	KVLink timing.Link
+	// EOSEvery is how rarely a timed engine's generator ends a text by
+	// itself (--eos-every n: EOS once in n tokens on average; 0 never,
+	// so that max_tokens sets every length, as a trace replay through a
+	// router, which sends engines no ignore_eos, needs).
+	EOSEvery int
 }
 
 // Overrides are the --overrides settings the engine uses.
@@ -56,9 +73,67 @@ var modeBatch = map[string]int{"interactive": 1, "local": 4, "server": 64}
 // errUsage marks command-line errors (exit status 2).
 var errUsage = errors.New("usage")
 
-// defaultOverrides are the settings before --overrides applies.
+// defaultOverrides are the settings before --overrides applies; fill
+// sets those it leaves at 0 that --overrides did not.
 func defaultOverrides() Overrides {
-	return Overrides{MaxTotalSeqLength: 16384, PrefillChunkSize: 512, PrepRecvTimeout: time.Minute}
+	return Overrides{PrepRecvTimeout: time.Minute}
+}
+
+// The sizes of the KV cache and of a step's prefill when --overrides
+// gives none: the built-in model's, and a timed engine's (its profile's
+// KV capacity, and 2048 tokens a step, a common chunked-prefill budget:
+// vLLM's max_num_batched_tokens when it chunks prefills).
+const (
+	defaultKVTokens     = 16384
+	defaultPrefillChunk = 512
+	timedPrefillChunk   = 2048
+)
+
+// fill sets the sizes --overrides left unset, for profile p (nil: the
+// built-in model).
+func (ov *Overrides) fill(p *timing.Profile) {
+	kv, chunk := defaultKVTokens, defaultPrefillChunk
+	if p != nil {
+		kv, chunk = p.KVTokens(), timedPrefillChunk
+	}
+	if ov.MaxTotalSeqLength == 0 {
+		ov.MaxTotalSeqLength = kv
+	}
+	if ov.PrefillChunkSize == 0 {
+		ov.PrefillChunkSize = chunk
+	}
+}
+
+// setTiming resolves --timing, --time-scale and --kv-link: the last two
+// only go with the first, which replaces the compute that
+// --prefill-delay and --decode-delay add to.
+func (o *Options) setTiming(profile, link string, fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if profile == "" {
+		if given["time-scale"] || given["kv-link"] || given["eos-every"] {
+			return fmt.Errorf("--time-scale, --kv-link and --eos-every go with --timing")
+		}
+		return nil
+	}
+	p, err := timing.ByName(profile)
+	if err != nil {
+		return fmt.Errorf("--timing: %w", err)
+	}
+	if o.Slowness != (protocol.Slowness{}) {
+		return fmt.Errorf("--timing replaces the model's compute: --prefill-delay and --decode-delay add to it, and go without")
+	}
+	if o.EOSEvery < 0 {
+		return fmt.Errorf("--eos-every: want 0 (never) or more, got %d", o.EOSEvery)
+	}
+	if !(o.TimeScale > 0) || o.TimeScale > 1000 {
+		return fmt.Errorf("--time-scale: want a number above 0, at most 1000, got %v", o.TimeScale)
+	}
+	if o.KVLink, err = p.Link(link); err != nil {
+		return fmt.Errorf("--kv-link: %w", err)
+	}
+	o.Timing = &p
+	return nil
 }
 
 // ParseArgs parses `<model> [flags]`.
@@ -77,6 +152,10 @@ func ParseArgs(args []string, stderr io.Writer) (*Options, error) {
 	fs.IntVar(&o.Port, "port", 8000, "port to listen on")
 	fs.DurationVar(&o.Slowness.PrefillPerToken, "prefill-delay", 0, "compute time added per prompt token prefilled (a slower GPU; built-in only)")
 	fs.DurationVar(&o.Slowness.DecodePerStep, "decode-delay", 0, "compute time added per decode step of the batch (a slower GPU; built-in only)")
+	profile := fs.String("timing", "", "timed engine: the model's arithmetic replaced by the time this GPU profile would take, spent waiting ("+strings.Join(timing.ProfileNames(), ", ")+"; built-in only)")
+	fs.Float64Var(&o.TimeScale, "time-scale", 1, "--timing: every modelled duration times this (above 1: slower than real time)")
+	link := fs.String("kv-link", "nvlink", "--timing: the link KV transfers take, nvlink or rdma")
+	fs.IntVar(&o.EOSEvery, "eos-every", defaultEOSEvery, "--timing: the generator ends a text once in this many tokens on average; 0 never (max_tokens sets every length)")
 	fs.StringVar(&o.Replies, "replies", "", `tests only: JSON file of [{"match": "<substring>", "reply": "<text>"}]; a context whose prompt part holds a match (latest wins, "" always) is answered with that reply, then "stop" (built-in only)`)
 	overrides := fs.String("overrides", "", `engine settings, "key=value;key=value"`)
 	fs.Usage = func() {
@@ -98,6 +177,9 @@ func ParseArgs(args []string, stderr io.Writer) (*Options, error) {
 		return nil, fmt.Errorf("%w: want exactly one model argument", errUsage)
 	}
 	o.Model = model
+	if err := o.setTiming(*profile, *link, fs); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
 	if err := o.validate(*overrides, stderr); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -138,6 +220,7 @@ func (o *Options) validate(overrides string, log io.Writer) error {
 	if o.Overrides.MaxNumSequence == 0 {
 		o.Overrides.MaxNumSequence = modeBatch[o.Mode]
 	}
+	o.Overrides.fill(o.Timing)
 	for _, k := range o.Overrides.Ignored {
 		fmt.Fprintf(log, "mlc-engine: override %q is ignored by the built-in engine\n", k)
 	}

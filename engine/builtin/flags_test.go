@@ -54,6 +54,14 @@ func TestParseArgsErrors(t *testing.T) {
 		"tiny --overrides max_total_seq_length=-5",
 		"tiny --overrides prefill_chunk_size",
 		"tiny extra",
+		"tiny --timing h100-nope",
+		"tiny --timing h100-llama3-8b --decode-delay 1ms",
+		"tiny --timing h100-llama3-8b --time-scale 0",
+		"tiny --timing h100-llama3-8b --kv-link pigeon",
+		"tiny --time-scale 2",
+		"tiny --kv-link rdma",
+		"tiny --eos-every 0",
+		"tiny --timing h100-llama3-8b --eos-every -1",
 	} {
 		if _, err := ParseArgs(strings.Fields(args), io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("ParseArgs(%q) = %v, want a usage error", args, err)

@@ -37,7 +37,11 @@ func (e *Engine) submit(r *request) {
 // and ends with "stop" after the last one, as at EOS.
 func (e *Engine) sample(s *sequence) {
 	id, scripted := e.scripted(s)
-	if !scripted {
+	switch {
+	case scripted:
+	case e.timed != nil:
+		id = e.nextTimed(s)
+	default:
 		id = e.pick(s)
 	}
 	s.generated++
@@ -96,7 +100,7 @@ func (e *Engine) send(s *sequence, p piece, finish string) {
 	if p.text == "" && len(p.logprobs) == 0 && finish == "" {
 		return
 	}
-	s.req.events.push(event{choice: s.index, text: p.text, logprobs: p.logprobs, finish: finish})
+	e.emit(s.req.events, event{choice: s.index, text: p.text, logprobs: p.logprobs, finish: finish})
 }
 
 // finish ends s: its pages go to the prefix cache or back to the pool, its
@@ -130,7 +134,7 @@ func (e *Engine) endRequest(r *request, payload []byte, aborted bool) {
 		e.stats.reusedTokens += int64(r.prefixMatched)
 	}
 	e.logf("request %s done: %d prompt tokens (%d from the prefix cache), %d generated", r.id, len(r.prompt), r.prefixMatched, r.completionTokens)
-	r.events.push(event{done: true, usage: e.usage(r), payload: payload, aborted: aborted})
+	e.emit(r.events, event{done: true, usage: e.usage(r), payload: payload, aborted: aborted})
 }
 
 // usage counts a request's tokens; extra carries the prefix match and,

@@ -62,6 +62,10 @@ func serve(opts *Options) error {
 	go func() { served <- srv.Serve(ln) }()
 	e.logf("serving %s (%d KV pages of 16, prefix cache %s, disaggregation %v, device %s) on %s",
 		opts.Model, e.sched.pool.Pages(), opts.PrefixCacheMode, w != nil, opts.Device, ln.Addr())
+	if t := e.timed; t != nil {
+		e.logf("timed: %s (%s x%d, %s), time scale %g, KV transfers over %s: no model arithmetic, each step waits its modelled time",
+			t.profile.Name, t.profile.GPU.Name, t.profile.TP, t.profile.Model.Name, t.scale, t.link.Name)
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-served:

@@ -33,6 +33,19 @@ type Metrics struct {
 	// PrefillTime is the time the engine's steps spent prefilling: MLC's
 	// engine_prefill_time_sum, which shows a long prefill progress.
 	PrefillTime time.Duration
+	// Clock is a timed engine's clock (nil on another).
+	Clock *ClockMetrics
+}
+
+// ClockMetrics are a timed engine's steps in modelled time: what its GPU
+// was busy for, and how late its steps ended against their modelled end,
+// summed and at most: an engine whose CPU could not keep its GPU's pace
+// (a lag that grows with the load is the CPUs', not the model's).
+type ClockMetrics struct {
+	Profile           string
+	TimeScale         float64
+	Steps             int64
+	Busy, Lag, MaxLag time.Duration
 }
 
 // Metrics returns a snapshot taken on the scheduler goroutine.
@@ -48,6 +61,7 @@ func (e *Engine) snapshot() Metrics {
 		Pages:       e.sched.pool.Stats(),
 		Preemptions: e.sched.preemptions, PrefillTokens: e.stats.prefillTokens, DecodeTokens: e.stats.decodeTokens,
 		ReusedTokens: e.stats.reusedTokens, PrefillTime: e.stats.prefillTime,
+		Clock: e.timed.metrics(),
 	}
 }
 
@@ -122,6 +136,8 @@ type collector struct {
 	pagesAll                                   *prometheus.Desc
 	preemptions, prefillTokens, decodeTokens   *prometheus.Desc
 	reusedTokens                               *prometheus.Desc
+	timedSteps, timedBusy, timedLag, timedMax  *prometheus.Desc
+	timeScale                                  *prometheus.Desc
 	grammars, grammarStates, grammarBytes      *prometheus.Desc
 	grammarCompile, grammarMasks, grammarMaskS *prometheus.Desc
 }
@@ -142,6 +158,11 @@ func newCollector(e *Engine) *collector {
 		prefillTokens:  d("prefill_tokens_total", "Prompt tokens computed."),
 		decodeTokens:   d("decode_tokens_total", "Tokens decoded."),
 		reusedTokens:   d("prefix_reused_tokens_total", "Prompt tokens of answered requests taken from the prefix cache."),
+		timedSteps:     d("timed_steps_total", "A timed engine's steps that computed."),
+		timedBusy:      d("timed_busy_seconds_total", "A timed engine's modelled GPU time, in modelled seconds."),
+		timedLag:       d("timed_lag_seconds_total", "How late a timed engine's steps ended against their modelled end, summed, in modelled seconds."),
+		timedMax:       d("timed_lag_max_seconds", "The latest a timed engine's step ended against its modelled end, in modelled seconds."),
+		timeScale:      d("time_scale", "A timed engine's --time-scale, with its profile.", "profile"),
 		grammars:       d("grammar_cache_grammars", "Response formats compiled and cached."),
 		grammarStates:  d("grammar_cache_states", "Automaton states the cached grammars hold."),
 		grammarBytes:   d("grammar_cache_bytes", "Bytes of the grammar cache: token masks (part mask) and the vocabulary trie (part vocab).", "part"),
@@ -154,6 +175,7 @@ func newCollector(e *Engine) *collector {
 // Describe sends the descriptions of every metric.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.running, c.waiting, c.blocked, c.prepared, c.pages, c.pagesAll, c.preemptions, c.prefillTokens, c.decodeTokens, c.reusedTokens,
+		c.timedSteps, c.timedBusy, c.timedLag, c.timedMax, c.timeScale,
 		c.grammars, c.grammarStates, c.grammarBytes, c.grammarCompile, c.grammarMasks, c.grammarMaskS} {
 		ch <- d
 	}
@@ -184,6 +206,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.prefillTokens, m.PrefillTokens)
 	counter(c.decodeTokens, m.DecodeTokens)
 	counter(c.reusedTokens, m.ReusedTokens)
+	if k := m.Clock; k != nil {
+		counter(c.timedSteps, k.Steps)
+		ch <- prometheus.MustNewConstMetric(c.timedBusy, prometheus.CounterValue, k.Busy.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.timedLag, prometheus.CounterValue, k.Lag.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.timedMax, prometheus.GaugeValue, k.MaxLag.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.timeScale, prometheus.GaugeValue, k.TimeScale, k.Profile)
+	}
 	g := c.e.grammars.stats()
 	gauge(c.grammars, g.Grammars)
 	gauge(c.grammarStates, g.States)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -244,6 +245,11 @@ func (s *server) remoteSend(ctx context.Context, req *protocol.CompletionRequest
 		return 0, 0, perr
 	}
 	t.data = payload
+	if tm := s.e.timed; tm != nil {
+		// The copy over the link the profile names; the GPU computes on
+		// beside it.
+		sleepUntil(ctx, time.Now().Add(tm.transferTime(len(t.slots))))
+	}
 	if perr := sendKV(ctx, s.client, peerAddr, t); perr != nil {
 		return 0, 0, perr
 	}
@@ -289,8 +295,8 @@ func (s *server) planSend(req *protocol.CompletionRequest) (*transfer, string, [
 	if err != nil {
 		return nil, "", nil, protocol.InvalidRequest("recv_rank", "%v", err)
 	}
-	c := s.e.model.Config()
-	t := &transfer{fingerprint: s.e.model.Fingerprint(), layers: c.Layers, dim: c.Dim, user: user, begin: begin}
+	fp, layers, dim := s.e.kvShape()
+	t := &transfer{fingerprint: fp, layers: layers, dim: dim, user: user, begin: begin}
 	for _, seg := range meta[0] {
 		for i := range seg.Length {
 			t.slots = append(t.slots, seg.Start+i)

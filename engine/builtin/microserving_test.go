@@ -23,6 +23,9 @@ type router struct {
 	decodeRank        int
 	lastMatched       int
 	lastSent, lastEnd int
+	// kvBytes is the KV a position transfers; 0: the tiny model's (2
+	// layers, keys and values, 64 float32 each).
+	kvBytes int64
 }
 
 // prepRecv calls prep_recv and returns its answer.
@@ -62,8 +65,11 @@ func (r *router) run(user, prompt string, factor float64, extra map[string]any) 
 		if status != http.StatusOK || json.Unmarshal(body, &ack) != nil {
 			r.t.Fatalf("remote_send: %d %s", status, body)
 		}
-		// 2 layers, keys and values, 64 float32 each, per position.
-		if want := int64(end-prep.PrefixMatchedLength) * 2 * 2 * 64 * 4; ack.KVBytes != want {
+		perPosition := r.kvBytes
+		if perPosition == 0 {
+			perPosition = 2 * 2 * 64 * 4
+		}
+		if want := int64(end-prep.PrefixMatchedLength) * perPosition; ack.KVBytes != want {
 			r.t.Fatalf("remote_send moved %d KV bytes, want %d", ack.KVBytes, want)
 		}
 		r.lastSent = end - prep.PrefixMatchedLength

@@ -58,18 +58,45 @@ func (s *server) params(req *protocol.CompletionRequest) (genParams, *protocol.E
 		}
 		p.format = f
 	}
+	if perr := s.timedRefuses(p); perr != nil {
+		return p, perr
+	}
 	if len(req.LogitBias) > 0 {
 		p.logitBias = map[int]float32{}
 	}
 	for k, v := range req.LogitBias {
 		id, err := strconv.Atoi(k)
-		if err != nil || id < 0 || id >= s.e.model.Config().Vocab {
+		if err != nil || id < 0 || id >= s.e.vocab {
 			return p, protocol.InvalidRequest("logit_bias", "logit_bias key %q is not a token id of this model", k)
 		}
 		p.logitBias[id] = float32(v)
 	}
 	return p, nil
 }
+
+// timedRefuses refuses what a timed engine cannot answer: it computes no
+// logits, so neither their log probabilities nor a grammar over them.
+// The sampling parameters it ignores (its generator is the text) are
+// listed in the package documentation.
+func (s *server) timedRefuses(p genParams) *protocol.Error {
+	if s.e.timed == nil {
+		return nil
+	}
+	param := ""
+	switch {
+	case p.logprobs:
+		param = "logprobs"
+	case p.format != nil:
+		param = "response_format"
+	default:
+		return nil
+	}
+	return protocol.InvalidRequest(param, "a timed engine (--timing %s) computes no logits: %s is not served", s.e.timed.profile.Name, param).
+		WithCode(codeTimedUnsupported)
+}
+
+// codeTimedUnsupported is the code of what a timed engine refuses.
+const codeTimedUnsupported = "unsupported_by_timed_engine"
 
 // stops returns the stop strings of a request: its own, then the chat
 // template's it lacks (a chat's completion, the router's too, carries

@@ -216,7 +216,7 @@ func (s *server) tokenize(p protocol.Prompt) ([]int, *protocol.Error) {
 	if p.IsText {
 		ids = s.e.tok.Encode(p.Text)
 	}
-	vocab := s.e.model.Config().Vocab
+	vocab := s.e.vocab
 	for i, id := range ids {
 		if id >= vocab {
 			return nil, protocol.InvalidRequest("prompt", "prompt[%d]: token id %d is outside the vocabulary of %d", i, id, vocab)

@@ -11,6 +11,9 @@ import (
 func (s *server) slownessEndpoint(w http.ResponseWriter, r *http.Request) {
 	var req protocol.Slowness
 	perr := s.decodeDebugRequest(r, &req)
+	if perr == nil && s.e.timed != nil {
+		perr = protocol.InvalidRequest("", "a timed engine's time follows its profile (--timing %s): no slowness adds to it", s.e.timed.profile.Name)
+	}
 	if perr == nil {
 		if err := req.Validate(); err != nil {
 			perr = protocol.InvalidRequest("", "%s", err)

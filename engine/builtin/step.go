@@ -1,19 +1,37 @@
 package builtin
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // step is one scheduler iteration: admit the waiting sequences and make
 // the prep_recv reservations that pages allow, prefill up to
 // prefill_chunk_size prompt tokens, then decode one token of every running
 // sequence. It reports whether it made progress; a running sequence always
 // makes some (it computes, or is preempted).
-func (e *Engine) step() bool {
+func (e *Engine) step(ctx context.Context) bool {
 	admitted := e.sched.admit()
 	served := e.servePrepRecvs()
 	e.blocked = len(e.sched.waiting) + len(e.pendingPrep)
 	progress := admitted || served || len(e.sched.running) > 0
-	e.prefill()
-	e.decode()
+	e.timed.beginStep()
+	var decoding []*sequence
+	if e.timed != nil {
+		// A GPU decodes a token in the forward pass after the one that
+		// sampled it: a prompt whose prefill ends now decodes next step.
+		decoding = e.sched.decoding()
+	}
+	prefilled := e.prefill()
+	if e.timed == nil {
+		decoding = e.sched.decoding()
+	}
+	e.decode(decoding)
+	if d := e.timed.endStep(ctx); prefilled {
+		// A timed engine's prefill takes its modelled time, not the
+		// bookkeeping's: what a router watches a long prefill grow by.
+		e.stats.prefillTime += d
+	}
 	return progress
 }
 
@@ -41,14 +59,18 @@ func (e *Engine) slowDown(prefilled int) {
 // (see prefillShares): a short prompt that comes while a long one
 // prefills gets its first token within a step or two instead of waiting
 // for the long one's last chunk. However a prompt is chunked, its
-// positions are computed in order, so its text is the same.
-func (e *Engine) prefill() {
+// positions are computed in order, so its text is the same. It reports
+// whether it computed any.
+func (e *Engine) prefill() bool {
 	pending, shares := e.sched.prefilling()
 	if len(pending) == 0 {
-		return
+		return false
 	}
-	t0 := time.Now()
-	defer func() { e.stats.prefillTime += time.Since(t0) }()
+	if e.timed == nil {
+		t0 := time.Now()
+		defer func() { e.stats.prefillTime += time.Since(t0) }()
+	}
+	computed := false
 	for i, n := range shares {
 		s := pending[i]
 		if s.state != seqRunning || n == 0 && s.kvLen < s.target() {
@@ -62,6 +84,8 @@ func (e *Engine) prefill() {
 			continue
 		}
 		e.slowDown(n)
+		e.timed.chunk(n, s.kvLen)
+		computed = computed || n > 0
 		for range n {
 			e.forward(s, s.kvLen+1 == s.target() && !s.req.computeOnly)
 		}
@@ -74,6 +98,7 @@ func (e *Engine) prefill() {
 			continue
 		}
 		s.decoding = true
+		e.timed.sampled()
 		// The prompt's full pages go to the prefix cache now, not when the
 		// sequence ends: a request with the same prefix that comes while
 		// this one decodes shares them. They stay this sequence's (it
@@ -82,12 +107,13 @@ func (e *Engine) prefill() {
 		e.sched.pool.Insert(s.tokens[:s.kvLen], s.pages)
 		e.sample(s)
 	}
+	return computed
 }
 
 // decode feeds the last token of every decoding sequence and samples.
-func (e *Engine) decode() {
+func (e *Engine) decode(decoding []*sequence) {
 	stepped := false
-	for _, s := range e.sched.decoding() {
+	for _, s := range decoding {
 		if s.state != seqRunning || !s.decoding {
 			continue // preempted by an earlier sequence's reservation
 		}
@@ -99,6 +125,7 @@ func (e *Engine) decode() {
 			e.slowDown(-1)
 		}
 		e.forward(s, true)
+		e.timed.decoded(s.kvLen)
 		e.stats.decodeTokens++
 		e.sample(s)
 	}
@@ -106,6 +133,10 @@ func (e *Engine) decode() {
 
 // forward runs the model on the next position of s.
 func (e *Engine) forward(s *sequence, wantLogits bool) {
+	if e.timed != nil {
+		e.forwardTimed(s)
+		return
+	}
 	var logits []float32
 	if wantLogits {
 		logits = e.logits

@@ -114,10 +114,22 @@ func sendKV(ctx context.Context, client *http.Client, addr string, t *transfer) 
 
 // checkTransfer verifies that a transfer fits this engine's model.
 func (e *Engine) checkTransfer(t *transfer) *protocol.Error {
-	c := e.model.Config()
-	if t.fingerprint != e.model.Fingerprint() || t.layers != c.Layers || t.dim != c.Dim {
+	fp, layers, dim := e.kvShape()
+	if t.fingerprint != fp || t.layers != layers || t.dim != dim {
 		return protocol.InvalidRequest("", "KV transfer is for another model (fingerprint %x, %d layers of %d), this engine runs %x (%d of %d)",
-			t.fingerprint, t.layers, t.dim, e.model.Fingerprint(), c.Layers, c.Dim)
+			t.fingerprint, t.layers, t.dim, fp, layers, dim)
 	}
 	return nil
+}
+
+// kvShape is what this engine's KV transfers carry: its model's
+// fingerprint, layers and width. A timed engine's KV is one word a
+// position (see timed), which the wire form carries as one layer of
+// width 1: a key and a value of one float32 each, the word's two halves.
+func (e *Engine) kvShape() (fingerprint uint64, layers, dim int) {
+	if e.timed != nil {
+		return e.timed.seed, 1, 1
+	}
+	c := e.model.Config()
+	return e.model.Fingerprint(), c.Layers, c.Dim
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/caddy-mlc/caddy-mlc/engine/builtin/timing"
 )
 
 // The agent sessions run (issue 44): sessions that resend a head shared
@@ -160,6 +162,14 @@ func (r agentRow) handler(engines []string) string {
 	return b.String()
 }
 
+// agentClock is the agents' engines' clock: real (scale 1, no profile),
+// or a timed fleet's, whose figures are modelled time and whose tool
+// times run scale times slower too.
+type agentClock struct {
+	profile string
+	timeScale
+}
+
 // agentTurn is what one turn of one session measured.
 type agentTurn struct {
 	ttft           time.Duration
@@ -196,16 +206,24 @@ func (b *bench) runAgents(ctx context.Context, cfg *config, args []string, stdou
 	}
 	b.prefixCache = "radix"
 	b.engineArgs = []string{"--overrides", fmt.Sprintf("max_total_seq_length=%d", shape.kvTokens())}
+	clock := agentClock{timeScale: 1}
+	if cfg.timing != "" {
+		if _, err := timing.ByName(cfg.timing); err != nil {
+			return fmt.Errorf("-agents-timing: %w", err)
+		}
+		clock = agentClock{profile: cfg.timing, timeScale: cfg.trace.scale}
+		b.engineArgs = append(b.engineArgs, "--timing", cfg.timing, "--time-scale", strconv.FormatFloat(float64(clock.timeScale), 'g', -1, 64), "--eos-every", "0")
+	}
 	var results []agentResult
 	for _, row := range rows {
-		res, err := b.agentRow(ctx, shape, row)
+		res, err := b.agentRow(ctx, shape, row, clock)
 		if err != nil {
 			return fmt.Errorf("agents, %s: %w", row.name, err)
 		}
 		results = append(results, res)
 	}
 	load.sample()
-	writeAgents(stdout, commandLine(args), shape, results, load, time.Since(started))
+	writeAgents(stdout, commandLine(args), shape, clock, results, load, time.Since(started))
 	if cfg.check {
 		return checkAgents(results)
 	}
@@ -214,7 +232,7 @@ func (b *bench) runAgents(ctx context.Context, cfg *config, args []string, stdou
 
 // agentRow runs the sessions on fresh engines and Caddys of row, and
 // stops them after.
-func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow) (agentResult, error) {
+func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow, clock agentClock) (agentResult, error) {
 	mark := b.procs.count()
 	defer func() { b.procs.stopLast(b.procs.count() - mark) }()
 	engines, err := b.startEngines(ctx, row.engines())
@@ -245,10 +263,10 @@ func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow) (a
 	}
 	res := agentResult{row: row, turns: make([][]agentTurn, shape.turns)}
 	t0 := time.Now()
-	if err := runSessions(ctx, bases, shape, &res); err != nil {
+	if err := runSessions(ctx, bases, shape, clock, &res); err != nil {
 		return agentResult{}, err
 	}
-	res.wall = time.Since(t0)
+	res.wall = clock.modelled(time.Since(t0))
 	after, preAfter, err := engineCounts(ctx, engines)
 	if err != nil {
 		return agentResult{}, err
@@ -309,7 +327,7 @@ func agentTokens(seed uint64, n int) []int {
 
 // runSessions runs every session to its last turn, together, session k
 // on the Caddy at bases[k mod len(bases)].
-func runSessions(ctx context.Context, bases []string, shape agentShape, res *agentResult) error {
+func runSessions(ctx context.Context, bases []string, shape agentShape, clock agentClock, res *agentResult) error {
 	head := agentTokens(1, shape.sharedHead)
 	client := &http.Client{Timeout: 5 * time.Minute}
 	var mu sync.Mutex
@@ -334,6 +352,7 @@ func runSessions(ctx context.Context, bases []string, shape agentShape, res *age
 				}
 				t := agentCall(ctx, client, bases[k%len(bases)], prompt, shape.generate)
 				t.newTokens = added
+				t.ttft = clock.modelled(t.ttft)
 				mu.Lock()
 				res.turns[turn] = append(res.turns[turn], t)
 				mu.Unlock()
@@ -343,7 +362,7 @@ func runSessions(ctx context.Context, bases []string, shape agentShape, res *age
 				}
 				tool := shape.toolMin + time.Duration(r.Int64N(int64(shape.toolMax-shape.toolMin)+1))
 				select {
-				case <-time.After(tool):
+				case <-time.After(clock.wall(tool)):
 				case <-ctx.Done():
 					errs[k] = ctx.Err()
 					return
@@ -459,9 +478,12 @@ func (r agentResult) throughput() (requests, tokens float64) {
 	return float64(n) / r.wall.Seconds(), float64(g) / r.wall.Seconds()
 }
 
-func writeAgents(w io.Writer, command string, shape agentShape, results []agentResult, load *loadWatch, took time.Duration) {
+func writeAgents(w io.Writer, command string, shape agentShape, clock agentClock, results []agentResult, load *loadWatch, took time.Duration) {
 	fmt.Fprintf(w, "\n### Agent sessions: %d sessions of %d turns, head %d shared + %d own, +%d a turn, %d generated, tool time %v-%v; KV %d tokens an engine\n\n",
 		shape.sessions, shape.turns, shape.sharedHead, shape.ownHead, shape.toolResult, shape.generate, shape.toolMin, shape.toolMax, shape.kvTokens())
+	if clock.profile != "" {
+		fmt.Fprintf(w, "Timed engines (%s), time scale %g: every time and rate is modelled.\n\n", clock.profile, float64(clock.timeScale))
+	}
 	fmt.Fprintf(w, "`%s` (%v, commit %s): %d CPUs, %s; the bench, the engines and the Caddys share them.\n\n", command, took.Round(time.Second), commit(), runtime.NumCPU(), load)
 	fmt.Fprintln(w, "| row | turn | TTFT p50 ms | TTFT p99 ms | cached share | ideal share | prompt tokens computed |")
 	fmt.Fprintln(w, "| --- | --: | --: | --: | --: | --: | --: |")

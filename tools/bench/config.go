@@ -59,6 +59,13 @@ type config struct {
 	// run (empty: every one) and changes to the workload's shape.
 	agents               bool
 	agentRows, agentSize string
+	// timing, when set, runs the agents' engines timed (--timing, with
+	// the trace's -time-scale): a GPU's time instead of the CPU model's.
+	timing string
+
+	// The trace replay (-trace, tracerun.go): a trace file in the
+	// Mooncake format, replayed on fleets of timed engines.
+	trace traceConfig
 
 	// The long-prompt run (-longprompt, issue 39, longprompt.go).
 	longPrompt bool
@@ -87,6 +94,12 @@ var quickDefaults = map[string]string{
 	"budget-window": "10s",
 	"slo-rates":     "5,10,15,20",
 	"slo-step":      "8s",
+	// -trace: one minute of the trace on 8 engines, twice as dense, on
+	// the rows that show each part once.
+	"trace-window": "1m",
+	"trace-sizes":  "8",
+	"trace-rate":   "2",
+	"trace-rows":   "whole/least_loaded,whole/prefix_aware,disagg/prefix_aware,replicas-3/prefix_aware,mixed/slo_aware",
 }
 
 func parseConfig(args []string, stderr io.Writer) (*config, error) {
@@ -125,7 +138,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.longTokens, "long-tokens", 0, "-longprompt: the long prompts' tokens (default 12000; with -quick 3000)")
 	fs.IntVar(&c.longChunk, "long-chunk", 0, "-longprompt: the engines' prefill_chunk_size (default 64)")
 	fs.StringVar(&c.agentRows, "agents-rows", "", "-agents: the rows to run, comma-separated (default every one: "+strings.Join(agentRowNames(), ",")+")")
+	fs.StringVar(&c.timing, "agents-timing", "", "-agents: run the engines timed with this profile (caddy mlc-engine --timing, e.g. h100-llama3-8b) and -time-scale; figures in modelled time")
 	fs.StringVar(&c.agentSize, "agents-size", "", "-agents: changes to the workload, e.g. sessions=12,turns=6,shared=2000,own=250,tool=150,generate=40,toolmin=1s,toolmax=3s")
+	c.trace.flags(fs)
 	fs.BoolVar(&c.slo, "slo", false, "run the goodput comparison instead (issue 30): slo_aware against least_loaded, three engines one slower, rising rate")
 	rates := fs.String("slo-rates", "4,8,12,16,20,24,28", "-slo: the request rates of the steps, requests a second, rising")
 	fs.DurationVar(&c.sloStep, "slo-step", 20*time.Second, "-slo: how long each step sends")
@@ -149,6 +164,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 	var err error
+	if err := c.trace.resolve(); err != nil {
+		return nil, err
+	}
 	if c.sloRates, err = positiveFloats("slo-rates", *rates); err != nil {
 		return nil, err
 	}
@@ -190,10 +208,16 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-long-tokens, -long-chunk: positive numbers, with -longprompt")
 	case c.longPrompt && (c.fairness || c.budgets || c.slo || c.json || c.agents):
 		return nil, fmt.Errorf("-longprompt is a run of its own")
+	case c.trace.file != "" && (c.fairness || c.budgets || c.slo || c.json || c.agents || c.longPrompt):
+		return nil, fmt.Errorf("-trace is a run of its own")
+	case c.timing != "" && !c.agents:
+		return nil, fmt.Errorf("-agents-timing goes with -agents")
+	case !(c.trace.scale > 0) || c.trace.scale > 1000:
+		return nil, fmt.Errorf("-time-scale: want a number above 0, at most 1000, got %v", c.trace.scale)
 	case c.flood < 1 || c.floodTokens < 1 || c.bStreams < 1 || c.samples < 1:
 		return nil, fmt.Errorf("-flood, -flood-tokens, -b-streams and -samples must be positive")
-	case c.check && !c.fairness && !c.budgets && !c.slo && !c.json && !c.agents && !c.longPrompt:
-		return nil, fmt.Errorf("-check goes with -fairness, -budgets, -slo, -json, -agents or -longprompt")
+	case c.check && !c.fairness && !c.budgets && !c.slo && !c.json && !c.agents && !c.longPrompt && c.trace.file == "":
+		return nil, fmt.Errorf("-check goes with -fairness, -budgets, -slo, -json, -agents, -longprompt or -trace")
 	case c.json && c.jsonModel == "":
 		return nil, fmt.Errorf("-json needs -json-model, a model directory with tokenizer.json (Qwen3's for the issue's figure)")
 	case c.fairness && c.budgets || c.slo && (c.fairness || c.budgets):

@@ -48,40 +48,63 @@ func (b *bench) startEngines(ctx context.Context, n int) ([]string, error) {
 
 // startEnginesModel is startEngines for another model.
 func (b *bench) startEnginesModel(ctx context.Context, n int, model string) ([]string, error) {
-	ports, err := freePorts(n)
+	addrs, _, err := b.startEngineSet(ctx, engineSet{n: n, model: model, world: true})
+	return addrs, err
+}
+
+// engineSet is a run's engines: how many, of which model, whether in one
+// NVSHMEM world (where a preempted request ends, for the router to
+// resume), and more flags for engine i (nil: none) after the bench's.
+type engineSet struct {
+	n     int
+	model string
+	world bool
+	args  func(i int) []string
+	logs  string // the start of its logs' names in the work directory
+}
+
+// startEngineSet starts the engines of s and returns their addresses and
+// processes once every one answers.
+func (b *bench) startEngineSet(ctx context.Context, s engineSet) ([]string, []*proc, error) {
+	ports, err := freePorts(s.n)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	spec := engine.Spec{Kind: engine.KindBuiltin, Model: model}
+	spec := engine.Spec{Kind: engine.KindBuiltin, Model: s.model}
 	for _, p := range ports {
 		spec.Endpoints = append(spec.Endpoints, engine.Endpoint{Host: "127.0.0.1", Port: p, GPUs: 1})
 	}
 	uid, err := engine.RandomUID{}.UID(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	addrs := make([]string, n)
-	started := make([]*proc, n)
+	addrs := make([]string, s.n)
+	started := make([]*proc, s.n)
 	for i, ep := range spec.Endpoints {
-		env, err := spec.Env(i, uid)
-		if err != nil {
-			return nil, err
+		var env []string
+		if s.world {
+			if env, err = spec.Env(i, uid); err != nil {
+				return nil, nil, err
+			}
 		}
 		name := fmt.Sprintf("engine %d (%s)", i, ep.Addr())
-		args := append([]string{"mlc-engine", model, "--enable-debug", "--mode", "server", "--prefix-cache-mode", cmp.Or(b.prefixCache, "disable"),
+		args := append([]string{"mlc-engine", s.model, "--enable-debug", "--mode", "server", "--prefix-cache-mode", cmp.Or(b.prefixCache, "disable"),
 			"--host", ep.Host, "--port", strconv.Itoa(ep.Port)}, b.engineArgs...)
-		started[i], err = b.procs.start(name, filepath.Join(b.work, fmt.Sprintf("engine%d.log", i)), env, b.caddyBin, args...)
+		if s.args != nil {
+			args = append(args, s.args(i)...)
+		}
+		started[i], err = b.procs.start(name, filepath.Join(b.work, fmt.Sprintf("%sengine%d.log", s.logs, i)), env, b.caddyBin, args...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		addrs[i] = ep.Addr()
 	}
 	for i, p := range started {
 		if err := p.waitReady(ctx, "http://"+addrs[i]+"/v1/models"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return addrs, nil
+	return addrs, started, nil
 }
 
 // caddyProc is a running Caddy: its site and its admin endpoint.

@@ -138,6 +138,9 @@ func run(args []string, stdout io.Writer) (err error) {
 	if cfg.longPrompt {
 		return b.runLongPrompt(ctx, cfg, args, stdout, load, started)
 	}
+	if cfg.trace.file != "" {
+		return b.runTrace(ctx, cfg, args, stdout, load, started)
+	}
 	engines, err := b.startEngines(ctx, 2)
 	if err != nil {
 		return err

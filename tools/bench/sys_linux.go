@@ -40,9 +40,10 @@ const clockTick = 10 * time.Millisecond
 
 // procSample is what /proc says about a process at one moment.
 type procSample struct {
-	cpu time.Duration // user + system time, all threads, so far
-	rss int64         // resident set, bytes
-	fds int           // open file descriptors
+	cpu  time.Duration // user + system time, all threads, so far
+	rss  int64         // resident set, bytes
+	peak int64         // the largest resident set so far, bytes
+	fds  int           // open file descriptors
 }
 
 // readProc samples process pid.
@@ -63,7 +64,10 @@ func readProc(pid int) (procSample, error) {
 	if err != nil {
 		return procSample{}, err
 	}
-	if s.rss, err = parseStatusRSS(string(status)); err != nil {
+	if s.rss, err = parseStatusKB(string(status), "VmRSS:"); err != nil {
+		return procSample{}, err
+	}
+	if s.peak, err = parseStatusKB(string(status), "VmHWM:"); err != nil {
 		return procSample{}, err
 	}
 	if ents, err := os.ReadDir(dir + "/fd"); err == nil {
@@ -123,24 +127,25 @@ func threadsRunTime(dir string) (time.Duration, bool) {
 	return sum, sum > 0
 }
 
-// parseStatusRSS reads VmRSS from /proc/<pid>/status.
-func parseStatusRSS(status string) (int64, error) {
+// parseStatusKB reads a field in kB (VmRSS:, VmHWM:) from
+// /proc/<pid>/status, in bytes.
+func parseStatusKB(status, field string) (int64, error) {
 	for line := range strings.Lines(status) {
-		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		rest, ok := strings.CutPrefix(line, field)
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, errBadProc("status", "VmRSS is not in kB")
+			return 0, errBadProc("status", field+" is not in kB")
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, errBadProc("status", "VmRSS is not a number")
+			return 0, errBadProc("status", field+" is not a number")
 		}
 		return kb << 10, nil
 	}
-	return 0, errBadProc("status", "no VmRSS")
+	return 0, errBadProc("status", "no "+field)
 }
 
 // loadAverage is the 1-minute load average from /proc/loadavg.

@@ -20,11 +20,15 @@ func TestParseStatCountsFromTheLastParenthesis(t *testing.T) {
 	if _, err := parseStatCPU("4242 (cmd) S 1 2"); err == nil {
 		t.Error("a short stat line: no error")
 	}
-	rss, err := parseStatusRSS("Name:\tcaddy\nVmPeak:\t 9 kB\nVmRSS:\t   2048 kB\n")
+	status := "Name:\tcaddy\nVmPeak:\t 9 kB\nVmHWM:\t   4096 kB\nVmRSS:\t   2048 kB\n"
+	rss, err := parseStatusKB(status, "VmRSS:")
 	if err != nil || rss != 2048<<10 {
-		t.Errorf("parseStatusRSS = %d, %v; want %d", rss, err, 2048<<10)
+		t.Errorf("VmRSS = %d, %v; want %d", rss, err, 2048<<10)
 	}
-	if _, err := parseStatusRSS("Name:\tcaddy\n"); err == nil {
+	if peak, err := parseStatusKB(status, "VmHWM:"); err != nil || peak != 4096<<10 {
+		t.Errorf("VmHWM = %d, %v; want %d", peak, err, 4096<<10)
+	}
+	if _, err := parseStatusKB("Name:\tcaddy\n", "VmRSS:"); err == nil {
 		t.Error("a status without VmRSS: no error")
 	}
 }

@@ -17,9 +17,10 @@ func childAttr() *syscall.SysProcAttr { return nil }
 func raiseFileLimit() (uint64, error) { return 0, errNoProc }
 
 type procSample struct {
-	cpu time.Duration
-	rss int64
-	fds int
+	cpu  time.Duration
+	rss  int64
+	peak int64
+	fds  int
 }
 
 func readProc(int) (procSample, error) { return procSample{}, errNoProc }

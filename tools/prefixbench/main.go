@@ -8,6 +8,7 @@
 //	go run ./tools/prefixbench            # about 3 minutes
 //	go run ./tools/prefixbench -quick     # about 1 minute
 //	go run ./tools/prefixbench -replicas 3
+//	go run ./tools/prefixbench -timing h100-llama3-8b   # on timed engines
 //
 // With -replicas N (N > 1) it runs N Caddy replicas with the same config
 // in front of the same engines, the clients' requests spread over them in
@@ -58,6 +59,7 @@ var (
 	kvTokens  = flag.Int("kv-tokens", 6144, "each engine's KV cache, in tokens (max_total_seq_length)")
 	replicas  = flag.Int("replicas", 1, "Caddy replicas, requests spread over them in turn; more than 1 share through a redis-server of their own")
 	share     = flag.Bool("cluster", true, "with -replicas above 1: share through Redis (false: each replica alone, as without the cluster option)")
+	timed     = flag.String("timing", "", "run the engines timed with this profile (caddy mlc-engine --timing, e.g. h100-llama3-8b): a GPU's time instead of the CPU model's")
 )
 
 // procs are the processes this command started.
@@ -118,8 +120,12 @@ func run(ctx context.Context) error {
 	if *replicas > 1 && !*share {
 		how = " (not sharing)"
 	}
-	fmt.Printf("\n%d system prompts of %d tokens, %d requests per run, %d clients, 3 engines of %d KV tokens each, %d Caddy replica(s)%s, %d round(s), medians\n\n",
-		*prefixes, *prefixLen, *requests, *clients, *kvTokens, *replicas, how, *rounds)
+	engines := "3 engines"
+	if *timed != "" {
+		engines = "3 timed engines (" + *timed + ")"
+	}
+	fmt.Printf("\n%d system prompts of %d tokens, %d requests per run, %d clients, %s of %d KV tokens each, %d Caddy replica(s)%s, %d round(s), medians\n\n",
+		*prefixes, *prefixLen, *requests, *clients, engines, *kvTokens, *replicas, how, *rounds)
 	fmt.Println("| policy | TTFT p50 | TTFT p99 | requests/s | prefix-cache hit rate |")
 	fmt.Println("| --- | --- | --- | --- | --- |")
 	med := map[string]result{}
@@ -182,8 +188,12 @@ func runPolicy(ctx context.Context, bin, policy string, w *workload) (result, er
 	for _, p := range ports[:3] {
 		addr := "127.0.0.1:" + strconv.Itoa(p)
 		engines = append(engines, addr)
-		if err := start(ctx, bin, "mlc-engine", "tiny", "--enable-debug", "--mode", "server", "--prefix-cache-mode", "radix",
-			"--overrides", "max_total_seq_length="+strconv.Itoa(*kvTokens), "--host", "127.0.0.1", "--port", strconv.Itoa(p)); err != nil {
+		args := []string{"mlc-engine", "tiny", "--enable-debug", "--mode", "server", "--prefix-cache-mode", "radix",
+			"--overrides", "max_total_seq_length=" + strconv.Itoa(*kvTokens), "--host", "127.0.0.1", "--port", strconv.Itoa(p)}
+		if *timed != "" {
+			args = append(args, "--timing", *timed, "--eos-every", "0")
+		}
+		if err := start(ctx, bin, args...); err != nil {
 			return result{}, err
 		}
 	}

@@ -1,6 +1,8 @@
 package kvcache
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -135,4 +137,123 @@ func TestAvailableCountsOnlyEvictablePages(t *testing.T) {
 		t.Fatalf("Available = %d once the second sequence ended; want 3", got)
 	}
 	p.ReleaseAll(one)
+}
+
+// bruteIdle is radix.idle by a walk of the tree, as the definition says.
+func bruteIdle(r *radix, n *node, refs []int32) (count int, held bool) {
+	for e, c := range r.edges {
+		if e.parent != n {
+			continue
+		}
+		k, h := bruteIdle(r, c, refs)
+		count += k
+		if h || refs[c.page] != 0 {
+			held = true
+		} else {
+			count++
+		}
+	}
+	return count, held
+}
+
+// bruteVictim is the page eviction must take: the least recently used
+// unreferenced leaf, the lowest page on a tie.
+func bruteVictim(r *radix, refs []int32) (int, bool) {
+	var victim *node
+	for page, n := range r.byPage {
+		if refs[page] != 0 || n.kids != 0 {
+			continue
+		}
+		if victim == nil || n.lastUse < victim.lastUse || n.lastUse == victim.lastUse && n.page < victim.page {
+			victim = n
+		}
+	}
+	if victim == nil {
+		return 0, false
+	}
+	return victim.page, true
+}
+
+// TestCountsFollowTheTree drives a small pool with sequences that share
+// prefixes, start, grow and end in a random order, and after every step
+// holds what the pool keeps up to date (the evictable pages, the page
+// counts, the eviction victim) to the definitions computed from scratch.
+func TestCountsFollowTheTree(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	p := NewPool(48, 1, 1, true)
+	type seq struct {
+		tokens []int
+		pages  []int
+	}
+	var live []*seq
+	evictions := 0
+	check := func(when string) {
+		t.Helper()
+		idle, _ := bruteIdle(p.radix, p.radix.root, p.refs)
+		if got := p.radix.idle(); got != idle {
+			t.Fatalf("%s: idle %d, the tree says %d", when, got, idle)
+		}
+		want := Stats{Free: len(p.free), Total: p.Pages()}
+		for page, n := range p.refs {
+			switch {
+			case n > 0:
+				want.Used++
+			case p.cached(page):
+				want.Cached++
+			}
+		}
+		if got := p.Stats(); got != want {
+			t.Fatalf("%s: stats %+v, counted %+v", when, got, want)
+		}
+	}
+	for step := range 4000 {
+		switch op := r.IntN(3); {
+		case op < 2 && len(live) < 6: // start a sequence from a shared stem
+			stem := r.IntN(3)
+			n := PageSize * (1 + r.IntN(5))
+			tokens := make([]int, n)
+			for i := range tokens {
+				tokens[i] = stem*1000 + i
+				if i >= PageSize*r.IntN(4) && r.IntN(4) == 0 {
+					tokens[i] += 100 + r.IntN(3)
+				}
+			}
+			pages, _ := p.Match(tokens, n)
+			s := &seq{tokens: tokens, pages: pages}
+			for len(s.pages)*PageSize < n {
+				victim, evicts := bruteVictim(p.radix, p.refs)
+				if len(p.free) > 0 {
+					evicts = false
+				}
+				page, ok := p.Alloc()
+				if !ok {
+					break
+				}
+				if evicts {
+					evictions++
+				}
+				if evicts && (page != victim || p.cached(victim)) {
+					t.Fatalf("step %d: evicted page %d, the least recently used leaf is %d", step, page, victim)
+				}
+				s.pages = append(s.pages, page)
+			}
+			p.Insert(tokens[:len(s.pages)*PageSize], s.pages)
+			live = append(live, s)
+		case len(live) > 0: // end one
+			i := r.IntN(len(live))
+			p.ReleaseAll(live[i].pages)
+			live = slices.Delete(live, i, i+1)
+		}
+		check(fmt.Sprintf("step %d", step))
+	}
+	for _, s := range live {
+		p.ReleaseAll(s.pages)
+	}
+	check("the end")
+	if evictions < 100 {
+		t.Fatalf("only %d allocations evicted a page: the test did not fill the pool", evictions)
+	}
+	if s := p.Stats(); s.Used != 0 || s.Cached+s.Free != s.Total {
+		t.Fatalf("pages left in use: %+v", s)
+	}
 }

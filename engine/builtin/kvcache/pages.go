@@ -10,9 +10,13 @@ const PageSize = 16
 // Pool is the KV memory and its page allocator.
 type Pool struct {
 	// KV is the slot-addressed memory the model reads and writes.
-	KV    model.KV
+	KV model.KV
+	// Chain is a timed engine's stand-in for KV (NewChainPool): one word
+	// a slot, the hash of the context up to that slot's position.
+	Chain []uint64
 	dim   int
 	refs  []int32 // holders of each page other than the prefix cache
+	used  int     // pages with a holder
 	free  []int   // free pages, a stack
 	radix *radix  // nil when prefix caching is off
 }
@@ -41,6 +45,15 @@ func NewPool(pages, layers, dim int, prefixCache bool) *Pool {
 	return p
 }
 
+// NewChainPool returns a pool of pages pages whose slots hold one word
+// each (Chain) instead of keys and values: a timed engine's, whose pages
+// are bookkeeping and whose "KV" is a hash a slot.
+func NewChainPool(pages int, prefixCache bool) *Pool {
+	p := NewPool(pages, 0, 0, prefixCache)
+	p.Chain = make([]uint64, pages*PageSize)
+	return p
+}
+
 // Pages is the number of pages of the pool.
 func (p *Pool) Pages() int { return len(p.refs) }
 
@@ -57,6 +70,7 @@ func (p *Pool) Alloc() (int, bool) {
 	page := p.free[len(p.free)-1]
 	p.free = p.free[:len(p.free)-1]
 	p.refs[page] = 1
+	p.used++
 	return page, true
 }
 
@@ -64,22 +78,37 @@ func (p *Pool) Alloc() (int, bool) {
 func (p *Pool) Available() int {
 	n := len(p.free)
 	if p.radix != nil {
-		n += p.radix.idle(p.refs)
+		n += p.radix.idle()
 	}
 	return n
 }
 
 // Retain adds a reference to page.
-func (p *Pool) Retain(page int) { p.refs[page]++ }
+func (p *Pool) Retain(page int) {
+	p.refs[page]++
+	if p.refs[page] != 1 {
+		return
+	}
+	p.used++
+	if p.cached(page) {
+		p.radix.retained(page)
+	}
+}
 
 // Release drops a reference to page; a page nobody holds and the prefix
 // cache does not keep becomes free.
 func (p *Pool) Release(page int) {
 	p.refs[page]--
-	if p.refs[page] < 0 {
+	switch {
+	case p.refs[page] < 0:
 		panic("kvcache: page released more often than retained")
+	case p.refs[page] > 0:
+		return
 	}
-	if p.refs[page] == 0 && !p.cached(page) {
+	p.used--
+	if p.cached(page) {
+		p.radix.released(page)
+	} else {
 		p.free = append(p.free, page)
 	}
 }
@@ -98,7 +127,7 @@ func (p *Pool) evictOne() bool {
 	if p.radix == nil {
 		return false
 	}
-	page, ok := p.radix.evict(p.refs)
+	page, ok := p.radix.evict()
 	if ok {
 		p.free = append(p.free, page)
 	}
@@ -107,14 +136,9 @@ func (p *Pool) evictOne() bool {
 
 // Stats counts the pool's pages.
 func (p *Pool) Stats() Stats {
-	s := Stats{Free: len(p.free), Total: len(p.refs)}
-	for page, r := range p.refs {
-		switch {
-		case r > 0:
-			s.Used++
-		case p.cached(page):
-			s.Cached++
-		}
+	s := Stats{Used: p.used, Free: len(p.free), Total: len(p.refs)}
+	if p.radix != nil {
+		s.Cached = len(p.radix.byPage) - p.radix.held
 	}
 	return s
 }
@@ -122,6 +146,9 @@ func (p *Pool) Stats() Stats {
 // CopySlots copies the keys and values of n slots from slot src to slot dst
 // in every layer.
 func (p *Pool) CopySlots(dst, src, n int) {
+	if p.Chain != nil {
+		copy(p.Chain[dst:dst+n], p.Chain[src:src+n])
+	}
 	d := p.dim
 	for l := range p.KV.K {
 		copy(p.KV.K[l][dst*d:(dst+n)*d], p.KV.K[l][src*d:(src+n)*d])

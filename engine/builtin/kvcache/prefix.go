@@ -36,6 +36,6 @@ func (p *Pool) Match(tokens []int, limit int) (pages []int, matched int) {
 // caller keeps its references and releases them as usual.
 func (p *Pool) Insert(tokens []int, pages []int) {
 	if p.radix != nil {
-		p.radix.insert(tokens, pages)
+		p.radix.insert(tokens, pages, p.refs)
 	}
 }
