@@ -82,9 +82,6 @@ func (p *Pool) held(delta int64) {
 // failed returns the error of a start that failed, or nil.
 func (p *Pool) failed() error { return p.procs.LaunchErr() }
 
-// retired reports that no config holds the fleet any more.
-func (p *Pool) retired() bool { return p.procs.Retired() }
-
 // InFlight counts the calls in flight on the whole pool.
 func (p *Pool) InFlight() int64 { return p.inflight.Load() }
 
