@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -76,6 +77,11 @@ type api struct {
 	// writeError answers an error before any engine is asked, in the
 	// API's shape; nil: OpenAI's.
 	writeError func(http.ResponseWriter, *protocol.Error)
+	// next, when set, makes the answer several rounds of the model (the
+	// Responses API's hosted tools): it is the request of the next
+	// round, asked after each round (and before the first, when prepare
+	// returned none), or nil when the answer is done.
+	next func(context.Context, *decoder) (*protocol.CompletionRequest, []int, *protocol.Error)
 }
 
 // The generation APIs: completions and chat completions, which builds on
@@ -89,7 +95,9 @@ var (
 
 // serve is MLC's handle_completion: it prepares a request as its API
 // does (decode, validate, tokenize), admits it, runs its choices'
-// attempts, and writes the answer with the API's sink.
+// attempts, and writes the answer with the API's sink. An API whose
+// answer takes several rounds of the model (a.next: the Responses API's
+// hosted tools) has each round admitted and run so (rounds.go).
 func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	begin := time.Now()
 	hreq, cancel := r.withRequestTimeout(hreq)
@@ -99,32 +107,58 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
 		lift()
 	}
-	if apiErr == nil {
-		apiErr = r.boundMaxTokens(len(prompt), req)
+	if apiErr == nil && req == nil {
+		// The API's work before its first round, the body read.
+		req, prompt, apiErr = a.next(hreq.Context(), &r.dec)
 	}
+	if apiErr == nil {
+		apiErr = r.checkRequest(prompt, req)
+	}
+	if apiErr != nil {
+		r.refuse(w, hreq, a, apiErr)
+		return
+	}
+	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
+	defer sw.end()
+	sw.lift() // a request waiting or being worked on is bounded by its own timeouts, not the server's
+	rec, ok := r.round(sw, hreq, a, req, prompt, begin, false)
+	if ok && a.next != nil {
+		r.nextRounds(sw, hreq, a, rec)
+	}
+}
+
+// checkRequest applies the model's bounds to a request before it is
+// admitted: max_tokens, the context, the prefill time.
+func (r *Router) checkRequest(prompt []int, req *protocol.CompletionRequest) *protocol.Error {
+	apiErr := r.boundMaxTokens(len(prompt), req)
 	if apiErr == nil {
 		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.dec.context)
 	}
 	if apiErr == nil {
 		apiErr = r.checkPrefillTime(len(prompt), r.leastUncached(prompt), r.gate.predict)
 	}
-	if apiErr != nil {
-		r.refuse(w, hreq, a, apiErr)
-		return
-	}
+	return apiErr
+}
+
+// round admits a checked request and runs its choices, writing to the
+// API's sink, and records it; ok is false when it was refused or failed
+// (its answer the error). A later round of an answer (later) fails in the
+// answer's stream rather than with a status of its own.
+func (r *Router) round(sw *stallWriter, hreq *http.Request, a api, req *protocol.CompletionRequest, prompt []int, begin time.Time, later bool) (_ *outcomeSink, ok bool) {
 	req.Model = r.Path // what the engines are told; the answers say r.Model
 	f := factsOf(hreq.Context())
 	c := r.newCompletion(a.idPrefix, req, prompt, begin)
-	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
-	defer sw.end()
-	sw.lift() // a request waiting or being worked on is bounded by its own timeouts, not the server's
 	rec := &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
-	g, err := r.gate.admit(hreq.Context(), w, f, len(prompt), r.cost(len(prompt), req), begin,
+	g, err := r.gate.admit(hreq.Context(), sw.ResponseWriter, f, len(prompt), r.cost(len(prompt), req), begin,
 		func() (stop func()) { return rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger) })
 	if err != nil {
 		r.attain.record(r.metrics, r.Model, f, false)
-		r.refuseWaited(w, hreq, a, rec, answerOf(timedOut(hreq.Context(), err)))
-		return
+		if later {
+			r.failAnswer(hreq, a, rec, answerOf(timedOut(hreq.Context(), err)))
+		} else {
+			r.refuseWaited(sw.ResponseWriter, hreq, a, rec, answerOf(timedOut(hreq.Context(), err)))
+		}
+		return rec, false
 	}
 	c.facts, c.admitWait = f, g.waited
 	defer rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger)()
@@ -135,6 +169,7 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
 	}
 	r.record(hreq, a, c, rec, st, begin)
+	return rec, rec.outcome() == "ok"
 }
 
 // boundMaxTokens applies the model's bounds to a request's max_tokens:

@@ -1,0 +1,424 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.uber.org/zap"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/mcpclient"
+)
+
+// Hosted MCP tools of the Responses API: a request's {"type": "mcp"}
+// tools whose servers the configuration allows (package mcpclient checks
+// each before any connection; another is a 400 naming the tool's
+// server_url) are run by the router. Before the model's first round each
+// server's tools are listed (an mcp_list_tools item), unless the
+// conversation already has them, and the calls the input approves
+// (mcp_approval_response) are run; each round offers the model the
+// servers' tools beside the request's function tools; a call of one is an
+// mcp_call item, run after the round (or an mcp_approval_request, when
+// the tool needs the client's approval: the response then ends), its
+// output the next round's tool turn; the answer goes on until the model
+// answers text or calls a function tool, at most maxRounds rounds (the
+// last offers no hosted tool). Every round is a request to the engines
+// (rounds.go); every listing and call has a span of its own.
+
+// jsonrpcInvalidParams is JSON-RPC's error code of a call that names no
+// tool the server offers.
+const jsonrpcInvalidParams = -32602
+
+// DefaultMCPRounds bounds the rounds of the model one response runs.
+const DefaultMCPRounds = 8
+
+// HostMCP makes the Responses API run the mcp tools of requests whose
+// servers hosts allows, each response at most maxRounds rounds of the
+// model (under 2: DefaultMCPRounds). Without it (nil hosts, the default)
+// mcp tools are left out, as other tools the fleet cannot run.
+func (m *Models) HostMCP(hosts *mcpclient.Hosts, maxRounds int) {
+	if maxRounds < 2 {
+		maxRounds = DefaultMCPRounds
+	}
+	m.mcp, m.mcpRounds = hosts, maxRounds
+}
+
+// hostedTools is a Responses request's hosted MCP tools, over the rounds
+// of its answer.
+type hostedTools struct {
+	hosts     *mcpclient.Hosts
+	maxRounds int
+	log       *zap.Logger
+	servers   []*hostedServer // one per mcp tool, in the request's order
+	// offered are the functions the round being generated offers, by
+	// name.
+	offered map[string]hostedFn
+	rounds  int // of the model, begun
+	// pre are the items of the work before the first round (lists,
+	// approved calls), until the answer's sink has them.
+	pre []protocol.ResponseMessage
+	// pending are the calls of the round ended, to run; stop says the
+	// response ends after them (the round asked the client something).
+	pending []pendingCall
+	stop    bool
+	// roundStart is the output index of the round's first item; usage
+	// that of the rounds ended.
+	roundStart int
+	usage      protocol.Usage
+}
+
+// hostedServer is one mcp tool's server.
+type hostedServer struct {
+	tool    protocol.MCPTool
+	ep      mcpclient.Endpoint
+	session *mcpclient.Session // nil until used
+	tools   []protocol.MCPToolInfo
+}
+
+// hostedFn is a server's tool, offered as a function.
+type hostedFn struct {
+	server *hostedServer
+	tool   protocol.MCPToolInfo
+}
+
+// pendingCall is an mcp_call item in progress, at its output index.
+type pendingCall struct {
+	index int
+	fn    hostedFn
+	item  protocol.ResponseMessage
+}
+
+// resolveHosted reads the request's mcp tools and the servers they name,
+// when the router hosts them; one the configuration does not allow is a
+// 400 naming its server_url (or server_label), before any connection.
+func (c *responseCall) resolveHosted() *protocol.Error {
+	if c.mcp == nil {
+		return nil
+	}
+	tools, e := c.req.MCPTools()
+	if e != nil || len(tools) == 0 {
+		return e
+	}
+	h := &hostedTools{hosts: c.mcp, maxRounds: c.mcpRounds, log: c.log}
+	for _, t := range tools {
+		ep, err := c.mcp.Resolve(t.ServerLabel, t.ServerURL, t.Headers, t.Authorization)
+		if err != nil {
+			param, named := t.At+".server_url", t.ServerURL
+			switch {
+			case !errors.Is(err, mcpclient.ErrNotAllowed):
+				param = t.At + ".headers"
+			case t.ServerURL == "":
+				param, named = t.At+".server_label", t.ServerLabel
+			}
+			return protocol.InvalidRequest(param, "%s %q: %v", param, named, err).WithCode(protocol.CodeInvalidValue)
+		}
+		h.servers = append(h.servers, &hostedServer{tool: t, ep: ep})
+	}
+	c.hosted, c.req.HostsMCP = h, true
+	return nil
+}
+
+// session is s's session of this request, opened at its first use.
+func (h *hostedTools) session(ctx context.Context, s *hostedServer) *mcpclient.Session {
+	if s.session == nil {
+		s.session = h.hosts.Open(s.ep)
+		// Closed when the request ends, whichever way it ends.
+		context.AfterFunc(ctx, s.session.Close)
+	}
+	return s.session
+}
+
+// next is the request of the answer's next round (api.next): before the
+// first, once the hosted tools' work is done; after a round whose model
+// called hosted tools, once the calls ran; nil when the answer is done.
+func (c *responseCall) next(ctx context.Context, d *decoder) (*protocol.CompletionRequest, []int, *protocol.Error) {
+	h := c.hosted
+	switch {
+	case h == nil:
+		return nil, nil, nil
+	case h.rounds == 0:
+		if e := c.beginHosted(ctx); e != nil {
+			return nil, nil, e
+		}
+	case len(h.pending) == 0:
+		return nil, nil, nil // the answer ended with its round
+	default:
+		h.run(ctx, c.out)
+		if h.stop {
+			c.out.done(protocol.Usage{}) // the round's usage is counted: the response ends
+			return nil, nil, nil
+		}
+	}
+	return c.nextRound(d)
+}
+
+// nextRound is the request of the next round: the conversation with the
+// answer's items so far, offered the hosted tools (none in the last
+// round). A tool_choice applies to the first round only: the others
+// choose freely whether to call again.
+func (c *responseCall) nextRound(d *decoder) (*protocol.CompletionRequest, []int, *protocol.Error) {
+	h := c.hosted
+	h.rounds++
+	output := slices.Clone(h.pre)
+	if c.out != nil {
+		output = append(output, c.out.answer().items...)
+	}
+	h.roundStart = len(output)
+	r := c.req
+	r.Hosted = h.offer(h.rounds == h.maxRounds)
+	if h.rounds > 1 {
+		r.ToolChoice = nil
+	}
+	creq, e := r.Chat(c.history, append(slices.Clone(c.input), output...))
+	if e != nil {
+		return nil, nil, e
+	}
+	return d.chatCompletion(creq)
+}
+
+// offer sets the functions the next round offers, and returns them: each
+// server's tools its mcp tool allows; none in the last round, so that
+// the model answers.
+func (h *hostedTools) offer(last bool) []protocol.HostedFunction {
+	h.offered = map[string]hostedFn{}
+	if last {
+		return nil
+	}
+	var fns []protocol.HostedFunction
+	for _, s := range h.servers {
+		for _, t := range s.tools {
+			if s.tool.Offers(t) {
+				fns = append(fns, protocol.HostedFunction{At: s.tool.At, Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+				h.offered[t.Name] = hostedFn{server: s, tool: t}
+			}
+		}
+	}
+	return fns
+}
+
+// hostedFn is the hosted tool the round offers as name; nil when none
+// is.
+func (c *responseCall) hostedFn(name string) *hostedFn {
+	if c.hosted == nil {
+		return nil
+	}
+	fn, ok := c.hosted.offered[name]
+	if !ok {
+		return nil
+	}
+	return &fn
+}
+
+// beginHosted does the work before the first round: each server's tools
+// listed, unless the conversation has them (an mcp_list_tools item of
+// its label, as OpenAI reuses them), then the calls the input approves
+// run. A server whose tools cannot be listed fails the request (a 424,
+// as OpenAI's).
+func (c *responseCall) beginHosted(ctx context.Context) *protocol.Error {
+	h := c.hosted
+	conv := append(slices.Clone(c.history), c.input...)
+	for _, s := range h.servers {
+		if list := lastList(conv, s.tool.ServerLabel); list != nil {
+			s.tools = list.Tools
+			continue
+		}
+		item, e := h.list(ctx, s)
+		if e != nil {
+			return e
+		}
+		h.pre = append(h.pre, item)
+	}
+	return c.runApproved(ctx, conv)
+}
+
+// lastList is the conversation's last list of the tools of the server
+// labelled label; nil when it has none.
+func lastList(conv []protocol.ResponseMessage, label string) *protocol.ResponseMessage {
+	for i := len(conv) - 1; i >= 0; i-- {
+		if m := &conv[i]; m.Type == protocol.ItemMCPListTools && m.ServerLabel == label && !present(m.Error) {
+			return m
+		}
+	}
+	return nil
+}
+
+// list lists s's tools, those its mcp tool allows: an mcp_list_tools
+// item.
+func (h *hostedTools) list(ctx context.Context, s *hostedServer) (protocol.ResponseMessage, *protocol.Error) {
+	ctx, span := startSpan(ctx, "mcp.list_tools", attribute.String("mcp.server_label", s.tool.ServerLabel))
+	begin := time.Now()
+	tools, err := h.session(ctx, s).ListTools(ctx)
+	endSpan(span, err)
+	h.log.Debug("mcp list tools", zap.String("server_label", s.tool.ServerLabel), zap.Int("tools", len(tools)),
+		zap.Duration("duration", time.Since(begin)), zap.Error(err))
+	if err != nil {
+		e := protocol.Errorf(http.StatusFailedDependency, "external_connector_error", "Error retrieving tool list from MCP server: '%s': %v", s.tool.ServerLabel, err).
+			WithCode("mcp_list_tools_failed")
+		e.Param = &s.tool.At
+		return protocol.ResponseMessage{}, e
+	}
+	for _, t := range tools {
+		info := mcpToolInfo(t.Name, t.Description, t.InputSchema, t.Annotations)
+		if s.tool.Offers(info) {
+			s.tools = append(s.tools, info)
+		}
+	}
+	return protocol.ResponseMessage{ID: protocol.NewID("mcpl_"), Type: protocol.ItemMCPListTools, ServerLabel: s.tool.ServerLabel, Tools: s.tools}, nil
+}
+
+// mcpToolInfo is a listed tool as an mcp_list_tools item has it.
+func mcpToolInfo(name, description string, schema, annotations any) protocol.MCPToolInfo {
+	t := protocol.MCPToolInfo{Name: name}
+	if description != "" {
+		t.Description = &description
+	}
+	t.InputSchema, _ = json.Marshal(schema)
+	if b, err := json.Marshal(annotations); err == nil && string(b) != "null" {
+		t.Annotations = b
+	}
+	return t
+}
+
+// runApproved runs the calls the input approves (each
+// mcp_approval_response with approve true whose request, in the
+// conversation conv, has no mcp_call yet), as mcp_call items that name
+// their approval request. A denied one is no call: the model reads the
+// denial (protocol's Chat).
+func (c *responseCall) runApproved(ctx context.Context, conv []protocol.ResponseMessage) *protocol.Error {
+	h := c.hosted
+	for _, m := range c.input {
+		if m.Type != protocol.ItemMCPApprovalResponse || !m.Approve || slices.ContainsFunc(conv, func(o protocol.ResponseMessage) bool {
+			return o.Type == protocol.ItemMCPCall && o.ApprovalRequestID == m.ApprovalRequestID
+		}) {
+			continue
+		}
+		i := slices.IndexFunc(conv, func(o protocol.ResponseMessage) bool {
+			return o.Type == protocol.ItemMCPApprovalRequest && o.ID == m.ApprovalRequestID
+		})
+		if i < 0 {
+			return protocol.InvalidRequest("input", "mcp_approval_response %s approves %q: there is no mcp_approval_request of that id in the conversation", m.ID, m.ApprovalRequestID).WithCode(protocol.CodeInvalidValue)
+		}
+		req := conv[i]
+		s := h.server(req.ServerLabel)
+		if s == nil {
+			return protocol.InvalidRequest("tools", "mcp_approval_response %s approves a call of MCP server %q, which no mcp tool of the request names", m.ID, req.ServerLabel).WithCode(protocol.CodeInvalidValue)
+		}
+		item := protocol.NewMCPCall(protocol.NewID("mcp_"), req.ServerLabel, req.Name, req.Arguments, req.ID)
+		if !slices.ContainsFunc(s.tools, func(t protocol.MCPToolInfo) bool { return t.Name == req.Name }) {
+			item.Error, item.Status = protocol.MCPError(mcpclient.ProtocolError, jsonrpcInvalidParams, fmt.Sprintf("tool %q is not among the tools the request allows of this server", req.Name)), protocol.ResponseFailed
+			h.pre = append(h.pre, item)
+			continue
+		}
+		h.pre = append(h.pre, h.call(ctx, s, item))
+	}
+	return nil
+}
+
+// server is the server of label; nil when no mcp tool has it.
+func (h *hostedTools) server(label string) *hostedServer {
+	for _, s := range h.servers {
+		if s.tool.ServerLabel == label {
+			return s
+		}
+	}
+	return nil
+}
+
+// hostedCall writes the model's call of hosted tool fn: an
+// mcp_approval_request when the tool needs the client's approval (the
+// response then ends after this round), else an mcp_call in progress,
+// which next runs after the round.
+func (c *responseCall) hostedCall(out mcpSink, fn *hostedFn, arguments string) error {
+	h, label := c.hosted, fn.server.tool.ServerLabel
+	if fn.server.tool.NeedsApproval(fn.tool) {
+		h.stop = true
+		return out.hostedItem(protocol.ResponseMessage{ID: protocol.NewID("mcpr_"), Type: protocol.ItemMCPApprovalRequest,
+			ServerLabel: label, Name: fn.tool.Name, Arguments: arguments})
+	}
+	item := protocol.NewMCPCall(protocol.NewID("mcp_"), label, fn.tool.Name, arguments, "")
+	index, err := out.hostedCallStart(item)
+	h.pending = append(h.pending, pendingCall{index: index, fn: *fn, item: item})
+	return err
+}
+
+// holds reports whether the answer goes on after the round that ended
+// with usage (counted into the response's): its model called hosted
+// tools, whose calls next runs. A round that also called a function tool
+// ends the response after them: the client has a call to answer.
+func (c *responseCall) holds(a *responseAnswer, usage protocol.Usage) bool {
+	h := c.hosted
+	if h == nil {
+		return false
+	}
+	h.usage = addUsage(h.usage, usage)
+	if len(h.pending) == 0 {
+		return false
+	}
+	if slices.ContainsFunc(a.items[min(h.roundStart, len(a.items)):], func(m protocol.ResponseMessage) bool { return m.Type == protocol.ItemFunctionCall }) {
+		h.stop = true
+	}
+	return true
+}
+
+// usageOf is the response's usage, its last round's being usage.
+func (c *responseCall) usageOf(usage protocol.Usage) protocol.Usage {
+	if c.hosted == nil {
+		return usage
+	}
+	return c.hosted.usage
+}
+
+// addUsage is a and b summed.
+func addUsage(a, b protocol.Usage) protocol.Usage {
+	cached := a.Cached() + b.Cached()
+	sum := protocol.Usage{PromptTokens: a.PromptTokens + b.PromptTokens, CompletionTokens: a.CompletionTokens + b.CompletionTokens,
+		TotalTokens: a.TotalTokens + b.TotalTokens}
+	if a.PromptTokensDetails != nil || b.PromptTokensDetails != nil {
+		sum = sum.WithCached(cached)
+	}
+	return sum
+}
+
+// run runs the calls of the round ended, in order, each ending its
+// mcp_call item completed or failed.
+func (h *hostedTools) run(ctx context.Context, out mcpSink) {
+	pending := h.pending
+	h.pending = nil
+	for _, p := range pending {
+		// A client gone shows in the next round.
+		_ = out.hostedCallEnd(p.index, h.call(ctx, p.fn.server, p.item))
+	}
+}
+
+// call runs the mcp_call item on s, within the call's timeout, and
+// returns it with its output or its error.
+func (h *hostedTools) call(ctx context.Context, s *hostedServer, item protocol.ResponseMessage) protocol.ResponseMessage {
+	ctx, span := startSpan(ctx, "mcp.call", attribute.String("mcp.server_label", item.ServerLabel), attribute.String("mcp.tool", item.Name))
+	begin := time.Now()
+	res, err := h.session(ctx, s).Call(ctx, item.Name, json.RawMessage(item.Arguments))
+	item.Status = protocol.ResponseCompleted
+	var failed error
+	switch me := (*mcpclient.Error)(nil); {
+	case errors.As(err, &me):
+		item.Error, item.Status, failed = protocol.MCPError(me.Type, me.Code, me.Message), protocol.ResponseFailed, me
+	case err != nil:
+		item.Error, item.Status, failed = protocol.MCPError(mcpclient.HTTPError, http.StatusBadGateway, err.Error()), protocol.ResponseFailed, err
+	case res.IsError:
+		item.Error, item.Status, failed = protocol.MCPToolExecutionError(res.Output), protocol.ResponseFailed, fmt.Errorf("the tool failed")
+	default:
+		item.Output = res.Output
+	}
+	endSpan(span, failed)
+	h.log.Debug("mcp call", zap.String("server_label", item.ServerLabel), zap.String("tool", item.Name), zap.String("status", item.Status),
+		zap.Int("output_bytes", len(res.Output)), zap.Duration("duration", time.Since(begin)), zap.Error(failed))
+	return item
+}
+
+// present reports whether raw holds a value (not absent, not null).
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
