@@ -75,10 +75,10 @@ func (s *responsesStream) endOpen() error {
 }
 
 // replayHosted sends the items of the work before the first round, as
-// the response opens.
+// the response opens (before the message that may be opening).
 func (s *responsesStream) replayHosted() error {
 	for _, item := range s.rc.hostedPre() {
-		if err := s.hostedItem(item); err != nil {
+		if err := s.writeHosted(item); err != nil {
 			return err
 		}
 	}
@@ -89,9 +89,14 @@ func (s *responsesStream) hostedItem(item protocol.ResponseMessage) error {
 	if err := s.endOpen(); err != nil {
 		return err
 	}
+	return s.writeHosted(item)
+}
+
+// writeHosted sends a whole item's events.
+func (s *responsesStream) writeHosted(item protocol.ResponseMessage) error {
 	switch item.Type {
 	case protocol.ItemMCPCall:
-		index, err := s.hostedCallStart(item)
+		index, err := s.startCall(item)
 		if err != nil {
 			return err
 		}
@@ -126,6 +131,11 @@ func (s *responsesStream) hostedCallStart(item protocol.ResponseMessage) (int, e
 	if err := s.endOpen(); err != nil {
 		return 0, err
 	}
+	return s.startCall(item)
+}
+
+// startCall sends an mcp_call's opening events and arguments.
+func (s *responsesStream) startCall(item protocol.ResponseMessage) (int, error) {
 	calling := protocol.NewMCPCall(item.ID, item.ServerLabel, item.Name, "", item.ApprovalRequestID)
 	if err := s.added(calling); err != nil {
 		return 0, err

@@ -97,23 +97,13 @@ var (
 // does (decode, validate, tokenize), admits it, runs its choices'
 // attempts, and writes the answer with the API's sink. An API whose
 // answer takes several rounds of the model (a.next: the Responses API's
-// hosted tools) has each round admitted and run so (rounds.go).
+// hosted tools) has each round admitted, run and recorded so, its text
+// going on in the one answer (rounds.go).
 func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	begin := time.Now()
 	hreq, cancel := r.withRequestTimeout(hreq)
 	defer cancel()
-	lift := r.dec.readDeadline(w)
-	req, prompt, apiErr := a.prepare(&r.dec, hreq)
-	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
-		lift()
-	}
-	if apiErr == nil && req == nil {
-		// The API's work before its first round, the body read.
-		req, prompt, apiErr = a.next(hreq.Context(), &r.dec)
-	}
-	if apiErr == nil {
-		apiErr = r.checkRequest(prompt, req)
-	}
+	req, prompt, apiErr := r.prepare(w, hreq, a)
 	if apiErr != nil {
 		r.refuse(w, hreq, a, apiErr)
 		return
@@ -121,10 +111,56 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
 	defer sw.end()
 	sw.lift() // a request waiting or being worked on is bounded by its own timeouts, not the server's
-	rec, ok := r.round(sw, hreq, a, req, prompt, begin, false)
-	if ok && a.next != nil {
-		r.nextRounds(sw, hreq, a, rec)
+	var rec *outcomeSink
+	for req != nil {
+		req.Model = r.Path // what the engines are told; the answers say r.Model
+		f := factsOf(hreq.Context())
+		c := r.newCompletion(a.idPrefix, req, prompt, begin)
+		earlier := rec
+		rec = &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
+		g, err := r.gate.admit(hreq.Context(), w, f, len(prompt), r.cost(len(prompt), req), begin,
+			func() (stop func()) { return rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger) })
+		if err != nil {
+			r.attain.record(r.metrics, r.Model, f, false)
+			r.refuseRound(w, hreq, a, rec, earlier != nil, answerOf(timedOut(hreq.Context(), err)))
+			return
+		}
+		c.facts, c.admitWait = f, g.waited
+		stopKeepAlive := rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger)
+		st := c.run(hreq.Context(), rec)
+		r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens), budgetCost(len(prompt), st.cached, st.tokens, r.cachedWeight()))
+		if sw.stalled {
+			r.metrics.dropped.WithLabelValues(dropStalled).Inc()
+			c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
+		}
+		r.record(hreq, a, c, rec, st, begin)
+		stopKeepAlive()
+		if begin = time.Now(); a.next == nil || rec.outcome() != "ok" {
+			return
+		}
+		if req, prompt, apiErr = r.nextRound(hreq, a); apiErr != nil {
+			r.failAnswer(hreq, a, rec, apiErr)
+			return
+		}
 	}
+}
+
+// prepare decodes and checks a request as its API prepares it, the body
+// read within the body timeout; an API with work before its first round
+// (a.next) does it once the body is read.
+func (r *Router) prepare(w http.ResponseWriter, hreq *http.Request, a api) (*protocol.CompletionRequest, []int, *protocol.Error) {
+	lift := r.dec.readDeadline(w)
+	req, prompt, apiErr := a.prepare(&r.dec, hreq)
+	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
+		lift()
+	}
+	if apiErr == nil && req == nil {
+		req, prompt, apiErr = a.next(hreq.Context(), &r.dec)
+	}
+	if apiErr == nil {
+		apiErr = r.checkRequest(prompt, req)
+	}
+	return req, prompt, apiErr
 }
 
 // checkRequest applies the model's bounds to a request before it is
@@ -138,38 +174,6 @@ func (r *Router) checkRequest(prompt []int, req *protocol.CompletionRequest) *pr
 		apiErr = r.checkPrefillTime(len(prompt), r.leastUncached(prompt), r.gate.predict)
 	}
 	return apiErr
-}
-
-// round admits a checked request and runs its choices, writing to the
-// API's sink, and records it; ok is false when it was refused or failed
-// (its answer the error). A later round of an answer (later) fails in the
-// answer's stream rather than with a status of its own.
-func (r *Router) round(sw *stallWriter, hreq *http.Request, a api, req *protocol.CompletionRequest, prompt []int, begin time.Time, later bool) (_ *outcomeSink, ok bool) {
-	req.Model = r.Path // what the engines are told; the answers say r.Model
-	f := factsOf(hreq.Context())
-	c := r.newCompletion(a.idPrefix, req, prompt, begin)
-	rec := &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
-	g, err := r.gate.admit(hreq.Context(), sw.ResponseWriter, f, len(prompt), r.cost(len(prompt), req), begin,
-		func() (stop func()) { return rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger) })
-	if err != nil {
-		r.attain.record(r.metrics, r.Model, f, false)
-		if later {
-			r.failAnswer(hreq, a, rec, answerOf(timedOut(hreq.Context(), err)))
-		} else {
-			r.refuseWaited(sw.ResponseWriter, hreq, a, rec, answerOf(timedOut(hreq.Context(), err)))
-		}
-		return rec, false
-	}
-	c.facts, c.admitWait = f, g.waited
-	defer rec.keepAlive(hreq.Context(), r.KeepAlive, r.logger)()
-	st := c.run(hreq.Context(), rec)
-	r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens), budgetCost(len(prompt), st.cached, st.tokens, r.cachedWeight()))
-	if sw.stalled {
-		r.metrics.dropped.WithLabelValues(dropStalled).Inc()
-		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
-	}
-	r.record(hreq, a, c, rec, st, begin)
-	return rec, rec.outcome() == "ok"
 }
 
 // boundMaxTokens applies the model's bounds to a request's max_tokens:

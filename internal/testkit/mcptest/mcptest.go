@@ -7,6 +7,7 @@ package mcptest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -154,6 +155,8 @@ func Hanging(t testing.TB) (url string, requests func() int) {
 		mu.Lock()
 		n++
 		mu.Unlock()
+		// The body read, the server sees the client leave.
+		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 	}))
 	t.Cleanup(ts.Close)
