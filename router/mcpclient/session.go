@@ -76,6 +76,7 @@ func (s *Session) connect(ctx context.Context) (*mcp.ClientSession, error) {
 func (s *Session) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	op, cancel := context.WithTimeout(ctx, s.h.timeout)
 	defer cancel()
+	s.tr.status.Store(0)
 	cs, err := s.connect(op)
 	if err != nil {
 		return nil, s.failure(ctx, op, err)
@@ -106,6 +107,7 @@ type Result struct {
 func (s *Session) Call(ctx context.Context, name string, arguments json.RawMessage) (Result, error) {
 	op, cancel := context.WithTimeout(ctx, s.h.timeout)
 	defer cancel()
+	s.tr.status.Store(0)
 	cs, err := s.connect(op)
 	if err != nil {
 		return Result{}, s.failure(ctx, op, err)
@@ -178,6 +180,11 @@ const (
 	ProtocolError = "mcp_protocol_error"
 )
 
+// rejectedByTransport is the code of the SDK's JSON-RPC error that wraps
+// a failure of its own side (the request not sent, or its answer not
+// read): not the server's protocol error.
+const rejectedByTransport = -32005
+
 // failure is err, of an operation under op (within ctx), as an *Error.
 func (s *Session) failure(ctx, op context.Context, err error) *Error {
 	var wire *jsonrpc.Error
@@ -186,10 +193,13 @@ func (s *Session) failure(ctx, op context.Context, err error) *Error {
 		return &Error{Type: HTTPError, Code: 499, Message: "the request ended before the MCP server answered"}
 	case op.Err() != nil:
 		return &Error{Type: HTTPError, Code: http.StatusGatewayTimeout, Message: fmt.Sprintf("the MCP server did not answer within %s", s.h.timeout)}
-	case errors.As(err, &wire):
+	case errors.As(err, &wire) && wire.Code != rejectedByTransport:
 		return &Error{Type: ProtocolError, Code: int(wire.Code), Message: wire.Message}
 	}
-	if status := int(s.tr.status.Load()); status != 0 {
+	switch status := int(s.tr.status.Load()); {
+	case status >= 300 && status < 400:
+		return &Error{Type: HTTPError, Code: status, Message: fmt.Sprintf("the MCP server answered a redirect (%d), which is not followed", status)}
+	case status != 0:
 		return &Error{Type: HTTPError, Code: status, Message: fmt.Sprintf("the MCP server answered %d %s", status, http.StatusText(status))}
 	}
 	return &Error{Type: HTTPError, Code: http.StatusBadGateway, Message: fmt.Sprintf("the MCP server failed: %v", err)}
