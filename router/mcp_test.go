@@ -43,14 +43,7 @@ func hermes(name, args string) string {
 	return `<tool_call>{"name": "` + name + `", "arguments": ` + args + `}</tool_call>`
 }
 
-// mcpFront is a core answering mcpReplies behind a front that stores
-// responses and hosts MCP tools on the servers cfg allows, at most
-// rounds rounds an answer.
-type mcpFront struct {
-	*core
-	front string
-}
-
+// startMCPCore starts a core whose engines answer mcpReplies.
 func startMCPCore(t *testing.T) *core {
 	t.Helper()
 	var replies []map[string]string
@@ -64,6 +57,9 @@ func startMCPCore(t *testing.T) *core {
 	return startCoreArgs(t, 2, Config{Mode: ModeDisagg}, nil, "--replies", file)
 }
 
+// mcpFront serves c behind a front that stores responses and hosts MCP
+// tools on the servers cfg allows, at most rounds rounds an answer; it
+// returns its URL.
 func (c *core) mcpFront(t *testing.T, cfg mcpclient.Config, rounds int) string {
 	t.Helper()
 	srv := httptest.NewServer(c.mcpModels(t, cfg, rounds))
