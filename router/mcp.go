@@ -160,17 +160,29 @@ func (c *responseCall) next(ctx context.Context, d *decoder) (*protocol.Completi
 
 // nextRound is the request of the next round: the conversation with the
 // answer's items so far, offered the hosted tools (none in the last
-// round). A tool_choice applies to the first round only: the others
-// choose freely whether to call again.
+// round), with what max_output_tokens leaves of the response's output (a
+// response that has none left ends, incomplete). A tool_choice applies
+// to the first round only: the others choose freely whether to call
+// again.
 func (c *responseCall) nextRound(d *decoder) (*protocol.CompletionRequest, []int, *protocol.Error) {
 	h := c.hosted
+	r := c.req
+	if m := c.req.MaxOutputTokens; m != nil && h.rounds > 0 {
+		// max_output_tokens bounds the response, its rounds together.
+		left := *m - h.usage.CompletionTokens
+		if left <= 0 {
+			c.out.finish(0, protocol.FinishLength)
+			c.out.done(protocol.Usage{})
+			return nil, nil, nil
+		}
+		r.MaxOutputTokens = &left
+	}
 	h.rounds++
 	output := slices.Clone(h.pre)
 	if c.out != nil {
 		output = append(output, c.out.answer().items...)
 	}
 	h.roundStart = len(output)
-	r := c.req
 	r.Hosted = h.offer(h.rounds == h.maxRounds)
 	if h.rounds > 1 {
 		r.ToolChoice = nil

@@ -420,10 +420,23 @@ func TestMCPBounds(t *testing.T) {
 			{Type: protocol.ItemMCPCall, Status: protocol.ResponseCompleted, Name: "echo", Arguments: `{"text":"loop forever"}`, Output: "loop forever"},
 			{Type: protocol.ItemMessage, Status: protocol.ResponseCompleted, Text: mcpReplies[8].reply}}},
 	}
+	var loop protocol.Response
 	for _, tc := range tc {
 		r := ask(tc.q)
 		if got := shapes(r.Output[1:]); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %+v\nwant %+v", tc.q, got, tc.want)
+		}
+		loop = r
+	}
+	// max_output_tokens bounds the rounds together: each of the loop's
+	// three rounds wrote the same call; a response allowed one round's
+	// tokens ends after its call, one allowed a few more is cut in the
+	// second round.
+	perRound := loop.Usage.OutputTokens / 3
+	for _, extra := range []int{0, 3} {
+		r := postResponse(t, front, map[string]any{"input": "loop forever", "tools": []any{mcpTool("wx", "weather", "never")}, "max_output_tokens": perRound + extra})
+		if r.Status != protocol.ResponseIncomplete || r.Usage.OutputTokens > perRound+extra || len(r.Output) != 2+min(extra, 1) || r.Output[1].Type != protocol.ItemMCPCall {
+			t.Errorf("max_output_tokens %d: %s, %d output tokens, %+v", perRound+extra, r.Status, r.Usage.OutputTokens, shapes(r.Output))
 		}
 	}
 	var e struct{ Code int }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -201,6 +202,9 @@ func (s *Session) failure(ctx, op context.Context, err error) *Error {
 		return &Error{Type: HTTPError, Code: status, Message: fmt.Sprintf("the MCP server answered a redirect (%d), which is not followed", status)}
 	case status != 0:
 		return &Error{Type: HTTPError, Code: status, Message: fmt.Sprintf("the MCP server answered %d %s", status, http.StatusText(status))}
+	}
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err // without the URL, whose query may hold a credential
 	}
 	return &Error{Type: HTTPError, Code: http.StatusBadGateway, Message: fmt.Sprintf("the MCP server failed: %v", err)}
 }
