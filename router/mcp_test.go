@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/mcptest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/budget"
 	"github.com/caddy-mlc/caddy-mlc/router/mcpclient"
 )
 
@@ -43,9 +44,14 @@ func hermes(name, args string) string {
 	return `<tool_call>{"name": "` + name + `", "arguments": ` + args + `}</tool_call>`
 }
 
-// startMCPCore starts a core whose engines answer mcpReplies.
+// startMCPCore starts a core whose engines answer mcpReplies; the tenant
+// "tight" has a budget of one request a minute.
 func startMCPCore(t *testing.T) *core {
 	t.Helper()
+	budgets, err := budget.New(budget.Options{Rules: []budget.Rule{{Tenant: "tight", RequestsPerMinute: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var replies []map[string]string
 	for _, r := range mcpReplies {
 		replies = append(replies, map[string]string{"match": r.match, "reply": r.reply})
@@ -54,7 +60,9 @@ func startMCPCore(t *testing.T) *core {
 	if err := os.WriteFile(file, []byte(mustMarshal(t, replies)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startCoreArgs(t, 2, Config{Mode: ModeDisagg}, nil, "--replies", file)
+	c := startCoreArgs(t, 2, Config{Mode: ModeDisagg}, nil, "--replies", file)
+	c.r.gate.budgets = budgets // before any request
+	return c
 }
 
 // mcpFront serves c behind a front that stores responses and hosts MCP
@@ -62,7 +70,10 @@ func startMCPCore(t *testing.T) *core {
 // returns its URL.
 func (c *core) mcpFront(t *testing.T, cfg mcpclient.Config, rounds int) string {
 	t.Helper()
-	srv := httptest.NewServer(c.mcpModels(t, cfg, rounds))
+	m := c.mcpModels(t, cfg, rounds)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		m.ServeHTTP(w, req.WithContext(WithFacts(req.Context(), Facts{Tenant: req.Header.Get("X-Tenant")})))
+	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -331,7 +342,15 @@ func TestMCPApproval(t *testing.T) {
 		t.Errorf("a read-only tool, never approved: %+v", got)
 	}
 
-	status, raw := callJSON(t, http.MethodPost, front+protocol.PathResponses, map[string]any{"input": []any{map[string]any{"role": "user", "content": q},
+	// Each round is a request of the tenant's budget: one of one request
+	// a minute has its second round refused, after the call ran.
+	calls := len(srv.Calls())
+	status, raw := callJSON(t, http.MethodPost, front+protocol.PathResponses, map[string]any{"input": q, "tools": readOnly, "max_output_tokens": 256}, "X-Tenant", "tight")
+	if status != http.StatusTooManyRequests || len(srv.Calls()) != calls+1 {
+		t.Errorf("a tenant's budget of one request: %d %s; the server ran %q", status, raw, srv.Calls()[calls:])
+	}
+
+	status, raw = callJSON(t, http.MethodPost, front+protocol.PathResponses, map[string]any{"input": []any{map[string]any{"role": "user", "content": q},
 		map[string]any{"type": "mcp_approval_response", "approval_request_id": "mcpr_none", "approve": true}}, "tools": tools})
 	if status != http.StatusBadRequest || !strings.Contains(string(raw), "mcpr_none") {
 		t.Errorf("an approval of no request: %d %s", status, raw)
