@@ -22,7 +22,8 @@
 //     responsesstored.go serves them by id. mcp.go runs the Responses
 //     API's hosted MCP tools (on the servers package mcpclient allows)
 //     between the rounds of an answer, each round served as a request
-//     (rounds.go); mcpsink.go writes their items.
+//     (rounds.go); mcpcalls.go calls the servers, mcpsink.go writes
+//     the items.
 //   - decode.go: decode and validate (decoder): the body, the model, the
 //     prompt's tokens, the chat rendered (a chat that requires a tool
 //     call gets its call's schema as its response format);
