@@ -27,10 +27,6 @@ import (
 // last offers no hosted tool). Every round is a request to the engines
 // (rounds.go); every listing and call has a span of its own.
 
-// jsonrpcInvalidParams is JSON-RPC's error code of a call that names no
-// tool the server offers.
-const jsonrpcInvalidParams = -32602
-
 // DefaultMCPRounds bounds the rounds of the model one response runs.
 const DefaultMCPRounds = 8
 
@@ -104,15 +100,13 @@ func (c *responseCall) resolveHosted() *protocol.Error {
 	h := &hostedTools{hosts: c.mcp, maxRounds: c.mcpRounds, log: c.log}
 	for _, t := range tools {
 		ep, err := c.mcp.Resolve(t.ServerLabel, t.ServerURL, t.Headers, t.Authorization)
-		if err != nil {
-			param, named := t.At+".server_url", t.ServerURL
-			switch {
-			case !errors.Is(err, mcpclient.ErrNotAllowed):
-				param = t.At + ".headers"
-			case t.ServerURL == "":
-				param, named = t.At+".server_label", t.ServerLabel
-			}
-			return protocol.InvalidRequest(param, "%s %q: %v", param, named, err).WithCode(protocol.CodeInvalidValue)
+		switch {
+		case err != nil && !errors.Is(err, mcpclient.ErrNotAllowed):
+			return protocol.InvalidRequest(t.At+".headers", "%s.headers: %v", t.At, err).WithCode(protocol.CodeInvalidValue)
+		case err != nil && t.ServerURL == "":
+			return protocol.InvalidRequest(t.At+".server_label", "%s.server_label %q names no server: %v", t.At, t.ServerLabel, err).WithCode(protocol.CodeInvalidValue)
+		case err != nil:
+			return protocol.InvalidRequest(t.At+".server_url", "%s.server_url %q: %v", t.At, t.ServerURL, err).WithCode(protocol.CodeInvalidValue)
 		}
 		h.servers = append(h.servers, &hostedServer{tool: t, ep: ep})
 	}

@@ -20,6 +20,10 @@ import (
 // each server's tools before the first round, the calls the input
 // approves, and the calls of each round, each with a span of its own.
 
+// jsonrpcInvalidParams is JSON-RPC's error code of a call that names no
+// tool the server offers.
+const jsonrpcInvalidParams = -32602
+
 // beginHosted does the work before the first round: each server's tools
 // listed, unless the conversation has them (an mcp_list_tools item of
 // its label, as OpenAI reuses them), then the calls the input approves
