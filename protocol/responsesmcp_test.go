@@ -138,3 +138,43 @@ func TestRedactedTools(t *testing.T) {
 		t.Errorf("%s", got)
 	}
 }
+
+// Any Responses request with mcp tools and MCP items reads as one, or is
+// a 400 naming a parameter; its items go out and come back in as the
+// same items.
+func FuzzResponsesMCP(f *testing.F) {
+	for _, s := range []string{
+		`{"input":[{"role":"user","content":"hi"},{"type":"mcp_approval_response","approval_request_id":"mcpr_1","approve":true}],"tools":[{"type":"mcp","server_label":"a","server_url":"https://x/mcp","require_approval":{"never":{"tool_names":["f"]}}}]}`,
+		`{"input":[{"type":"mcp_list_tools","id":"l","server_label":"a","tools":[{"name":"f","input_schema":{}}]},{"type":"mcp_call","id":"c","server_label":"a","name":"f","arguments":"{}","error":{"type":"http_error","code":504}}],"tools":[{"type":"mcp","server_label":"a","allowed_tools":["f"]}]}`,
+		`{"input":[{"type":"mcp_approval_request","id":"r","server_label":"a","name":"f","arguments":"{}"},{"type":"mcp_approval_response","approval_request_id":"r","approve":false,"reason":"no"}]}`,
+		`{"tools":[{"type":"mcp"}]}`, `{"input":[{"type":"mcp_call"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var r ResponsesRequest
+		if json.Unmarshal(body, &r) != nil {
+			return
+		}
+		if _, e := r.MCPTools(); e != nil && (e.Param == nil || e.Status != 400) {
+			t.Fatalf("tools: %+v", e)
+		}
+		items, e := r.Items()
+		if e != nil {
+			if e.Param == nil || e.Status != 400 {
+				t.Fatalf("items: %+v", e)
+			}
+			return
+		}
+		out, err := json.Marshal(items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := ResponsesRequest{Input: out}
+		again, e := back.Items()
+		if e != nil || len(again) != len(items) {
+			t.Fatalf("%s back in: %d items, %v", out, len(again), e)
+		}
+		_, _ = r.Chat(nil, items)
+	})
+}
