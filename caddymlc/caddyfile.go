@@ -82,6 +82,11 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    responses_store   <path>|redis|off (the Responses API's stored responses; default: the cluster's Redis with the mlc cluster option, else mlc/responses.db in Caddy's data directory)
 //	    responses_ttl     <duration> (default: 30 days)
 //	    responses_max_size <size>    (one stored response, with its conversation; default: 16MiB)
+//	    mcp_server        <name> <url> [header <name> <value>]...  (an MCP server hosted tools may call; repeatable)
+//	    mcp_allow         <url prefix>...  (URLs hosted tools may call; repeatable)
+//	    mcp_timeout       <duration>  (each listing and call; default 30s)
+//	    mcp_max_output    <size>      (a call's output, cut beyond; default 64KiB)
+//	    mcp_max_rounds    <n>         (rounds of the model one response runs; default 8)
 //	    keys              <file>     (API keys checked, each naming its tenant; see Auth and docs/keys.md)
 //	    auth_failures     <n>|off    (failed key checks a minute per client address before 429s; default 20)
 //	}
@@ -125,6 +130,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			continue
 		case "responses_store", "responses_ttl", "responses_max_size":
 			if err := h.Responses.parse(d, seen); err != nil {
+				return err
+			}
+			continue
+		case "mcp_server", "mcp_allow", "mcp_timeout", "mcp_max_output", "mcp_max_rounds":
+			if err := h.MCP.parse(d, seen); err != nil {
 				return err
 			}
 			continue

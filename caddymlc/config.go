@@ -61,6 +61,10 @@ type Handler struct {
 	// (responses.go).
 	Responses
 
+	// MCP says which MCP servers the Responses API's hosted MCP tools
+	// may call (mcp.go).
+	MCP
+
 	// Auth checks clients' API keys (auth.go).
 	Auth
 

@@ -56,6 +56,7 @@ func (h *Handler) Cleanup() error {
 	for _, s := range h.served {
 		s.core.Close()
 	}
+	h.MCP.close()
 	h.releaseShared()
 	return nil
 }

@@ -55,6 +55,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionResponses(app.cluster); err != nil {
 		return err
 	}
+	if err := h.provisionMCP(); err != nil {
+		return err
+	}
 	for _, s := range h.served {
 		app.adopt(s)
 	}

@@ -21,7 +21,8 @@ func choiceErr(d *caddyfile.Dispenser, name, got string, choices []string) error
 // topLevelOptions are the options of mlc_router's block that a model
 // block does not take.
 var topLevelOptions = []string{"model", "tenant", "priority", "tenant_weight", "tenant_priority", "budget", "cached_token_weight", "slo_ttft", "slo_tpot",
-	"tenant_slo", "priority_slo", "responses_store", "responses_ttl", "responses_max_size", "health_uri"}
+	"tenant_slo", "priority_slo", "responses_store", "responses_ttl", "responses_max_size", "health_uri",
+	"mcp_server", "mcp_allow", "mcp_timeout", "mcp_max_output", "mcp_max_rounds"}
 
 // unknownOption is the error of an option name that is none of the
 // block's: the block's options (with extra, those of the top level),

@@ -102,8 +102,8 @@ func NewResponseUsage(u Usage) *ResponseUsage {
 
 // ResponseMessage is an item of a response's output or input: a message
 // (the assistant's, or of the input), a function_call (the model's call
-// of a function tool) or a function_call_output (the client's answer to
-// one, in an input).
+// of a function tool), a function_call_output (the client's answer to
+// one, in an input), or an MCP item (responsesmcp.go).
 type ResponseMessage struct {
 	ID      string            `json:"id"`
 	Type    string            `json:"type"` // message, function_call or function_call_output
@@ -116,6 +116,15 @@ type ResponseMessage struct {
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments,omitempty"`
 	Output    string `json:"output,omitempty"`
+	// Of the MCP items: the server's label, an mcp_list_tools' Tools, an
+	// mcp_call's Error (or a list's), the approval request an mcp_call
+	// ran after or an mcp_approval_response answers, and its answer.
+	ServerLabel       string          `json:"server_label,omitempty"`
+	Tools             []MCPToolInfo   `json:"tools,omitempty"`
+	Error             json.RawMessage `json:"error,omitempty"`
+	ApprovalRequestID string          `json:"approval_request_id,omitempty"`
+	Approve           bool            `json:"approve,omitempty"`
+	Reason            string          `json:"reason,omitempty"`
 }
 
 // Types of response items.
@@ -145,6 +154,8 @@ func (m ResponseMessage) MarshalJSON() ([]byte, error) {
 			Output string `json:"output"`
 			Status string `json:"status"`
 		}{m.Type, m.ID, m.CallID, m.Output, m.Status})
+	case ItemMCPListTools, ItemMCPCall, ItemMCPApprovalRequest, ItemMCPApprovalResponse:
+		return m.marshalMCP()
 	}
 	content := m.Content
 	if content == nil {

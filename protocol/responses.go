@@ -37,6 +37,12 @@ type ResponsesRequest struct {
 	Truncation         *string           `json:"truncation,omitempty"`
 	Background         bool              `json:"background,omitempty"`
 	Conversation       json.RawMessage   `json:"conversation,omitempty"`
+
+	// HostsMCP says the router runs the request's mcp tools (not a wire
+	// field): they are not left out, and Hosted, their servers' tools, are
+	// offered beside the function tools (responsesmcp.go).
+	HostsMCP bool             `json:"-"`
+	Hosted   []HostedFunction `json:"-"`
 }
 
 // Bounds of a request's metadata, OpenAI's.
@@ -152,8 +158,11 @@ func inputItem(at string, raw json.RawMessage) (_ ResponseMessage, keep bool, _ 
 	case ItemFunctionCallOutput:
 		m, e := functionOutputItem(at, it.CallID, it.Output)
 		return m, e == nil, e
+	case ItemMCPListTools, ItemMCPCall, ItemMCPApprovalRequest, ItemMCPApprovalResponse:
+		m, e := mcpInputItem(at, it.Type, raw)
+		return m, e == nil, e
 	default:
-		return ResponseMessage{}, false, InvalidRequest(at+".type", `%s is a %q item: message, function_call, function_call_output and reasoning items are supported by this server`, at, it.Type).WithCode(CodeUnsupportedValue)
+		return ResponseMessage{}, false, InvalidRequest(at+".type", `%s is a %q item: message, function_call, function_call_output, reasoning and MCP items are supported by this server`, at, it.Type).WithCode(CodeUnsupportedValue)
 	}
 	m, e := messageItem(at, it.Role, it.Content)
 	return m, e == nil, e
@@ -273,16 +282,25 @@ func (r *ResponsesRequest) Chat(history, input []ResponseMessage) (*ChatCompleti
 	if r.Instructions != nil && *r.Instructions != "" {
 		system = append(system, *r.Instructions)
 	}
-	var msgs []json.RawMessage
-	var turn *assistantCalls // the assistant turn that calls may join
+	var msgs, results []json.RawMessage
+	var turn *assistantCalls // the assistant turn that calls may join; results: its hosted calls' results, after it
 	flush := func() {
 		if turn != nil {
 			msgs = append(msgs, turn.message())
 			turn = nil
 		}
+		msgs, results = append(msgs, results...), nil
 	}
-	for _, m := range append(append([]ResponseMessage(nil), history...), input...) {
+	all := append(append([]ResponseMessage(nil), history...), input...)
+	for _, m := range all {
 		switch {
+		case isMCPItem(m.Type):
+			if call, result, ok := mcpTurn(m, all); ok {
+				if turn == nil {
+					turn = &assistantCalls{}
+				}
+				turn.calls, results = append(turn.calls, call), append(results, result)
+			}
 		case m.Type == ItemFunctionCall:
 			if turn == nil {
 				turn = &assistantCalls{}
@@ -343,6 +361,9 @@ func (a *assistantCalls) message() json.RawMessage {
 func (r *ResponsesRequest) chatTools(creq *ChatCompletionRequest) *Error {
 	function := func(typ string) bool { return typ == "function" }
 	names, e := addFunctionTools(creq, r.Tools, function, "parameters")
+	if e == nil {
+		e = r.addHosted(creq, names)
+	}
 	if e != nil {
 		return e
 	}

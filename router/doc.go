@@ -19,7 +19,11 @@
 //     chat (messages.go also counts a message's tokens); package
 //     responsestore keeps responses (its Store; the adapter's
 //     caddymlc/internal/respstore has SQLite's and Redis's),
-//     responsesstored.go serves them by id.
+//     responsesstored.go serves them by id. mcp.go runs the Responses
+//     API's hosted MCP tools (on the servers package mcpclient allows)
+//     between the rounds of an answer, each round served as a request
+//     (rounds.go); mcpcalls.go calls the servers, mcpsink.go writes
+//     the items.
 //   - decode.go: decode and validate (decoder): the body, the model, the
 //     prompt's tokens, the chat rendered (a chat that requires a tool
 //     call gets its call's schema as its response format);

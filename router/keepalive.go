@@ -106,10 +106,7 @@ func (r *Router) refuseWaited(w http.ResponseWriter, hreq *http.Request, a api, 
 		r.refuse(w, hreq, a, apiErr)
 		return
 	}
-	outcome := outcomeOf(apiErr)
-	r.metrics.requests.WithLabelValues(r.Model, r.Mode, a.endpoint, outcome).Inc()
-	r.vars(hreq.Context(), VarOutcome, outcome)
-	rec.fail(apiErr)
+	r.failAnswer(hreq, a, rec, apiErr)
 }
 
 // keepAlive sends an SSE comment (completions, chat completions).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/mcpclient"
 	"github.com/caddy-mlc/caddy-mlc/router/responsestore"
 )
 
@@ -26,6 +27,10 @@ type Models struct {
 	// at most responsesMax bytes; nil: none (StoreResponses).
 	responses    responsestore.Store
 	responsesMax int
+	// mcp are the MCP servers the Responses API's hosted tools may call,
+	// each answer at most mcpRounds rounds; nil: none (HostMCP, mcp.go).
+	mcp       *mcpclient.Hosts
+	mcpRounds int
 }
 
 // NewModels makes the front of routers, whose def-th serves requests

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/caddy-mlc/caddy-mlc/protocol"
+	"github.com/caddy-mlc/caddy-mlc/router/mcpclient"
 	"github.com/caddy-mlc/caddy-mlc/router/responsestore"
 )
 
@@ -18,8 +21,8 @@ import (
 // Its api is made per request: the sink's response echoes what prepare
 // read, and stores it.
 func (m *Models) responsesAPI() api {
-	c := &responseCall{store: m.responses, maxBytes: m.responsesMax}
-	return api{idPrefix: "resp_", endpoint: "responses", prepare: c.prepare, sink: c.sink,
+	c := &responseCall{store: m.responses, maxBytes: m.responsesMax, mcp: m.mcp, mcpRounds: m.mcpRounds, log: m.def.logger}
+	return api{idPrefix: "resp_", endpoint: "responses", prepare: c.prepare, sink: c.sink, next: c.next,
 		writeError: func(w http.ResponseWriter, e *protocol.Error) { responsesError(e).Write(w) }}
 }
 
@@ -40,6 +43,12 @@ func responsesError(e *protocol.Error) *protocol.Error {
 type responseCall struct {
 	store    responsestore.Store // nil: none
 	maxBytes int                 // of a stored record
+	// mcp are the MCP servers the router may call for the request's
+	// hosted tools, each answer at most mcpRounds rounds (mcp.go); nil:
+	// mcp tools are left out.
+	mcp       *mcpclient.Hosts
+	mcpRounds int
+	log       *zap.Logger
 
 	ctx     context.Context // the request's
 	tenant  string
@@ -48,6 +57,11 @@ type responseCall struct {
 	history []protocol.ResponseMessage // the conversation before them
 	keep    bool                       // the response is to be stored
 	created int64
+	// hosted are the request's hosted tools (nil: none); out the
+	// answer's sink, made with its first round, which the later rounds
+	// write to (mcp.go).
+	hosted *hostedTools
+	out    mcpSink
 }
 
 // prepare decodes a Responses request and returns the completion that
@@ -75,6 +89,9 @@ func (c *responseCall) prepare(d *decoder, hreq *http.Request) (*protocol.Comple
 	}
 	if n := responsestore.SizeOf(c.history) + responsestore.SizeOf(c.input); c.keep && n > c.maxBytes {
 		return nil, nil, responsestore.TooLarge(n, c.maxBytes)
+	}
+	if e := c.resolveHosted(); e != nil || c.hosted != nil {
+		return nil, nil, e // next makes the first round, once the hosted tools are listed
 	}
 	creq, e := c.req.Chat(c.history, c.input)
 	if e != nil {
@@ -117,7 +134,7 @@ func (c *responseCall) response(id, model, status string, output []protocol.Resp
 	r := protocol.Response{
 		ID: id, Object: protocol.ObjectResponse, CreatedAt: c.created, Status: status, Instructions: c.req.Instructions,
 		MaxOutputTokens: c.req.MaxOutputTokens, Model: model, Output: output, ParallelToolCalls: true,
-		PreviousResponseID: c.req.PreviousResponseID, Temperature: c.req.Temperature, ToolChoice: c.req.ToolChoice, Tools: c.req.Tools,
+		PreviousResponseID: c.req.PreviousResponseID, Temperature: c.req.Temperature, ToolChoice: c.req.ToolChoice, Tools: protocol.RedactedTools(c.req.Tools),
 		TopP: c.req.TopP, Truncation: "disabled", Usage: usage, User: c.req.User, Metadata: c.req.Metadata, Store: c.keep,
 	}
 	if r.ToolChoice == nil {

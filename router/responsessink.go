@@ -10,13 +10,20 @@ import (
 // The sinks of the Responses API: one choice, its text one output_text
 // part of one assistant message.
 
-// sink makes the sink of the request's response, streamed or whole.
+// sink makes the sink of the request's response, streamed or whole; a
+// later round of the answer (hosted tools) writes to the first's.
 func (c *responseCall) sink(w http.ResponseWriter, id, model string, req *protocol.CompletionRequest) sink {
+	if c.out != nil {
+		return c.out
+	}
 	a := &responseAnswer{rc: c, id: id, model: model}
 	if req.Stream {
-		return &responsesStream{responseAnswer: a, out: eventStream{w: w}}
+		c.out = &responsesStream{responseAnswer: a, out: eventStream{w: w}}
+	} else {
+		a.items = c.hostedPre()
+		c.out = &responsesWhole{responseAnswer: a, w: w}
 	}
-	return &responsesWhole{responseAnswer: a, w: w}
+	return c.out
 }
 
 // responseAnswer is the response as it is generated: its output items
@@ -69,7 +76,7 @@ func (a *responseAnswer) final(usage protocol.Usage) protocol.Response {
 	if a.itemID != "" {
 		a.closeMessage(a.status())
 	}
-	return a.rc.response(a.id, a.model, a.status(), a.items, protocol.NewResponseUsage(usage))
+	return a.rc.response(a.id, a.model, a.status(), a.items, protocol.NewResponseUsage(a.rc.usageOf(usage)))
 }
 
 func (a *responseAnswer) finish(_ int, reason string) {
@@ -96,6 +103,9 @@ func (r *responsesWhole) delta(_ int, text string, _ *protocol.CompletionLogprob
 }
 
 func (r *responsesWhole) call(_ int, name, arguments string) error {
+	if fn := r.rc.hostedFn(name); fn != nil {
+		return r.rc.hostedCall(r, fn, arguments)
+	}
 	if r.itemID != "" {
 		r.closeMessage(protocol.ResponseCompleted)
 	}
@@ -104,6 +114,10 @@ func (r *responsesWhole) call(_ int, name, arguments string) error {
 }
 
 func (r *responsesWhole) done(usage protocol.Usage) {
+	if r.rc.holds(r.responseAnswer, usage) {
+		r.endOpen()
+		return
+	}
 	final := r.final(usage)
 	if e := r.rc.save(final); e != nil {
 		responsesError(e).Write(r.w)
@@ -151,7 +165,7 @@ func (s *responsesStream) begin() error {
 			return err
 		}
 	}
-	return nil
+	return s.replayHosted()
 }
 
 // added sends an output item's output_item.added, after the response's
@@ -210,6 +224,9 @@ func (s *responsesStream) delta(_ int, text string, _ *protocol.CompletionLogpro
 // call sends a function_call item: added (no arguments yet), its
 // arguments in pieces and whole, done.
 func (s *responsesStream) call(_ int, name, arguments string) error {
+	if fn := s.rc.hostedFn(name); fn != nil {
+		return s.rc.hostedCall(s, fn, arguments)
+	}
 	if s.itemID != "" {
 		if err := s.endMessage(protocol.ResponseCompleted); err != nil {
 			return err
@@ -242,6 +259,10 @@ func (s *responsesStream) flush() {
 
 func (s *responsesStream) done(usage protocol.Usage) {
 	defer s.out.flush()
+	if s.rc.holds(s.responseAnswer, usage) {
+		_ = s.endOpen()
+		return
+	}
 	if s.itemID == "" && len(s.items) == 0 && s.startMessage() != nil {
 		return
 	}

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -76,6 +77,11 @@ type api struct {
 	// writeError answers an error before any engine is asked, in the
 	// API's shape; nil: OpenAI's.
 	writeError func(http.ResponseWriter, *protocol.Error)
+	// next, when set, makes the answer several rounds of the model (the
+	// Responses API's hosted tools): it is the request of the next
+	// round, asked after each round (and before the first, when prepare
+	// returned none), or nil when the answer is done.
+	next func(context.Context, *decoder) (*protocol.CompletionRequest, []int, *protocol.Error)
 }
 
 // The generation APIs: completions and chat completions, which builds on
@@ -89,52 +95,85 @@ var (
 
 // serve is MLC's handle_completion: it prepares a request as its API
 // does (decode, validate, tokenize), admits it, runs its choices'
-// attempts, and writes the answer with the API's sink.
+// attempts, and writes the answer with the API's sink. An API whose
+// answer takes several rounds of the model (a.next: the Responses API's
+// hosted tools) has each round admitted, run and recorded so, its text
+// going on in the one answer (rounds.go).
 func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	begin := time.Now()
 	hreq, cancel := r.withRequestTimeout(hreq)
 	defer cancel()
+	req, prompt, apiErr := r.prepare(w, hreq, a)
+	if apiErr != nil {
+		r.refuse(w, hreq, a, apiErr)
+		return
+	}
+	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
+	defer sw.end()
+	sw.lift() // a request waiting or being worked on is bounded by its own timeouts, not the server's
+	var rec *outcomeSink
+	for req != nil {
+		req.Model = r.Path // what the engines are told; the answers say r.Model
+		f := factsOf(hreq.Context())
+		c := r.newCompletion(a.idPrefix, req, prompt, begin)
+		earlier := rec
+		rec = &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
+		g, err := r.gate.admit(hreq.Context(), w, f, len(prompt), r.cost(len(prompt), req), begin,
+			func() (stop func()) { return rec.keepAlive(r.KeepAlive) })
+		if err != nil {
+			r.attain.record(r.metrics, r.Model, f, false)
+			r.refuseRound(w, hreq, a, rec, earlier != nil, answerOf(timedOut(hreq.Context(), err)))
+			return
+		}
+		c.facts, c.admitWait = f, g.waited
+		stopKeepAlive := rec.keepAlive(r.KeepAlive)
+		st := c.run(hreq.Context(), rec)
+		r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens), budgetCost(len(prompt), st.cached, st.tokens, r.cachedWeight()))
+		if sw.stalled {
+			r.metrics.dropped.WithLabelValues(dropStalled).Inc()
+			c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
+		}
+		r.record(hreq, a, c, rec, st, begin)
+		stopKeepAlive()
+		if begin = time.Now(); a.next == nil || rec.outcome() != "ok" {
+			return
+		}
+		if req, prompt, apiErr = r.nextRound(hreq, a); apiErr != nil {
+			r.failAnswer(hreq, a, rec, apiErr)
+			return
+		}
+	}
+}
+
+// prepare decodes and checks a request as its API prepares it, the body
+// read within the body timeout; an API with work before its first round
+// (a.next) does it once the body is read.
+func (r *Router) prepare(w http.ResponseWriter, hreq *http.Request, a api) (*protocol.CompletionRequest, []int, *protocol.Error) {
 	lift := r.dec.readDeadline(w)
 	req, prompt, apiErr := a.prepare(&r.dec, hreq)
 	if apiErr == nil || apiErr.Status != http.StatusRequestTimeout {
 		lift()
 	}
-	if apiErr == nil {
-		apiErr = r.boundMaxTokens(len(prompt), req)
+	if apiErr == nil && req == nil {
+		req, prompt, apiErr = a.next(hreq.Context(), &r.dec)
 	}
+	if apiErr == nil {
+		apiErr = r.checkRequest(prompt, req)
+	}
+	return req, prompt, apiErr
+}
+
+// checkRequest applies the model's bounds to a request before it is
+// admitted: max_tokens, the context, the prefill time.
+func (r *Router) checkRequest(prompt []int, req *protocol.CompletionRequest) *protocol.Error {
+	apiErr := r.boundMaxTokens(len(prompt), req)
 	if apiErr == nil {
 		apiErr = protocol.CheckContext(len(prompt), req.MaxTokens, r.dec.context)
 	}
 	if apiErr == nil {
 		apiErr = r.checkPrefillTime(len(prompt), r.leastUncached(prompt), r.gate.predict)
 	}
-	if apiErr != nil {
-		r.refuse(w, hreq, a, apiErr)
-		return
-	}
-	req.Model = r.Path // what the engines are told; the answers say r.Model
-	f := factsOf(hreq.Context())
-	c := r.newCompletion(a.idPrefix, req, prompt, begin)
-	sw := newStallWriter(w, time.Duration(r.ClientTimeout))
-	defer sw.end()
-	sw.lift() // a request waiting or being worked on is bounded by its own timeouts, not the server's
-	rec := &outcomeSink{sink: r.answerSink(sw, a, c.id, req)}
-	g, err := r.gate.admit(hreq.Context(), w, f, len(prompt), r.cost(len(prompt), req), begin,
-		func() (stop func()) { return rec.keepAlive(r.KeepAlive) })
-	if err != nil {
-		r.attain.record(r.metrics, r.Model, f, false)
-		r.refuseWaited(w, hreq, a, rec, answerOf(timedOut(hreq.Context(), err)))
-		return
-	}
-	c.facts, c.admitWait = f, g.waited
-	defer rec.keepAlive(r.KeepAlive)()
-	st := c.run(hreq.Context(), rec)
-	r.gate.done(hreq.Context(), g, int64(len(prompt)+st.tokens), budgetCost(len(prompt), st.cached, st.tokens, r.cachedWeight()))
-	if sw.stalled {
-		r.metrics.dropped.WithLabelValues(dropStalled).Inc()
-		c.log.Debug("the client accepted no byte for client_timeout: let go", zap.Duration("client_timeout", time.Duration(r.ClientTimeout)))
-	}
-	r.record(hreq, a, c, rec, st, begin)
+	return apiErr
 }
 
 // boundMaxTokens applies the model's bounds to a request's max_tokens:
