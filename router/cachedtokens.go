@@ -41,6 +41,16 @@ func reusedInWindow(decMatched int, sent *protocol.Usage, end int) int {
 	return decMatched
 }
 
+// expectedInWindow is what the router expected of the engine whose count
+// reusedInWindow takes: the prefill engine's, when its remote_send said,
+// else the decode engine's; -1 when it did not account (cacheaccount.go).
+func expectedInWindow(dec, pre *lease, sent *protocol.Usage, end int) int {
+	if _, ok := protocol.CachedTokensOf(sent); ok {
+		return min(pre.expectedCached(), end)
+	}
+	return min(dec.expectedCached(), end)
+}
+
 // reused is what the attempt's engines reused of its prompt, -1 unknown.
 func (a *attempt) reused() int {
 	if a.cached >= 0 {
@@ -52,10 +62,11 @@ func (a *attempt) reused() int {
 	return -1
 }
 
-// noteReused keeps the first count of an attempt of the choice.
+// noteReused keeps the first count of an attempt of the choice, and what
+// the router expected of it.
 func (j *choiceJob) noteReused(a *attempt) {
 	if j.cached < 0 {
-		j.cached = a.reused()
+		j.cached, j.expected = a.reused(), a.expected
 	}
 }
 
@@ -67,18 +78,28 @@ type cacheMetrics struct {
 	// moves counts requests routed away from the engine whose cache held
 	// their longest prefix, by reason (see prefix moves in disaggprefix.go).
 	moves *prometheus.CounterVec
+	// sessions counts the routing of requests with a session, by
+	// outcome (session.go).
+	sessions *prometheus.CounterVec
+	// expected, reused and missed are the cache accounting's
+	// (cacheaccount.go).
+	expected, reused, missed *prometheus.CounterVec
 }
 
 func newCacheMetrics() cacheMetrics {
-	return cacheMetrics{
+	c := cacheMetrics{
 		prompt: newCounterVec("prompt_tokens_total", "Prompt tokens of the requests served, by model.", "model"),
 		cached: newCounterVec("cached_prompt_tokens_total", "The part of caddy_mlc_prompt_tokens_total the engines said they reused from their prefix caches (what usage reports as cached tokens), by model.", "model"),
 		moves:  newCounterVec("prefix_moves_total", "Requests routed to another engine than the one whose cache held the longest prefix of their prompt, by reason (saturated: that engine was full or over the load the prefix was worth; unavailable: it could not take the request).", "reason"),
+		sessions: newCounterVec("session_routes_total", "Engines chosen for requests that name a session (prompt_cache_key, metadata.user_id, the session header), by model, role and outcome (home: the engine of its last turn; new: none known; load: that engine was busier than the session balance allows; elsewhere: it could not take the request).",
+			"model", "role", "outcome"),
 	}
+	c.expected, c.reused, c.missed = newCacheAccountCounters()
+	return c
 }
 
 func (c cacheMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.prompt, c.cached, c.moves}
+	return []prometheus.Collector{c.prompt, c.cached, c.moves, c.sessions, c.expected, c.reused, c.missed}
 }
 
 // countCached counts a served request's prompt and cached tokens.
