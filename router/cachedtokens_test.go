@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -92,7 +93,7 @@ func TestCachedTokensAreWhatTheEnginesReused(t *testing.T) {
 			if mode == ModeDisagg {
 				engines = 2
 			}
-			c := startCoreArgs(t, engines, Config{Mode: mode, MaxPrefillQueue: -1}, PrefixAware{}, "--prefix-cache-mode", "radix")
+			c := startCore(t, engines, Config{Mode: mode, MaxPrefillQueue: -1, PrefixCache: engine.PrefixCacheRadix}, PrefixAware{})
 			before := prefilled(t, c.engines)
 			counter := sharedMetrics().cache.cached.WithLabelValues(c.r.Model)
 			counted := testutil.ToFloat64(counter)
