@@ -54,6 +54,9 @@ func (a *attempt) next() (*protocol.CompletionResponse, error) {
 		a.l.firstToken()
 		a.l.tokenCame()
 	}
+	if a.cached < 0 && a.s.matched >= 0 {
+		a.cached = a.s.matched // the built-in engine said it early
+	}
 	if c.Usage != nil {
 		a.usage = c.Usage
 		// The built-in engine reports its load as the request ends,

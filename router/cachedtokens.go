@@ -22,6 +22,15 @@ import (
 //     which the built-in engine reports in remote_send's usage (see
 //     reusedInWindow).
 //
+// The APIs that tell usage before the first token (Anthropic's
+// message_start, the Responses API's response.created) tell the cached
+// tokens there when they are known by then: in disagg mode the window's
+// (prep_recv's prefix_matched_length, or the prefill engine's own match),
+// in whole mode (and a disagg attempt the decode engine prefills itself)
+// the built-in engine's first chunk (protocol.MatchedChunk). MLC's
+// engines say it in their final usage only: the start then says 0, and
+// the final usage (message_delta, response.completed) the count.
+//
 // A choice resumed after a preemption or a failure reports what its first
 // attempt that said reused: the later attempts' reuse of the text already
 // delivered is the router's business, not the client's prompt. With n > 1
@@ -67,6 +76,41 @@ func (a *attempt) reused() int {
 func (j *choiceJob) noteReused(a *attempt) {
 	if j.cached < 0 {
 		j.cached, j.expected = a.reused(), a.expected
+	}
+}
+
+// cachedAnnouncer is a sink whose answer tells the usage before its first
+// token: it is told the cached tokens when they are known by then.
+type cachedAnnouncer interface{ announceCached(tokens int) }
+
+// announce tells the request's sink the first choice's cached tokens,
+// once, as soon as an attempt knows them.
+func (j *choiceJob) announce(a *attempt, out sink) {
+	if j.index != 0 || j.announced || a.cached < 0 {
+		return
+	}
+	j.announced = true
+	if p, ok := out.(*parkingSink); ok {
+		out = p.sink
+	}
+	if c, ok := out.(cachedAnnouncer); ok {
+		c.announceCached(a.cached)
+	}
+}
+
+// announceCached passes the count to the API's sink, under the lock.
+func (o *outcomeSink) announceCached(tokens int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.sink
+	if t, ok := s.(*thinkingSink); ok {
+		s = t.out
+	}
+	if t, ok := s.(*toolCallSink); ok {
+		s = t.out
+	}
+	if c, ok := s.(cachedAnnouncer); ok {
+		c.announceCached(tokens)
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/engine"
+	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 

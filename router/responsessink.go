@@ -14,7 +14,7 @@ import (
 func (c *responseCall) sink(w http.ResponseWriter, id, model string, req *protocol.CompletionRequest) sink {
 	a := &responseAnswer{rc: c, id: id, model: model}
 	if req.Stream {
-		return &responsesStream{responseAnswer: a, out: eventStream{w: w}}
+		return &responsesStream{responseAnswer: a, out: eventStream{w: w}, input: len(req.Prompt.IDs)}
 	}
 	return &responsesWhole{responseAnswer: a, w: w}
 }
@@ -132,6 +132,16 @@ type responsesStream struct {
 	*responseAnswer
 	out eventStream
 	seq int
+	// input is the prompt's tokens; early the usage response.created
+	// says, once the cached tokens are known before the first token (see
+	// cachedtokens.go), nil before.
+	input int
+	early *protocol.ResponseUsage
+}
+
+// announceCached takes the cached tokens known before the first token.
+func (s *responsesStream) announceCached(tokens int) {
+	s.early = protocol.NewResponseUsage(protocol.Usage{PromptTokens: s.input, TotalTokens: s.input}.WithCached(tokens))
 }
 
 // event sends one event, numbering it. seq is the
@@ -144,7 +154,7 @@ func (s *responsesStream) event(name string, v any, seq *int) error {
 
 // begin sends the events that open the response.
 func (s *responsesStream) begin() error {
-	inProgress := s.rc.response(s.id, s.model, protocol.ResponseInProgress, nil, nil)
+	inProgress := s.rc.response(s.id, s.model, protocol.ResponseInProgress, nil, s.early)
 	for _, name := range []string{protocol.EventResponseCreated, protocol.EventResponseInProgress} {
 		e := protocol.ResponseStateEvent{Type: name, Response: inProgress}
 		if err := s.event(name, &e, &e.SequenceNumber); err != nil {

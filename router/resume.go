@@ -58,6 +58,7 @@ type choiceJob struct {
 	// -1 until one says (see cachedtokens.go); expected what the router
 	// expected of that attempt (cacheaccount.go), -1 unknown.
 	cached, expected int
+	announced        bool     // the sink was told the cached tokens (announce)
 	open             *attempt // being read: closed by run's recovery on a panic
 }
 
@@ -396,6 +397,7 @@ func (j *choiceJob) read(a *attempt, out sink) (finished bool, err error) {
 			j.blame(err)
 			return false, err
 		}
+		j.announce(a, out)
 		if chunk.Usage != nil {
 			usage = chunk.Usage
 		}
