@@ -91,6 +91,9 @@ type agentRow struct {
 	prefill  int // disagg: prefill engines, then decode engines
 	decode   int
 	replicas int // Caddys sharing the engines, through the cluster option when more than one
+	// sessions: each session names itself (prompt_cache_key), and its
+	// turns go back to the engine of its last (the router's sessions).
+	sessions bool
 }
 
 // agentRows are every row, in the order they run.
@@ -102,6 +105,9 @@ var agentRows = []agentRow{
 	{name: "disagg-2p2d/prefix_aware", mode: "disagg", policy: "prefix_aware", prefill: 2, decode: 2, replicas: 1},
 	{name: "disagg-2p2d/least_loaded", mode: "disagg", policy: "least_loaded", prefill: 2, decode: 2, replicas: 1},
 	{name: "replicas-3/prefix_aware", mode: "whole", policy: "prefix_aware", replicas: 3},
+	{name: "whole/sessions", mode: "whole", policy: "least_loaded", replicas: 1, sessions: true},
+	{name: "disagg-2p2d/sessions", mode: "disagg", policy: "least_loaded", prefill: 2, decode: 2, replicas: 1, sessions: true},
+	{name: "replicas-3/sessions", mode: "whole", policy: "least_loaded", replicas: 3, sessions: true},
 }
 
 func agentRowNames() []string {
@@ -143,10 +149,10 @@ func (r agentRow) engines() int {
 // handler is the row's mlc_router over engines.
 func (r agentRow) handler(engines []string) string {
 	if r.mode == "whole" {
-		return mlcWhole(external(engines), "policy "+r.policy)
+		return mlcWhole(external(engines), "policy "+r.policy, "prefix_cache radix")
 	}
 	var b strings.Builder
-	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode disagg\n")
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode disagg\n\tprefix_cache radix\n")
 	for i, e := range engines {
 		role := "decode"
 		if i < r.prefill {
@@ -245,7 +251,7 @@ func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow) (a
 	}
 	res := agentResult{row: row, turns: make([][]agentTurn, shape.turns)}
 	t0 := time.Now()
-	if err := runSessions(ctx, bases, shape, &res); err != nil {
+	if err := runSessions(ctx, bases, shape, row.sessions, &res); err != nil {
 		return agentResult{}, err
 	}
 	res.wall = time.Since(t0)
@@ -308,8 +314,10 @@ func agentTokens(seed uint64, n int) []int {
 }
 
 // runSessions runs every session to its last turn, together, session k
-// on the Caddy at bases[k mod len(bases)].
-func runSessions(ctx context.Context, bases []string, shape agentShape, res *agentResult) error {
+// on the Caddys at bases in turn, from bases[k mod len(bases)] (each
+// turn at the next, as a load balancer without affinity sends them);
+// with keyed, each names itself by prompt_cache_key.
+func runSessions(ctx context.Context, bases []string, shape agentShape, keyed bool, res *agentResult) error {
 	head := agentTokens(1, shape.sharedHead)
 	client := &http.Client{Timeout: 5 * time.Minute}
 	var mu sync.Mutex
@@ -332,7 +340,11 @@ func runSessions(ctx context.Context, bases []string, shape agentShape, res *age
 					added = shape.toolResult
 					prompt = append(prompt, agentTokens(uint64(10000+k*100+turn), shape.toolResult)...)
 				}
-				t := agentCall(ctx, client, bases[k%len(bases)], prompt, shape.generate)
+				key := ""
+				if keyed {
+					key = fmt.Sprintf("agent-session-%d", k)
+				}
+				t := agentCall(ctx, client, bases[(k+turn)%len(bases)], prompt, shape.generate, key)
 				t.newTokens = added
 				mu.Lock()
 				res.turns[turn] = append(res.turns[turn], t)
@@ -360,11 +372,15 @@ func runSessions(ctx context.Context, bases []string, shape agentShape, res *age
 	return nil
 }
 
-// agentCall streams one turn and measures its time to first token and
-// the usage's cached tokens.
-func agentCall(ctx context.Context, client *http.Client, base string, prompt []int, generate int) agentTurn {
-	body, _ := json.Marshal(map[string]any{"model": "tiny", "prompt": prompt, "max_tokens": generate, "temperature": 0,
-		"stream": true, "stream_options": map[string]any{"include_usage": true}})
+// agentCall streams one turn, of the session key names ("": none), and
+// measures its time to first token and the usage's cached tokens.
+func agentCall(ctx context.Context, client *http.Client, base string, prompt []int, generate int, key string) agentTurn {
+	req := map[string]any{"model": "tiny", "prompt": prompt, "max_tokens": generate, "temperature": 0,
+		"stream": true, "stream_options": map[string]any{"include_usage": true}}
+	if key != "" {
+		req["prompt_cache_key"] = key
+	}
+	body, _ := json.Marshal(req)
 	resp, t0, err := postCompletion(ctx, client, base, body, nil)
 	if err != nil {
 		return agentTurn{err: err}
