@@ -336,8 +336,9 @@ func (r *Router) newRequest(ctx context.Context, req *protocol.CompletionRequest
 
 // setPolicy makes p the router's policy: the router keeps the prefix index
 // and the latency models for a policy that reads them (the models also
-// for a gate that admits against targets), and calls the policy's hooks
-// if it has any.
+// for a gate that admits against targets), routes sessions and accounts
+// for the engines' caches while they keep one (cacheTracker), and calls
+// the policy's hooks if it has any.
 func (r *Router) setPolicy(p Policy) {
 	r.policy, r.observers, r.readsPrefixes, r.readsLatency = p, nil, false, false
 	if pr, ok := p.(PrefixReader); ok && pr.ReadsPrefixHit() {
