@@ -236,13 +236,17 @@ func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow) (a
 		global = clusterOption(redis, row.replicas)
 	}
 	var bases []string
+	var caddys []*caddyProc
 	for i := range row.replicas {
 		name := fmt.Sprintf("agents-%s-%d", strings.NewReplacer("/", "-").Replace(row.name), i)
 		caddy, err := b.startCaddyWith(ctx, name, global, row.handler(engines), false)
 		if err != nil {
 			return agentResult{}, err
 		}
-		bases = append(bases, caddy.base)
+		bases, caddys = append(bases, caddy.base), append(caddys, caddy)
+	}
+	if err := sharing(ctx, caddys); err != nil {
+		return agentResult{}, err
 	}
 	progressf("agents: %d sessions of %d turns, %s (KV %d tokens an engine)", shape.sessions, shape.turns, row.name, shape.kvTokens())
 	before, preBefore, err := engineCounts(ctx, engines)
@@ -261,6 +265,41 @@ func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow) (a
 	}
 	res.computed, res.preemptions = after-before, preAfter-preBefore
 	return res, nil
+}
+
+// sharing waits until the replicas hear one another: a replica hears
+// only what is published once its subscription is up, which its
+// answering does not say. It routes probe sessions (three tokens each)
+// through the first until every other has taken one in.
+func sharing(ctx context.Context, caddys []*caddyProc) error {
+	client := &http.Client{Timeout: time.Minute}
+	deadline := time.Now().Add(time.Minute)
+	for probe := 0; len(caddys) > 1; probe++ {
+		heard := true
+		for _, c := range caddys[1:] {
+			body, err := getBody(ctx, c.admin+"/metrics")
+			if err != nil {
+				return err
+			}
+			n, _ := counterValue(body, "caddy_mlc_session_events_applied_total")
+			heard = heard && n > 0
+		}
+		if heard {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replicas heard none of %d probe sessions in a minute", probe)
+		}
+		if t := agentCall(ctx, client, caddys[0].base, []int{5, 6, 7}, 1, fmt.Sprintf("probe-%d", probe)); t.err != nil {
+			return t.err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond): // the others are other processes: polled
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // count is how many children are running.
