@@ -127,6 +127,7 @@ func (a *App) Start() error {
 		// connect.
 		a.cluster.conn.Start()
 		a.cluster.pooled.sharing.SharePrefixes()
+		a.cluster.pooled.sharing.ShareSessions()
 	}
 	grace := a.drainGrace()
 	for key, h := range a.handles {

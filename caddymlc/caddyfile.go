@@ -41,7 +41,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    pd_balance_factor <float in [0,1)>
 //	    max_prefill_queue <n>|off
 //	    slo_admission     off|shed [status 503|429] [margin <fraction>]
-//	    prefix_cache      [radix|disable]
+//	    prefix_cache      [radix|disable]   (default radix)
+//	    sessions          off | [header <name>] [balance <calls> <ratio>] [ttl <duration>]
 //	    engine            builtin|mlc|command <program> [args...]
 //	    engine_args       <args...>
 //	    endpoint          <host>:<port> [gpus <n>] [role prefill|decode|any] [external]
@@ -282,6 +283,7 @@ var subdirectives = map[string]func(*ModelConfig, *caddyfile.Dispenser) error{
 	"slo_admission":      parseSLOAdmission,
 	"max_inflight":       intOption(func(r *ModelConfig) *int { return &r.MaxInflight }, true),
 	"prefix_cache":       parsePrefixCache,
+	"sessions":           parseSessions,
 	"engine":             parseEngine,
 	"engine_args":        parseEngineArgs,
 	"endpoint":           parseEndpoint,

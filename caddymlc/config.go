@@ -158,9 +158,16 @@ type ModelConfig struct {
 	// engine. Default: nothing, it is served late.
 	SLOAdmission *SLOAdmission `json:"slo_admission,omitempty"`
 
-	// PrefixCache is "radix" or "disable" (the default): the engines'
-	// --prefix-cache-mode. MLC: --enable-prefix-cache.
+	// PrefixCache is "radix" (the default) or "disable": the engines'
+	// --prefix-cache-mode. The one default that differs from MLC's
+	// router (whose --enable-prefix-cache is off), matching `mlc_llm
+	// serve`'s own, vLLM's and SGLang's: agents resend their whole
+	// history every turn, which a cache serves again from memory.
 	PrefixCache string `json:"prefix_cache,omitempty"`
+
+	// Sessions route a conversation's turns to the engine of its last
+	// (see Sessions). Default: on, while the prefix cache is.
+	Sessions *Sessions `json:"sessions,omitempty"`
 
 	// Engine says which program runs the engines. Default: the built-in
 	// CPU engine.
@@ -300,7 +307,7 @@ func (m ModelConfig) withDefaults() ModelConfig {
 	c.Path = cmp.Or(c.Path, c.Model)
 	c.EmbeddingModelName = cmp.Or(c.EmbeddingModelName, c.EmbeddingModel)
 	c.Mode = modeName(cmp.Or(c.Mode, router.ModeDisagg))
-	c.PrefixCache = cmp.Or(c.PrefixCache, engine.PrefixCacheDisable)
+	c.PrefixCache = cmp.Or(c.PrefixCache, engine.PrefixCacheRadix)
 	if c.Engine == nil {
 		c.Engine = &EngineProgram{Kind: string(engine.KindBuiltin)}
 	}
@@ -394,6 +401,9 @@ func (c ModelConfig) validate() error {
 	}
 	if c.MaxPrefillQueue < -1 {
 		return fmt.Errorf("mlc_router: max_prefill_queue must be at least 1, or -1 (off), got %d", c.MaxPrefillQueue)
+	}
+	if err := c.Sessions.validate(); err != nil {
+		return fmt.Errorf("mlc_router: %w", err)
 	}
 	if err := c.SLOAdmission.validate(); err != nil {
 		return fmt.Errorf("mlc_router: %w", err)

@@ -2,6 +2,7 @@ package caddymlc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -184,6 +185,13 @@ func TestFleetPageInChromium(t *testing.T) {
 	if v, err := strconv.ParseFloat(shown, 64); err != nil || math.Abs(v-100*hit/prompt) > 0.5001 {
 		t.Errorf("the page shows a prefix hit rate of %q%%, /metrics %.1f%%", shown, 100*hit/prompt)
 	}
+	// What the engine reused of its cache beside what the router expected
+	// it to hold: the second completion found the first's pages.
+	c := engineStatus(t, admin, decode).Cache
+	if c == nil || c.Reused <= 0 || c.Expected <= 0 {
+		t.Fatalf("/mlc/engines: the decode engine's cache accounting %+v, want tokens expected and reused", c)
+	}
+	p.waitText(row(decode, "cache"), fmt.Sprintf("%d / %d", c.Reused, c.Expected))
 
 	p.checkParser()
 
@@ -309,4 +317,23 @@ func (p fleetPageDriver) checkParser() {
 	if got != want {
 		p.t.Errorf("the page parses Prometheus text as\n%s\nwant\n%s", got, want)
 	}
+}
+
+// engineStatus is the engine at addr as /mlc/engines shows it.
+func engineStatus(t *testing.T, admin, addr string) fleet.EngineStatus {
+	t.Helper()
+	_, _, body := adminRequest(t, http.MethodGet, admin+"/mlc/engines")
+	var st []fleet.ModelStatus
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st {
+		for _, e := range r.Engines {
+			if e.Addr == addr {
+				return e
+			}
+		}
+	}
+	t.Fatalf("no engine %s in /mlc/engines", addr)
+	return fleet.EngineStatus{}
 }

@@ -115,6 +115,9 @@ func (h *Handler) provisionModel(ctx caddy.Context, app *App, m ModelConfig, bud
 	if app.cluster != nil && s.core.KeepsPrefixIndex() {
 		app.cluster.pooled.sharing.ApplyPrefixes(m.Model)
 	}
+	if app.cluster != nil && s.core.RoutesSessions() {
+		app.cluster.pooled.sharing.ApplySessions(m.Model)
+	}
 	if app.cluster != nil {
 		app.cluster.pooled.sharing.ShareLoad(m.Model)
 	}
@@ -152,6 +155,8 @@ func (m ModelConfig) coreConfig() router.Config {
 		RequestTimeout:    time.Duration(m.RequestTimeout),
 		KeepAlive:         time.Duration(max(m.KeepAlive, 0)),
 		SLOAdmission:      m.SLOAdmission.core(),
+		PrefixCache:       m.PrefixCache,
+		Sessions:          m.Sessions.core(),
 	}
 }
 

@@ -12,6 +12,8 @@ var (
 	upGauge       prometheus.Gauge
 	dropped       prometheus.Counter
 	prefixApplied *prometheus.CounterVec
+	// sessionsApplied counts the other replicas' session events taken in.
+	sessionsApplied prometheus.Counter
 )
 
 func sharedMetrics() {
@@ -22,6 +24,8 @@ func sharedMetrics() {
 			Help: "Messages to the other replicas dropped: the queue was full, or Redis out of reach."})
 		prefixApplied = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "mlc", Name: "prefix_events_applied_total",
 			Help: "Changes other replicas made to their prefix indexes, applied to this replica's (cluster option), by kind (routed, matched, finished)."}, []string{"kind"})
+		sessionsApplied = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "mlc", Name: "session_events_applied_total",
+			Help: "Sessions other replicas routed, taken into this replica's table (cluster option)."})
 	})
 }
 
@@ -32,7 +36,7 @@ func RegisterMetrics(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{upGauge, dropped, prefixApplied} {
+	for _, c := range []prometheus.Collector{upGauge, dropped, prefixApplied, sessionsApplied} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

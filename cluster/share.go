@@ -7,8 +7,8 @@ import (
 )
 
 // Sharing is what a connection shares of one process's routers (their
-// router.Live): the in-flight requests of each model and the prefix
-// indexes. It runs until Stop.
+// router.Live): the in-flight requests of each model, the prefix indexes
+// and where sessions went. It runs until Stop.
 //
 // Loads (see router/peerload.go): every 100 ms each replica publishes its
 // count (router.Live.InFlight) on the channel <prefix>:<model>:inflight,
@@ -22,28 +22,38 @@ import (
 // request's path, dropped when the queue is full) on the channel
 // <prefix>:<model>:prefix, and the other replicas' changes are applied to
 // the local indexes.
+//
+// Sessions (see router/sessionshare.go): where each replica sends a
+// session's turn is published on <prefix>:<model>:session, and the
+// others take it into their tables.
 type Sharing struct {
-	conn       *Conn
-	live       *router.Live // whose loads and prefixes it shares
-	share      sync.Once
-	mu         sync.Mutex
-	stopShare  func()
-	subscribed map[string]bool   // models whose prefix events it applies
-	loads      map[string]func() // models whose in-flight requests it shares, and how to stop
+	conn          *Conn
+	live          *router.Live // whose loads, prefixes and sessions it shares
+	share         sync.Once
+	shareSessions sync.Once
+	mu            sync.Mutex
+	stopShare     func()
+	stopSessions  func()
+	subscribed    map[string]bool   // models whose prefix events it applies
+	sessions      map[string]bool   // models whose session events it applies
+	loads         map[string]func() // models whose in-flight requests it shares, and how to stop
 }
 
-// NewSharing shares live's loads and prefixes over c, as its methods are
-// called.
+// NewSharing shares live's loads, prefixes and sessions over c, as its
+// methods are called.
 func NewSharing(c *Conn, live *router.Live) *Sharing {
-	return &Sharing{conn: c, live: live, subscribed: map[string]bool{}, loads: map[string]func(){}}
+	return &Sharing{conn: c, live: live, subscribed: map[string]bool{}, sessions: map[string]bool{}, loads: map[string]func(){}}
 }
 
-// Stop stops sharing prefixes and loads; the connection stays open.
+// Stop stops sharing prefixes, sessions and loads; the connection stays
+// open.
 func (s *Sharing) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopShare != nil {
-		s.stopShare()
+	for _, stop := range []func(){s.stopShare, s.stopSessions} {
+		if stop != nil {
+			stop()
+		}
 	}
 	for _, stop := range s.loads {
 		stop()

@@ -85,8 +85,8 @@ func TestCommandLineEmbeddingModel(t *testing.T) {
 func TestCommandLineDefaults(t *testing.T) {
 	s := Spec{Model: "m", Kind: KindMLC, Endpoints: []Endpoint{{Host: "h", Port: 1, GPUs: 1}}}.Normalize()
 	_, args := s.Command(0)
-	if slices.Contains(args, "--model-lib") || slices.Contains(args, "--embedding-model") || !slices.Contains(args, "disable") {
-		t.Errorf("args = %q, want no --model-lib, no --embedding-model and prefix cache disabled", args)
+	if slices.Contains(args, "--model-lib") || slices.Contains(args, "--embedding-model") || !slices.Contains(args, "radix") {
+		t.Errorf("args = %q, want no --model-lib, no --embedding-model and the radix prefix cache (mlc_llm serve's default)", args)
 	}
 }
 

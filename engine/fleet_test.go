@@ -362,7 +362,7 @@ func TestFleetBuiltinEngine(t *testing.T) {
 	for i, ep := range spec.Endpoints {
 		rec := readRecord(t, h.dir, fmt.Sprintf("engine-%d-%d.json", ep.Port, f.PID(i)))
 		want := []string{"mlc-engine", "m", "--device", "cpu", "--enable-debug", "--mode", "server",
-			"--prefix-cache-mode", "disable", "--host", "127.0.0.1", "--port", strconv.Itoa(ep.Port)}
+			"--prefix-cache-mode", "radix", "--host", "127.0.0.1", "--port", strconv.Itoa(ep.Port)}
 		if !slices.Equal(rec.Argv, want) {
 			t.Errorf("argv %q, want %q", rec.Argv, want)
 		}

@@ -67,7 +67,8 @@ type Spec struct {
 	Args []string `json:"args,omitempty"`
 	// EngineArgs are appended to every spawned engine's command line.
 	EngineArgs []string `json:"engine_args,omitempty"`
-	// PrefixCacheMode is "radix" or "disable" (the default).
+	// PrefixCacheMode is "radix" (the default, as `mlc_llm serve`'s) or
+	// "disable".
 	PrefixCacheMode string `json:"prefix_cache_mode"`
 	// Endpoints are the engines, in NVSHMEM PE order.
 	Endpoints []Endpoint `json:"endpoints"`
@@ -94,7 +95,7 @@ func (s Spec) Normalize() Spec {
 	n.Kind = orDefault(n.Kind, KindBuiltin)
 	n.Kind.Driver().Normalize(&n)
 	n.UID = orDefault(n.UID, UIDRandom)
-	n.PrefixCacheMode = orDefault(n.PrefixCacheMode, PrefixCacheDisable)
+	n.PrefixCacheMode = orDefault(n.PrefixCacheMode, PrefixCacheRadix)
 	n.StartupTimeout = orDefault(n.StartupTimeout, DefaultStartupTimeout)
 	n.StopGrace = orDefault(n.StopGrace, DefaultStopGrace)
 	n.HealthInterval = orDefault(n.HealthInterval, DefaultHealthInterval)

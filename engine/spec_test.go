@@ -13,7 +13,7 @@ func TestSpecKey(t *testing.T) {
 	eps := []Endpoint{{Host: "127.0.0.1", Port: 8080, GPUs: 1}, {Host: "127.0.0.1", Port: 8081, GPUs: 2}}
 	implicit := Spec{Model: "m", Program: "/bin/caddy", Endpoints: eps}
 	explicit := Spec{Model: "m", Program: "/bin/caddy", Kind: KindBuiltin, UID: UIDRandom,
-		PrefixCacheMode: PrefixCacheDisable, StartupTimeout: DefaultStartupTimeout,
+		PrefixCacheMode: PrefixCacheRadix, StartupTimeout: DefaultStartupTimeout,
 		StopGrace: DefaultStopGrace, HealthInterval: DefaultHealthInterval, HangTimeout: DefaultHangTimeout,
 		EngineArgs: []string{}, Args: []string{},
 		Endpoints: []Endpoint{{Host: "127.0.0.1", Port: 8080, GPUs: 1, Role: RoleAny}, {Host: "127.0.0.1", Port: 8081, GPUs: 2, Role: RoleAny}}}
@@ -55,7 +55,7 @@ func TestSpecKey(t *testing.T) {
 			s.EmbeddingModel, s.EmbeddingModelLib = "tiny-embed", "embed.so"
 		},
 		"engine args":   func(s *Spec) { s.EngineArgs = []string{"-x"} },
-		"prefix cache":  func(s *Spec) { s.PrefixCacheMode = PrefixCacheRadix },
+		"prefix cache":  func(s *Spec) { s.PrefixCacheMode = PrefixCacheDisable },
 		"uid source":    func(s *Spec) { s.UID = UIDNVSHMEM },
 		"host":          func(s *Spec) { s.Endpoints[1].Host = "localhost" },
 		"port":          func(s *Spec) { s.Endpoints[1].Port = 8082 },

@@ -19,7 +19,8 @@ const (
 	// its prefix cache: MLC's prep_recv answers it (PrepRecvResponse);
 	// the built-in engine also reports it, as caddy-mlc's extension, in
 	// the usage.extra of every request's last event and of a remote_send
-	// (then the prefill engine's own match, of the window it computed).
+	// (then the prefill engine's own match, of the window it computed),
+	// and in the first chunk of a completion stream (MatchedChunk).
 	ExtraPrefixMatchedLength = "prefix_matched_length"
 	// ExtraPrefillTokens is MLC's per-request metric (RequestMetrics,
 	// which its engines put in the final usage.extra): the prompt tokens
@@ -27,6 +28,18 @@ const (
 	// took from its prefix cache.
 	ExtraPrefillTokens = "prefill_tokens"
 )
+
+// MatchedChunk is the built-in engine's first chunk of a completion
+// stream, caddy-mlc's extension: beside the chunk, prefix_matched_length,
+// what its prefix cache held of the prompt, known before the first token
+// (MLC's engines say it in their final usage only, and a router that
+// reads nothing of it loses nothing). A router that announces usage
+// before the first token (Anthropic's message_start, the Responses API's
+// response.created) reads it there in whole mode.
+type MatchedChunk struct {
+	CompletionResponse
+	PrefixMatchedLength *int `json:"prefix_matched_length,omitempty"`
+}
 
 // CachedTokensOf is how many of a request's prompt tokens the engine
 // reused from its prefix cache, as its usage says: the built-in engine's

@@ -32,6 +32,7 @@ type ChatCompletionRequest struct {
 	Tools               []json.RawMessage  `json:"tools,omitempty"`
 	ToolChoice          json.RawMessage    `json:"tool_choice,omitempty"`
 	User                *string            `json:"user,omitempty"`
+	PromptCacheKey      *string            `json:"prompt_cache_key,omitempty"`
 	ResponseFormat      *ResponseFormat    `json:"response_format,omitempty"`
 	// ChatTemplateKwargs are extra template variables (e.g.
 	// enable_thinking), as vLLM and SGLang name them.
@@ -133,6 +134,9 @@ func (r *ChatCompletionRequest) Completion(prompt []int) *CompletionRequest {
 		PresencePenalty: r.PresencePenalty, LogitBias: r.LogitBias, MaxTokens: r.MaxTokens, N: r.N,
 		Seed: r.Seed, Stop: r.Stop, Stream: r.Stream, StreamOptions: r.StreamOptions,
 		Temperature: r.Temperature, TopP: r.TopP, User: r.User, SkippedTools: r.SkippedTools,
+	}
+	if r.PromptCacheKey != nil {
+		req.SessionKey = *r.PromptCacheKey
 	}
 	req.ResponseFormat = r.engineFormat
 	if req.ResponseFormat == nil && r.ResponseFormat != nil {

@@ -62,6 +62,34 @@ type CompletionRequest struct {
 	// (<think>…</think>: its template has a thinking switch, on), which
 	// an API that carries reasoning apart writes so.
 	Reasoning bool `json:"-"`
+	// SessionKey names the conversation the request continues, as its
+	// client gave it (OpenAI's prompt_cache_key, the session of
+	// Anthropic's metadata.user_id): a routing hint, never sent to an
+	// engine nor logged as it is ("": none).
+	SessionKey string `json:"-"`
+}
+
+// KeyPromptCacheKey is OpenAI's prompt_cache_key: the key its chat and
+// Responses APIs route a request's cache by, which the router reads on
+// completions too.
+const KeyPromptCacheKey = "prompt_cache_key"
+
+// TakeSessionKey moves a completion's prompt_cache_key out of the fields
+// forwarded to engines into SessionKey; one that is not a string is
+// refused.
+func (r *CompletionRequest) TakeSessionKey() *Error {
+	raw, ok := r.Extra[KeyPromptCacheKey]
+	if !ok {
+		return nil
+	}
+	delete(r.Extra, KeyPromptCacheKey)
+	if jsonKind(raw) == kindNull {
+		return nil
+	}
+	if jsonKind(raw) != kindString || json.Unmarshal(raw, &r.SessionKey) != nil {
+		return InvalidRequest(KeyPromptCacheKey, "prompt_cache_key must be a string").WithCode(CodeInvalidType)
+	}
+	return nil
 }
 
 // completionRequestFields is CompletionRequest without its JSON methods.

@@ -155,3 +155,25 @@ func TestMicroservingFieldTypes(t *testing.T) {
 		t.Fatalf("end defaults to -1: %+v %v", p, e)
 	}
 }
+
+// prompt_cache_key on a completion is the router's, never an engine's:
+// it moves to SessionKey; a key that is no string is a 400 naming it.
+func TestTakeSessionKey(t *testing.T) {
+	var req CompletionRequest
+	if err := json.Unmarshal([]byte(`{"prompt":[1,2],"prompt_cache_key":"thread-7","max_tokens":3}`), &req); err != nil {
+		t.Fatal(err)
+	}
+	if e := req.TakeSessionKey(); e != nil || req.SessionKey != "thread-7" {
+		t.Fatalf("TakeSessionKey: %v, key %q", e, req.SessionKey)
+	}
+	if b, _ := json.Marshal(req); strings.Contains(string(b), "thread-7") || strings.Contains(string(b), KeyPromptCacheKey) {
+		t.Errorf("forwarded %s, want no prompt_cache_key", b)
+	}
+	var bad CompletionRequest
+	if err := json.Unmarshal([]byte(`{"prompt":[1],"prompt_cache_key":7}`), &bad); err != nil {
+		t.Fatal(err)
+	}
+	if e := bad.TakeSessionKey(); e == nil || e.Param == nil || *e.Param != KeyPromptCacheKey {
+		t.Errorf("a number: %v, want a 400 naming prompt_cache_key", e)
+	}
+}

@@ -35,10 +35,29 @@ type MessagesRequest struct {
 	Thinking      json.RawMessage   `json:"thinking,omitempty"`
 }
 
-// MessagesMetadata is a request's metadata; user_id becomes the chat
-// request's user.
+// MessagesMetadata is a request's metadata; the session user_id names
+// becomes the chat request's prompt_cache_key (see sessionOfUserID).
 type MessagesMetadata struct {
 	UserID *string `json:"user_id,omitempty"`
+}
+
+// sessionOfUserID is the session a Messages request's metadata.user_id
+// names. Claude Code writes a JSON object with its session_id in it
+// (earlier versions a string ending "_session_<id>"), beside an account
+// and a device, which are not the conversation and must not key its
+// routing; any other value is the key as it is.
+func sessionOfUserID(id string) string {
+	var obj struct {
+		SessionID string `json:"session_id"`
+	}
+	if strings.HasPrefix(strings.TrimSpace(id), "{") && json.Unmarshal([]byte(id), &obj) == nil && obj.SessionID != "" {
+		return obj.SessionID
+	}
+	const marker = "_session_"
+	if i := strings.LastIndex(id, marker); i >= 0 && i+len(marker) < len(id) {
+		return id[i+len(marker):]
+	}
+	return id
 }
 
 // messageTurn is one element of messages, its content a string or an
@@ -112,8 +131,8 @@ func (r *MessagesRequest) Chat() (*ChatCompletionRequest, *Error) {
 	}
 	creq := &ChatCompletionRequest{Model: r.Model, Messages: msgs, MaxTokens: r.MaxTokens, Stop: StopList(r.StopSequences),
 		Stream: r.Stream, Temperature: r.Temperature, TopP: r.TopP, Thinking: r.thinking()}
-	if r.Metadata != nil {
-		creq.User = r.Metadata.UserID
+	if r.Metadata != nil && r.Metadata.UserID != nil {
+		creq.PromptCacheKey = new(sessionOfUserID(*r.Metadata.UserID))
 	}
 	if e := r.tools(creq); e != nil {
 		return nil, e

@@ -24,7 +24,7 @@ func TestMessagesChat(t *testing.T) {
 	const want = `[{"role":"system","content":"Be brief."},{"role":"user","content":[{"text":"a","type":"text"},{"text":"b","type":"text"}]},` +
 		`{"role":"assistant","content":"cd"},{"role":"user","content":"e"}]`
 	if string(msgs) != want || *creq.MaxTokens != 7 || *creq.Temperature != 0.5 || *creq.TopP != 0.9 || !creq.Stream ||
-		len(creq.Stop) != 1 || creq.Stop[0] != "END" || *creq.User != "u1" {
+		len(creq.Stop) != 1 || creq.Stop[0] != "END" || creq.User != nil || *creq.PromptCacheKey != "u1" {
 		t.Fatalf("%s\n%+v", msgs, creq)
 	}
 }
@@ -44,5 +44,23 @@ func TestAnthropicErrors(t *testing.T) {
 	}
 	if got := InvalidRequest("top_k", "top_k is not supported").Anthropic(); got.Error.Message != "top_k is not supported" {
 		t.Errorf("param named already: %q", got.Error.Message)
+	}
+}
+
+// A Messages request's metadata.user_id keys its routing by the session
+// it names: Claude Code's JSON object (its account and device are not
+// the conversation), its earlier _session_ string, or any other value
+// whole.
+func TestSessionOfUserID(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{
+		{`{"device_id":"d1","account_uuid":"acc-1","session_id":"5e1c-7f"}`, "5e1c-7f"},
+		{"user_abc123_account_acc-1_session_5e1c-7f", "5e1c-7f"},
+		{"opaque-user-42", "opaque-user-42"},
+		{`{"device_id":"d1"}`, `{"device_id":"d1"}`},
+		{"trailing_session_", "trailing_session_"},
+	} {
+		if got := sessionOfUserID(tc.id); got != tc.want {
+			t.Errorf("sessionOfUserID(%q) = %q, want %q", tc.id, got, tc.want)
+		}
 	}
 }

@@ -30,6 +30,7 @@ type ResponsesRequest struct {
 	PreviousResponseID *string           `json:"previous_response_id,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`
 	User               *string           `json:"user,omitempty"`
+	PromptCacheKey     *string           `json:"prompt_cache_key,omitempty"`
 	Tools              []json.RawMessage `json:"tools,omitempty"`
 	ToolChoice         json.RawMessage   `json:"tool_choice,omitempty"`
 	ParallelToolCalls  *bool             `json:"parallel_tool_calls,omitempty"`
@@ -327,7 +328,7 @@ func (r *ResponsesRequest) Chat(history, input []ResponseMessage) (*ChatCompleti
 		msgs = append([]json.RawMessage{chatMessage(RoleSystem, strings.Join(system, "\n\n"))}, msgs...)
 	}
 	creq := &ChatCompletionRequest{Model: r.Model, Messages: msgs, MaxTokens: r.MaxOutputTokens, Stream: r.Stream,
-		Temperature: r.Temperature, TopP: r.TopP, User: r.User}
+		Temperature: r.Temperature, TopP: r.TopP, User: r.User, PromptCacheKey: r.PromptCacheKey}
 	if r.Text != nil {
 		creq.ResponseFormat = r.Text.Format.ResponseFormat()
 	}

@@ -19,6 +19,9 @@ type attempt struct {
 	// cached is what the engines reused of the prompt when the strategy
 	// knows it better than the usage will (disagg); -1: see reused.
 	cached int
+	// expected is what the router expected the engines to reuse
+	// (cacheaccount.go); -1: it did not account.
+	expected int
 }
 
 // startAttempt starts a completion call on the engine of l: a stream, or,
@@ -34,7 +37,7 @@ func startAttempt(ctx context.Context, c *engineClient, l *lease, path string, b
 		return nil, err
 	}
 	l.working() // it answered; how well, its stream will tell
-	return &attempt{s: s, l: l, cached: -1}, nil
+	return &attempt{s: s, l: l, cached: -1, expected: l.expectedCached()}, nil
 }
 
 // next returns the next chunk, io.EOF after the stream's end, or the
@@ -50,6 +53,9 @@ func (a *attempt) next() (*protocol.CompletionResponse, error) {
 		a.l.working()
 		a.l.firstToken()
 		a.l.tokenCame()
+	}
+	if a.cached < 0 && a.s.matched >= 0 {
+		a.cached = a.s.matched // the built-in engine said it early
 	}
 	if c.Usage != nil {
 		a.usage = c.Usage

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -92,7 +93,7 @@ func TestCachedTokensAreWhatTheEnginesReused(t *testing.T) {
 			if mode == ModeDisagg {
 				engines = 2
 			}
-			c := startCoreArgs(t, engines, Config{Mode: mode, MaxPrefillQueue: -1}, PrefixAware{}, "--prefix-cache-mode", "radix")
+			c := startCore(t, engines, Config{Mode: mode, MaxPrefillQueue: -1, PrefixCache: engine.PrefixCacheRadix}, PrefixAware{})
 			before := prefilled(t, c.engines)
 			counter := sharedMetrics().cache.cached.WithLabelValues(c.r.Model)
 			counted := testutil.ToFloat64(counter)
@@ -146,4 +147,87 @@ func TestCachedTokenWeightPricesTheBudget(t *testing.T) {
 			t.Errorf("budgetCost(%d, %d, %d, %v) = %d, want %d", tc.prompt, tc.cached, tc.generated, tc.weight, got, tc.want)
 		}
 	}
+}
+
+// The APIs that tell usage before the first token tell the cached tokens
+// there, as the final usage does, when the engines said by then: in
+// disagg mode the window's (prep_recv), in whole mode the built-in
+// engine's first chunk. A second ask of the same conversation finds it
+// in the cache, and its message_start and response.created say so; the
+// first says what it found too (nothing, or the chat template's head).
+func TestCachedTokensBeforeTheFirstToken(t *testing.T) {
+	system := strings.Repeat("You are a careful agent. ", 20)
+	for _, mode := range []string{ModeWhole, ModeDisagg} {
+		t.Run(mode, func(t *testing.T) {
+			engines := map[string]int{ModeWhole: 1, ModeDisagg: 2}[mode]
+			c := startCore(t, engines, Config{Mode: mode, MaxPrefillQueue: -1, PrefixCache: engine.PrefixCacheRadix}, nil)
+			msg := map[string]any{"model": "tiny", "system": system, "max_tokens": 4, "temperature": 0, "stream": true,
+				"messages": []map[string]any{{"role": "user", "content": "list the files"}}}
+			resp := map[string]any{"model": "tiny", "instructions": system, "max_output_tokens": 4, "temperature": 0, "stream": true, "input": "list the files"}
+			for ask := range 2 {
+				start, end := messagesCacheReads(t, c.base, msg)
+				if start != end || ask == 1 && end == 0 {
+					t.Errorf("messages, ask %d: message_start says %d cached, message_delta %d", ask+1, start, end)
+				}
+				start, end = responsesCacheReads(t, c.base, resp)
+				if start != end || ask == 1 && end == 0 {
+					t.Errorf("responses, ask %d: response.created says %d cached, response.completed %d", ask+1, start, end)
+				}
+			}
+		})
+	}
+}
+
+// messagesCacheReads streams a message and returns the cache reads its
+// message_start and message_delta say.
+func messagesCacheReads(t *testing.T, base string, body map[string]any) (start, end int) {
+	t.Helper()
+	status, raw := callJSON(t, http.MethodPost, base+protocol.PathMessages, body)
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, raw)
+	}
+	start, end = -1, -1
+	for _, ev := range namedEvents(t, raw) {
+		var e struct {
+			Message struct{ Usage protocol.MessagesUsage }
+			Usage   protocol.MessagesUsage
+		}
+		if err := json.Unmarshal(ev.data, &e); err != nil {
+			t.Fatal(err)
+		}
+		switch ev.name {
+		case protocol.EventMessageStart:
+			start = e.Message.Usage.CacheReadInputTokens
+		case protocol.EventMessageDelta:
+			end = e.Usage.CacheReadInputTokens
+		}
+	}
+	return start, end
+}
+
+// responsesCacheReads streams a response and returns the cached tokens
+// its response.created (-1: no usage) and response.completed (or
+// response.incomplete) say.
+func responsesCacheReads(t *testing.T, base string, body map[string]any) (start, end int) {
+	t.Helper()
+	status, raw := callJSON(t, http.MethodPost, base+protocol.PathResponses, body)
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, raw)
+	}
+	start, end = -1, -1
+	for _, ev := range namedEvents(t, raw) {
+		var e struct{ Response protocol.Response }
+		if err := json.Unmarshal(ev.data, &e); err != nil {
+			t.Fatal(err)
+		}
+		u := e.Response.Usage
+		switch {
+		case u == nil:
+		case ev.name == protocol.EventResponseCreated:
+			start = u.InputTokensDetails.CachedTokens
+		case ev.name == protocol.EventResponseCompleted, ev.name == protocol.EventResponseIncomplete:
+			end = u.InputTokensDetails.CachedTokens
+		}
+	}
+	return start, end
 }

@@ -154,9 +154,18 @@ func (r *Router) choose(role string, tier Tier, cs []candidate, req *Request, no
 			v.TTFT, v.TPOT, v.IdleTTFT = c.predict(now, len(req.Prompt)-max(v.PrefixHit, 0))
 		}
 	}
-	i := r.policy.Choose(req, views)
+	i, outcome := r.sessionChoice(req, role, views, now)
+	if i < 0 {
+		i = r.policy.Choose(req, views)
+	}
 	if i < 0 || i >= len(cs) {
 		i = 0
+	}
+	if outcome != "" {
+		if outcome != sessionHome && views[i].SessionHome {
+			outcome = sessionHome // the policy chose its engine all the same
+		}
+		r.metrics.cache.sessions.WithLabelValues(r.Model, name, outcome).Inc()
 	}
 	if chain != nil {
 		r.metrics.countPrefixHit(r.Model, views[i], len(req.Prompt))
@@ -318,7 +327,7 @@ func (r *Router) handedOver() bool {
 // newRequest is the policies' view of an attempt.
 func (r *Router) newRequest(ctx context.Context, req *protocol.CompletionRequest) *Request {
 	f := factsOf(ctx)
-	q := &Request{Model: r.Model, Prompt: req.Prompt.IDs, Tenant: f.Tenant, Band: f.Band, Targets: f.Targets}
+	q := &Request{Model: r.Model, Prompt: req.Prompt.IDs, Tenant: f.Tenant, Band: f.Band, Targets: f.Targets, Session: sessionID(req.SessionKey)}
 	if req.User != nil {
 		q.ID = *req.User
 	}
@@ -327,8 +336,9 @@ func (r *Router) newRequest(ctx context.Context, req *protocol.CompletionRequest
 
 // setPolicy makes p the router's policy: the router keeps the prefix index
 // and the latency models for a policy that reads them (the models also
-// for a gate that admits against targets), and calls the policy's hooks
-// if it has any.
+// for a gate that admits against targets), routes sessions and accounts
+// for the engines' caches while they keep one (cacheTracker), and calls
+// the policy's hooks if it has any.
 func (r *Router) setPolicy(p Policy) {
 	r.policy, r.observers, r.readsPrefixes, r.readsLatency = p, nil, false, false
 	if pr, ok := p.(PrefixReader); ok && pr.ReadsPrefixHit() {
@@ -338,6 +348,9 @@ func (r *Router) setPolicy(p Policy) {
 	if lr, ok := p.(LatencyReader); ok && lr.ReadsLatency() || r.SLOAdmission.On() {
 		r.readsLatency = true
 		r.observers = append(r.observers, latencyTracker{})
+	}
+	if r.cachesPrefixes() {
+		r.observers = append(r.observers, cacheTracker{sessions: r.sessionsActive(), ttl: r.Sessions.ttl()})
 	}
 	if o, ok := p.(Observer); ok {
 		r.observers = append(r.observers, o)

@@ -41,8 +41,9 @@ type stats struct {
 	// not waiting on an engine (see engineWait).
 	ownTime time.Duration
 	// cached is what the engines reused of the prompt (see
-	// cachedtokens.go), -1 unknown; of a request, its first choice's.
-	cached int
+	// cachedtokens.go), -1 unknown; of a request, its first choice's;
+	// expected what the router expected of it (cacheaccount.go).
+	cached, expected int
 }
 
 // servedBy adds addr to the engines that generated.
@@ -92,7 +93,7 @@ func (c *completion) run(ctx context.Context, out sink) stats {
 	for _, j := range jobs {
 		total.add(j.stats())
 	}
-	total.cached = jobs[0].cached
+	total.cached, total.expected = jobs[0].cached, jobs[0].expected
 	if err := firstError(errs); err != nil {
 		out.fail(c.clientError(err))
 		return total
@@ -144,7 +145,7 @@ func answerOf(err error) *protocol.Error {
 // choice returns the job that generates choice i.
 func (c *completion) choice(i int) *choiceJob {
 	r := c.r
-	j := &choiceJob{c: c, index: i, cached: -1, tok: r.dec.tok, maxAttempts: r.MaxAttempts, metrics: r.metrics,
+	j := &choiceJob{c: c, index: i, cached: -1, expected: -1, tok: r.dec.tok, maxAttempts: r.MaxAttempts, metrics: r.metrics,
 		stop: stopscan.New(c.req.Stop), logprobs: newChoiceLogprobs(c.req.Logprobs != nil)}
 	if c.req.Stream {
 		j.itl = c.r.itl

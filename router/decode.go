@@ -162,6 +162,9 @@ func (d *decoder) prepareCompletion(hreq *http.Request) (*protocol.CompletionReq
 		return nil, nil, e
 	}
 	defer release()
+	if e := req.TakeSessionKey(); e != nil {
+		return nil, nil, e
+	}
 	if e := req.Validate(); e != nil {
 		return nil, nil, e
 	}

@@ -77,10 +77,10 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 	}()
 	dec.routed() // every way on calls it: prep_recv, or a completion
 	ctx = dec.bind(ctx)
-	var end, cached int
+	var w window
 	local := short
 	if local == "" {
-		if end, cached, local, err = d.prepare(ctx, dec, q, req, avoid); err != nil {
+		if w, local, err = d.prepare(ctx, dec, q, req, avoid); err != nil {
 			return nil, err
 		}
 	}
@@ -89,29 +89,34 @@ func (d *disagg) start(ctx context.Context, whole *protocol.CompletionRequest, a
 		lctx := d.r.planPrefill(ctx, dec.Upstream, d.r.readsLatency, dec.uncached(len(q.Prompt)))
 		return startAttempt(lctx, d.r.client, dec, protocol.PathCompletions, localRequest(whole), req.Stream)
 	}
-	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: end}
+	gen := protocol.StartGenerateRequest{CompletionRequest: *req, Begin: w.end}
 	t0 := time.Now()
-	gctx := d.r.planPrefill(ctx, dec.Upstream, d.r.readsLatency, len(q.Prompt)-end)
+	gctx := d.r.planPrefill(ctx, dec.Upstream, d.r.readsLatency, len(q.Prompt)-w.end)
 	if a, err = startAttempt(gctx, d.r.client, dec, protocol.PathStartGenerate, gen, req.Stream); err != nil {
 		// The engine may have started the generation, which holds the
 		// reservation now: only the release extension is safe.
 		d.releaseUnknown(dec, req)
 		return nil, err
 	}
-	a.cached = cached
+	a.cached, a.expected = w.cached, w.expected
 	if req.Stream {
 		d.r.metrics.steps.WithLabelValues("start_generate").Observe(time.Since(t0).Seconds())
 	}
 	return a, nil
 }
 
+// window is the part of a prompt a disaggregated attempt sent from a
+// prefill engine to its decode engine: [0, end), of which cached tokens
+// no engine computed (see reusedInWindow), where the router expected
+// expected (cacheaccount.go; -1: it did not account).
+type window struct{ end, cached, expected int }
+
 // prepare has the decode engine reserve the KV of the prompt's window
 // (prep_recv) and a prefill engine compute it (remote_send), which it
-// holds for that call only. It returns the window's end and the prompt
-// tokens no engine computed (cached: see reusedInWindow); or local, why
-// the decode engine is to prefill the request itself instead (a reason
-// of caddy_mlc_local_prefills_total); or the error that ends the attempt.
-func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *protocol.CompletionRequest, avoid map[string]bool) (end, cached int, local string, err error) {
+// holds for that call only. It returns the window; or local, why the
+// decode engine is to prefill the request itself instead (a reason of
+// caddy_mlc_local_prefills_total); or the error that ends the attempt.
+func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *protocol.CompletionRequest, avoid map[string]bool) (w window, local string, err error) {
 	n := len(q.Prompt)
 	prep := protocol.PrepRecvRequest{CompletionRequest: *req, End: d.windowEnd(n)}
 	// The response format stays: MLC's start_generation generates under
@@ -119,47 +124,47 @@ func (d *disagg) prepare(ctx context.Context, dec *lease, q *Request, req *proto
 	// HandleDisaggRequest), whose format its grammar is compiled from; the
 	// built-in engine reads start_generate's, which carries it too.
 	prep.Stream, prep.StreamOptions = false, nil
-	end = protocol.ResolveIndex(prep.End, n)
+	end := protocol.ResolveIndex(prep.End, n)
 	if end <= 0 {
-		return 0, 0, "empty_window", nil
+		return window{}, "empty_window", nil
 	}
 	if dec.pe.Load() < 0 {
-		return 0, 0, "unknown_pe", nil
+		return window{}, "unknown_pe", nil
 	}
 	pre := d.r.pick(engine.RolePrefill, pickOptions{avoid: avoid, req: q, exclude: dec.Upstream, noBroken: true})
 	if pre == nil {
-		return 0, 0, "no_prefill_engine", nil
+		return window{}, "no_prefill_engine", nil
 	}
 	var sendErr error
 	defer func() { pre.release(sendErr) }()
 	if d.prefillBusy(pre, dec, q, n) {
-		return 0, 0, "prefill_busy", nil // pre is never routed
+		return window{}, "prefill_busy", nil // pre is never routed
 	}
 	recv, err := d.prepRecv(ctx, dec, req, prep, end)
 	if err != nil {
-		return 0, 0, "", err
+		return window{}, "", err
 	}
 	dec.matched(recv.PrefixMatchedLength)
 	if recv.PrefixMatchedLength == end {
-		return end, end, "", nil // the decode engine's prefix cache holds the window
+		return window{end, end, dec.expectedCached()}, "", nil // the decode engine's prefix cache holds the window
 	}
 	pre.routed()
 	sctx := d.r.planPrefill(pre.bind(ctx), pre.Upstream, d.r.readsLatency, pre.uncached(end), dec.url)
 	var ack *protocol.Usage
 	if ack, sendErr = d.remoteSend(sctx, pre, dec, req, recv, end); sendErr == nil {
 		pre.finish(ack) // what it reused of its own cache corrects its index
-		return end, reusedInWindow(recv.PrefixMatchedLength, ack, end), "", nil
+		return window{end, reusedInWindow(recv.PrefixMatchedLength, ack, end), expectedInWindow(dec, pre, ack, end)}, "", nil
 	}
 	d.releaseReservation(dec, req, end)
 	if ctx.Err() != nil {
-		return 0, 0, "", context.Cause(ctx)
+		return window{}, "", context.Cause(ctx)
 	}
 	if err := d.decodeAtFault(pre, dec, sendErr); err != nil {
-		return 0, 0, "", err
+		return window{}, "", err
 	}
 	d.r.logger.Debug("remote_send failed; the decode engine prefills the request itself",
 		zap.String("user", userOf(req)), addrField(pre.Upstream), zap.Error(sendErr))
-	return 0, 0, "remote_send_failed", nil
+	return window{}, "remote_send_failed", nil
 }
 
 // prepRecv has the decode engine reserve the KV of the window [0, end)

@@ -18,7 +18,7 @@ import (
 // is counted.
 func TestDisaggPrefillFollowsTheSessionsPrefix(t *testing.T) {
 	roles := []engine.Endpoint{{Role: engine.RolePrefill}, {Role: engine.RolePrefill}, {Role: engine.RoleDecode}}
-	c := startCoreArgs(t, 3, Config{Mode: ModeDisagg, MaxPrefillQueue: -1, Endpoints: roles}, PrefixAware{}, "--prefix-cache-mode", "radix")
+	c := startCore(t, 3, Config{Mode: ModeDisagg, MaxPrefillQueue: -1, Endpoints: roles, PrefixCache: engine.PrefixCacheRadix}, PrefixAware{})
 	computed := func() [2]int {
 		return [2]int{int(engineMetrics(t, c.engines[0])["prefill_tokens"]), int(engineMetrics(t, c.engines[1])["prefill_tokens"])}
 	}

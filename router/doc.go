@@ -72,9 +72,12 @@
 // ewls.go (each engine's latency model, learned online), attainment.go
 // (the share of requests that met their latency targets), hooks.go (a
 // route's lifecycle hooks), prefix.go (the prefix index), prefixhits.go
-// and prefixmoves.go (how well it predicts), prefixshare.go and
-// peerload.go (the prefix events and the gate's share that package
-// cluster carries between replicas), upstream.go, proc.go, breaker.go and
+// and prefixmoves.go (how well it predicts), session.go (a session's
+// turns back to the engine of its last), cacheaccount.go (what the
+// router expected each engine's cache to hold against what it reused),
+// prefixshare.go, sessionshare.go and peerload.go (the prefix events,
+// the sessions routed and the gate's share that package cluster carries
+// between replicas), upstream.go, proc.go, breaker.go and
 // engineload.go (an engine as the router knows it: its counts, health,
 // and what it says of its load), rotation.go (an engine out of rotation:
 // no attempt is given it, those on it move when told), fleetapi.go (what

@@ -390,7 +390,7 @@ func (c *engineClient) whole(ctx context.Context, t callee, path string, body an
 		cl.end()
 		return nil, err
 	}
-	return &chunkStream{c: c, cl: cl, answer: &answer}, nil
+	return &chunkStream{c: c, cl: cl, answer: &answer, matched: -1}, nil
 }
 
 // decodeAnswer reads a whole generation's answer: the common shape with
@@ -419,7 +419,7 @@ func (c *engineClient) stream(ctx context.Context, t callee, path string, body a
 		cl.end()
 		return nil, badAnswer(cl.op, t, "a stream answered with another content type", fmt.Errorf("answer is %q, not an event stream", ct))
 	}
-	return &chunkStream{c: c, cl: cl, sse: protocol.NewSSEReader(cl.resp.Body, 0)}, nil
+	return &chunkStream{c: c, cl: cl, sse: protocol.NewSSEReader(cl.resp.Body, 0), matched: -1}, nil
 }
 
 // chunkStream reads the completion chunks of an engine's event stream,
@@ -436,6 +436,9 @@ type chunkStream struct {
 	finished bool                         // a chunk carried a finish reason
 	moved    bool                         // the last chunk showed the generation moving
 	traced   int                          // text pieces seen, for a traced call (see traceChunk)
+	// matched is the engine's early report of its prefix cache's match
+	// (protocol.MatchedChunk), -1 before any.
+	matched int
 }
 
 // complete reports that the engine answered the call in full: a whole
@@ -492,6 +495,9 @@ func (s *chunkStream) next() (*protocol.CompletionResponse, error) {
 			apiErr = protocol.Errorf(http.StatusBadGateway, protocol.ErrTypeServer, "engine stream error: %s", chunk.Error)
 		}
 		return nil, &engineError{op: "stream", addr: t.Addr(), proc: t.procKey(), retry: true, apiErr: apiErr, err: apiErr}
+	}
+	if n := chunk.PrefixMatchedLength; n != nil && *n >= 0 && s.matched < 0 {
+		s.matched = *n
 	}
 	s.progress(&chunk.CompletionResponse)
 	return &chunk.CompletionResponse, nil
@@ -582,6 +588,9 @@ func (s *chunkStream) drain() {
 type engineChunk struct {
 	protocol.CompletionResponse
 	Error json.RawMessage `json:"error"`
+	// PrefixMatchedLength is the built-in engine's early report of its
+	// prefix cache's match (protocol.MatchedChunk).
+	PrefixMatchedLength *int `json:"prefix_matched_length"`
 }
 
 // pending reports that the next chunk has already arrived: the caller

@@ -3,6 +3,7 @@ package router
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -65,7 +66,10 @@ func startCoreModel(t testing.TB, name, path string, engines int, cfg Config, po
 		cfg.Endpoints = append(cfg.Endpoints, ep)
 		c.engines = append(c.engines, fmt.Sprintf("http://127.0.0.1:%d", p))
 	}
-	spec := engine.Spec{Model: path, Kind: engine.KindBuiltin, Program: exe, PrefixCacheMode: engine.PrefixCacheDisable,
+	// The engines keep no prefix cache unless the test asks (cfg's
+	// PrefixCache): most tests check a request's own path.
+	cfg.PrefixCache = cmp.Or(cfg.PrefixCache, engine.PrefixCacheDisable)
+	spec := engine.Spec{Model: path, Kind: engine.KindBuiltin, Program: exe, PrefixCacheMode: cfg.PrefixCache,
 		Endpoints: cfg.Endpoints, EngineArgs: engineArgs, StartupTimeout: time.Minute}.Normalize()
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)

@@ -79,6 +79,7 @@ type Route struct {
 
 	prefix  prefixNote  // the prefix index's bookkeeping
 	latency latencyNote // the latency model's
+	cache   cacheNote   // the cache accounting's
 }
 
 // Usage is what an engine reported of its work on a request, in its

@@ -22,9 +22,11 @@ type Live struct {
 	// gate's refresh, which the request's path calls.
 	peers atomic.Pointer[map[string]peerLoad]
 
-	// prefixSink receives the prefix changes; nil (the usual case, one
-	// replica) costs a tracker one atomic load.
-	prefixSink atomic.Pointer[sinkBox]
+	// prefixSink and sessionSink receive the prefix changes and the
+	// sessions routed, for the other replicas (prefixshare.go,
+	// sessionshare.go).
+	prefixSink  sinkSlot[PrefixSink]
+	sessionSink sinkSlot[SessionSink]
 
 	// changes wakes the requests that wait for an engine: an engine's
 	// state changed, a fleet was attached or drains, a breaker opened, a
@@ -35,6 +37,9 @@ type Live struct {
 	// since is the created time of the served models: when the routers
 	// began serving, the same in every answer and across reloads.
 	since int64
+
+	// sessions are where each session's last turn went (session.go).
+	sessions sessionTable
 
 	largeSlots chan struct{} // the large bodies decoded at once (decode.go)
 	noFDs      descriptorLog // the log of running out of descriptors

@@ -14,7 +14,7 @@ import (
 // messagesSink writes a message, streamed or whole.
 func messagesSink(w http.ResponseWriter, id, model string, req *protocol.CompletionRequest) sink {
 	if req.Stream {
-		return &messagesStream{out: eventStream{w: w}, id: id, model: model, input: len(req.Prompt.IDs)}
+		return &messagesStream{out: eventStream{w: w}, id: id, model: model, input: len(req.Prompt.IDs), cached: -1}
 	}
 	return &messagesWhole{w: w, id: id, model: model}
 }
@@ -31,6 +31,7 @@ func messagesSink(w http.ResponseWriter, id, model string, req *protocol.Complet
 type messagesStream struct {
 	id, model string
 	input     int // the prompt's tokens
+	cached    int // of them, cached as known before the first token; -1 unknown
 
 	out    eventStream
 	blocks int    // blocks started
@@ -39,11 +40,16 @@ type messagesStream struct {
 	reason string
 }
 
-// begin sends message_start.
+// begin sends message_start, with the cached tokens known by then (see
+// cachedtokens.go).
 func (s *messagesStream) begin() error {
-	msg := protocol.NewMessagesResponse(s.id, s.model, nil, nil, protocol.MessagesUsage{InputTokens: s.input})
+	usage := protocol.Usage{PromptTokens: s.input}.WithCached(s.cached)
+	msg := protocol.NewMessagesResponse(s.id, s.model, nil, nil, protocol.NewMessagesUsage(usage))
 	return s.out.event(protocol.EventMessageStart, protocol.MessageStartEvent{Type: protocol.EventMessageStart, Message: msg})
 }
+
+// announceCached takes the cached tokens known before the first token.
+func (s *messagesStream) announceCached(tokens int) { s.cached = tokens }
 
 // start opens block b as the next block, after closing an open text
 // block; the message starts first, and a ping follows the first block's

@@ -43,6 +43,9 @@ type Request struct {
 	Band   int
 	// Targets are its latency targets (see Facts), zero for none.
 	Targets Targets
+	// Session is the hash of the key of the conversation the request
+	// continues (see session.go); 0: none.
+	Session uint64
 
 	chain []uint64 // the prompt's prefix chain, made when first needed
 }
@@ -132,6 +135,11 @@ type Candidate struct {
 	// request were it idle: how fast the engine is, whatever its load; 0
 	// while its model cannot say.
 	IdleTTFT time.Duration
+	// SessionHome marks the engine the request's session went to last
+	// (see session.go). The router sends the session there itself while
+	// that engine is within the balance; a policy sees it marked when it
+	// is not, and chooses.
+	SessionHome bool
 }
 
 // Calls is the engine's work in calls: this Caddy's in flight plus what

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer/tiny"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
@@ -220,8 +221,8 @@ func randomPromptIDs(seed uint64, n int) []int {
 // its new tokens.
 func TestPrefillCountsUncachedTokens(t *testing.T) {
 	const rate = 1000.0
-	c := startCoreArgs(t, 1, Config{Mode: ModeWhole, EngineTimeout: time.Second, PrefillRate: rate, MaxPrefillTime: time.Second},
-		PrefixAware{}, "--prefix-cache-mode", "radix")
+	c := startCore(t, 1, Config{Mode: ModeWhole, EngineTimeout: time.Second, PrefillRate: rate, MaxPrefillTime: time.Second,
+		PrefixCache: engine.PrefixCacheRadix}, PrefixAware{})
 	head := randomPromptIDs(1, 900) // 0.9 s at the rate: within the bound
 	if status, raw, _ := postStream(t, c.base, greedy(head, 4)); status != http.StatusOK {
 		t.Fatalf("the head alone: %d %s", status, raw)

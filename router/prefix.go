@@ -82,6 +82,8 @@ type prefixNote struct {
 	// the prompt when it was routed (matchHeld): what the engine's final
 	// usage corrects.
 	predicted int
+	// tracked says the index set predicted (Routed).
+	tracked bool
 	// corrected says the engine already said what it matched
 	// (prep_recv): the index took it then.
 	corrected bool
@@ -115,7 +117,7 @@ func (prefixTracker) Routed(r *Route) {
 	if !ok {
 		return
 	}
-	r.prefix.predicted = p.matchHeld(chain)
+	r.prefix.predicted, r.prefix.tracked = p.matchHeld(chain), true
 	p.learn(chain, -1, capacity)
 	share(r, PrefixRouted, chain, -1, 0)
 }

@@ -1,5 +1,7 @@
 package router
 
+import "sync/atomic"
+
 // Several Caddy replicas in front of the same engines each keep a prefix
 // index (prefix.go) of what they routed. Alone, each sees a third of the
 // traffic, and sends a prefix to an engine that another replica's requests
@@ -42,27 +44,48 @@ type PrefixSink interface {
 	PrefixLearned(model string, ev PrefixEvent)
 }
 
-type sinkBox struct{ PrefixSink }
-
 // SetPrefixSink makes s the process's PrefixSink (nil: none). It returns
 // a function that removes s, unless another sink replaced it since.
 func (lv *Live) SetPrefixSink(s PrefixSink) (remove func()) {
-	if s == nil {
-		lv.prefixSink.Store(nil)
-		return func() {}
-	}
-	box := &sinkBox{s}
-	lv.prefixSink.Store(box)
-	return func() { lv.prefixSink.CompareAndSwap(box, nil) }
+	return lv.prefixSink.set(s, s == nil)
 }
 
 // share hands the tracker's change on the route's engine to the sink.
 func share(r *Route, kind PrefixEventKind, chain []uint64, tokens, predicted int) {
-	box := r.Engine.internal().pool.live.prefixSink.Load()
-	if box == nil {
+	s, ok := r.Engine.internal().pool.live.prefixSink.get()
+	if !ok {
 		return
 	}
-	box.PrefixLearned(r.Request.Model, PrefixEvent{Kind: kind, Engine: r.Engine.Addr(), Chain: chain, Tokens: tokens, Predicted: predicted})
+	s.PrefixLearned(r.Request.Model, PrefixEvent{Kind: kind, Engine: r.Engine.Addr(), Chain: chain, Tokens: tokens, Predicted: predicted})
+}
+
+// sinkSlot holds the process's sink of one kind of change it tells the
+// other replicas (prefixes, sessions); empty (the usual case, one
+// replica) it costs a change one atomic load.
+type sinkSlot[S any] struct{ p atomic.Pointer[sinkBox[S]] }
+
+type sinkBox[S any] struct{ s S }
+
+// set makes s the sink (none: no sink); the function it returns removes
+// s, unless another sink replaced it since.
+func (sl *sinkSlot[S]) set(s S, none bool) (remove func()) {
+	if none {
+		sl.p.Store(nil)
+		return func() {}
+	}
+	box := &sinkBox[S]{s}
+	sl.p.Store(box)
+	return func() { sl.p.CompareAndSwap(box, nil) }
+}
+
+// get returns the sink, if any.
+func (sl *sinkSlot[S]) get() (S, bool) {
+	box := sl.p.Load()
+	if box == nil {
+		var none S
+		return none, false
+	}
+	return box.s, true
 }
 
 // ApplyPrefixEvent makes another replica's change to the engine's prefix

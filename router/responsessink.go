@@ -18,7 +18,7 @@ func (c *responseCall) sink(w http.ResponseWriter, id, model string, req *protoc
 	}
 	a := &responseAnswer{rc: c, id: id, model: model}
 	if req.Stream {
-		c.out = &responsesStream{responseAnswer: a, out: eventStream{w: w}}
+		c.out = &responsesStream{responseAnswer: a, out: eventStream{w: w}, input: len(req.Prompt.IDs)}
 	} else {
 		a.items = c.hostedPre()
 		c.out = &responsesWhole{responseAnswer: a, w: w}
@@ -146,6 +146,16 @@ type responsesStream struct {
 	*responseAnswer
 	out eventStream
 	seq int
+	// input is the prompt's tokens; early the usage response.created
+	// says, once the cached tokens are known before the first token (see
+	// cachedtokens.go), nil before.
+	input int
+	early *protocol.ResponseUsage
+}
+
+// announceCached takes the cached tokens known before the first token.
+func (s *responsesStream) announceCached(tokens int) {
+	s.early = protocol.NewResponseUsage(protocol.Usage{PromptTokens: s.input, TotalTokens: s.input}.WithCached(tokens))
 }
 
 // event sends one event, numbering it. seq is the
@@ -158,7 +168,7 @@ func (s *responsesStream) event(name string, v any, seq *int) error {
 
 // begin sends the events that open the response.
 func (s *responsesStream) begin() error {
-	inProgress := s.rc.response(s.id, s.model, protocol.ResponseInProgress, nil, nil)
+	inProgress := s.rc.response(s.id, s.model, protocol.ResponseInProgress, nil, s.early)
 	for _, name := range []string{protocol.EventResponseCreated, protocol.EventResponseInProgress} {
 		e := protocol.ResponseStateEvent{Type: name, Response: inProgress}
 		if err := s.event(name, &e, &e.SequenceNumber); err != nil {

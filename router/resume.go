@@ -55,9 +55,11 @@ type choiceJob struct {
 	chunks   int             // its chunks that carried text
 	usage    *protocol.Usage // the engine's count, once it finished
 	// cached is what the first attempt that said reused of the prompt;
-	// -1 until one says (see cachedtokens.go).
-	cached int
-	open   *attempt // being read: closed by run's recovery on a panic
+	// -1 until one says (see cachedtokens.go); expected what the router
+	// expected of that attempt (cacheaccount.go), -1 unknown.
+	cached, expected int
+	announced        bool     // the sink was told the cached tokens (announce)
+	open             *attempt // being read: closed by run's recovery on a panic
 }
 
 // stats are what the choice's attempts amounted to.
@@ -419,6 +421,7 @@ func (j *choiceJob) read(a *attempt, out sink) (finished bool, err error) {
 			j.blame(err)
 			return false, err
 		}
+		j.announce(a, out)
 		if chunk.Usage != nil {
 			usage = chunk.Usage
 		}

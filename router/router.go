@@ -112,6 +112,14 @@ type Config struct {
 	// KeepAlive is how often a stream that waits for text tells its
 	// client so (0: never; see keepalive.go).
 	KeepAlive time.Duration
+
+	// PrefixCache is the engines' prefix cache mode:
+	// engine.PrefixCacheRadix ("" is it, the default) or
+	// engine.PrefixCacheDisable, with which the router neither routes by
+	// sessions nor accounts for what the engines reuse.
+	PrefixCache string
+	// Sessions configure the session hint (session.go).
+	Sessions Sessions
 }
 
 // Router routes one model's requests to its engines. The adapter makes it
@@ -281,6 +289,11 @@ func (r *Router) Close() {
 	r.live.remove(r)
 	r.client.close()
 }
+
+// RoutesSessions reports whether the router routes a session's turns to
+// the engine of its last (session.go): the adapter then shares where
+// sessions went with the other replicas.
+func (r *Router) RoutesSessions() bool { return r.sessionsActive() }
 
 // KeepsPrefixIndex reports whether the router keeps its engines' prefix
 // indexes, for a policy that reads Candidate.PrefixHit: the adapter then

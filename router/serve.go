@@ -114,6 +114,9 @@ func (r *Router) serve(w http.ResponseWriter, hreq *http.Request, a api) {
 	var rec *outcomeSink
 	for req != nil {
 		req.Model = r.Path // what the engines are told; the answers say r.Model
+		if v := r.sessionHeader(hreq); v != "" {
+			req.SessionKey = v
+		}
 		f := factsOf(hreq.Context())
 		c := r.newCompletion(a.idPrefix, req, prompt, begin)
 		earlier := rec
@@ -348,6 +351,12 @@ func (r *Router) record(hreq *http.Request, a api, c *completion, rec *outcomeSi
 	}
 	if c.req.User != nil {
 		fields = append(fields, zap.String("user", *c.req.User))
+	}
+	if st.expected >= 0 {
+		fields = append(fields, zap.Int("expected_cached_tokens", st.expected))
+	}
+	if c.req.SessionKey != "" {
+		fields = append(fields, zap.String("session", SessionLabel(sessionID(c.req.SessionKey))))
 	}
 	if c.facts != (Facts{}) {
 		fields = append(fields, zap.String("tenant", c.facts.Tenant), zap.Int("band", c.facts.Band), zap.Duration("admission_wait", c.admitWait))

@@ -149,6 +149,7 @@ var sharedState = map[string]string{
 	"cluster/upGauge":                "collectors",
 	"cluster/dropped":                "collectors",
 	"cluster/prefixApplied":          "collectors",
+	"cluster/sessionsApplied":        "collectors",
 	"cluster/libraryLog":             "go-redis has one logger per process (redis.SetLogger)",
 	"cluster/libraryLogSet":          "go-redis has one logger per process (redis.SetLogger)",
 	"engine/kinds":                   "the kinds registry, written in init (as caddy.RegisterModule)",

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/caddy-mlc/caddy-mlc/engine"
@@ -20,12 +21,17 @@ type UpstreamStatus struct {
 	// Predicted is what its latency model predicts now, for a router
 	// that keeps one and while it can say.
 	Predicted *PredictedStatus `json:"predicted,omitempty"`
+	// Cache is what the routers expected its prefix cache to hold and
+	// what it reused (cacheaccount.go), from the first route it reported
+	// on.
+	Cache *CacheStatus `json:"cache,omitempty"`
 }
 
 // UpstreamStatus describes u, whose process is pid, as the router sees
 // it.
 func (r *Router) UpstreamStatus(u *Upstream, pid int) UpstreamStatus {
-	st := UpstreamStatus{InFlight: u.inflight.Load(), Requests: u.requests.Load(), Breaker: u.breaker.state(pid).String(), Load: loadStatusOf(u)}
+	st := UpstreamStatus{InFlight: u.inflight.Load(), Requests: u.requests.Load(), Breaker: u.breaker.state(pid).String(), Load: loadStatusOf(u),
+		Cache: u.cacheCounts.status()}
 	if r.readsLatency {
 		st.Predicted = predictedStatus(u)
 	}
@@ -63,6 +69,11 @@ type RouterStatus struct {
 	// the router keeps its engines' prefix indexes for it.
 	Policy      string `json:"policy"`
 	PrefixIndex bool   `json:"prefix_index,omitempty"`
+	// PrefixCache is the engines' prefix cache mode (radix, the
+	// default, or disable); Sessions says that the router routes a
+	// session's turns to the engine of its last (session.go).
+	PrefixCache string `json:"prefix_cache"`
+	Sessions    bool   `json:"sessions,omitempty"`
 	// Context is a sequence's tokens (0: unknown); DefaultMaxTokens and
 	// MaxTokensLimit the output bounds (0: none but the context).
 	Context          int `json:"context,omitempty"`
@@ -96,6 +107,7 @@ type GateStatus struct {
 // Status describes the router.
 func (r *Router) Status() RouterStatus {
 	st := RouterStatus{Model: r.Model, Mode: r.Mode, Policy: r.policyName, PrefixIndex: r.readsPrefixes, Queued: r.queued.Load(),
+		PrefixCache: cmp.Or(r.PrefixCache, engine.PrefixCacheRadix), Sessions: r.sessionsActive(),
 		Context: r.dec.context, DefaultMaxTokens: r.DefaultMaxTokens, MaxTokensLimit: r.MaxTokensLimit}
 	st.Waits = r.waitsStatus()
 	qs := r.gate.queue.Stats()

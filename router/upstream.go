@@ -41,6 +41,9 @@ type Upstream struct {
 	unreported atomic.Int64
 	ownAtAsk   atomic.Int64 // our inflight when the last poll asked
 	prefixes   prefixIndex  // what its prefix cache is expected to hold
+	// cacheCounts are what the routers expected it to hold and what it
+	// reused (cacheaccount.go).
+	cacheCounts cacheCounts
 	// noRelease is set once the engine answered 404 to the release
 	// extension (a real MLC engine): reservations are then given back
 	// through MLC's own API.

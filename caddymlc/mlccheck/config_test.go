@@ -73,7 +73,7 @@ func TestFindRouters(t *testing.T) {
 	if !slices.Equal(a.starts, []int{0, 1, 3}) || a.cfg.Endpoints[0].GPUs != 1 {
 		t.Errorf("PE starts %v (gpus %d): want [0 1 3], a missing gpus being 1", a.starts, a.cfg.Endpoints[0].GPUs)
 	}
-	if a.kind != engine.KindBuiltin || a.cfg.PrefixCache != engine.PrefixCacheDisable || a.tok == nil || a.context <= 0 {
+	if a.kind != engine.KindBuiltin || a.cfg.PrefixCache != engine.PrefixCacheRadix || a.tok == nil || a.context <= 0 {
 		t.Errorf("defaults: kind %s, prefix cache %s, tokenizer %v, context %d", a.kind, a.cfg.PrefixCache, a.tok != nil, a.context)
 	}
 

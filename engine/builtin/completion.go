@@ -31,6 +31,9 @@ func (a completionAnswer) chunk(ev event) any {
 		choice.FinishReason = new(ev.finish)
 	}
 	chunk.Choices = []protocol.CompletionChoice{choice}
+	if ev.first {
+		return protocol.MatchedChunk{CompletionResponse: chunk, PrefixMatchedLength: &ev.matched}
+	}
 	return chunk
 }
 

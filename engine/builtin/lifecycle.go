@@ -100,7 +100,12 @@ func (e *Engine) send(s *sequence, p piece, finish string) {
 	if p.text == "" && len(p.logprobs) == 0 && finish == "" {
 		return
 	}
-	e.emit(s.req.events, event{choice: s.index, text: p.text, logprobs: p.logprobs, finish: finish})
+	ev := event{choice: s.index, text: p.text, logprobs: p.logprobs, finish: finish}
+	if !s.req.announced {
+		s.req.announced = true
+		ev.first, ev.matched = true, s.req.prefixMatched
+	}
+	e.emit(s.req.events, ev)
 }
 
 // finish ends s: its pages go to the prefix cache or back to the pool, its

@@ -25,6 +25,9 @@ type request struct {
 	noRoom           bool // the prompt left no room for a token: ended at once
 	completionTokens int
 	prefixMatched    int
+	// announced says its first event went out, with prefixMatched
+	// (protocol.MatchedChunk).
+	announced bool
 
 	// reply is the --replies choice for the prompt (nil: none matched),
 	// made once (replyChosen) for all its sequences: every sequence
@@ -68,6 +71,10 @@ type event struct {
 	usage    *protocol.Usage // with done
 	payload  []byte          // with done, for computeOnly requests
 	aborted  bool            // with done: the engine is shutting down
+	// first marks the request's first event, which carries matched, its
+	// prefix cache's match (protocol.MatchedChunk).
+	first   bool
+	matched int
 }
 
 // eventQueue is an unbounded queue from the scheduler (which never blocks

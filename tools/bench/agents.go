@@ -93,6 +93,9 @@ type agentRow struct {
 	prefill  int // disagg: prefill engines, then decode engines
 	decode   int
 	replicas int // Caddys sharing the engines, through the cluster option when more than one
+	// sessions: each session names itself (prompt_cache_key), and its
+	// turns go back to the engine of its last (the router's sessions).
+	sessions bool
 }
 
 // agentRows are every row, in the order they run.
@@ -104,6 +107,9 @@ var agentRows = []agentRow{
 	{name: "disagg-2p2d/prefix_aware", mode: "disagg", policy: "prefix_aware", prefill: 2, decode: 2, replicas: 1},
 	{name: "disagg-2p2d/least_loaded", mode: "disagg", policy: "least_loaded", prefill: 2, decode: 2, replicas: 1},
 	{name: "replicas-3/prefix_aware", mode: "whole", policy: "prefix_aware", replicas: 3},
+	{name: "whole/sessions", mode: "whole", policy: "least_loaded", replicas: 1, sessions: true},
+	{name: "disagg-2p2d/sessions", mode: "disagg", policy: "least_loaded", prefill: 2, decode: 2, replicas: 1, sessions: true},
+	{name: "replicas-3/sessions", mode: "whole", policy: "least_loaded", replicas: 3, sessions: true},
 }
 
 func agentRowNames() []string {
@@ -145,10 +151,10 @@ func (r agentRow) engines() int {
 // handler is the row's mlc_router over engines.
 func (r agentRow) handler(engines []string) string {
 	if r.mode == "whole" {
-		return mlcWhole(external(engines), "policy "+r.policy)
+		return mlcWhole(external(engines), "policy "+r.policy, "prefix_cache radix")
 	}
 	var b strings.Builder
-	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode disagg\n")
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode disagg\n\tprefix_cache radix\n")
 	for i, e := range engines {
 		role := "decode"
 		if i < r.prefill {
@@ -248,13 +254,17 @@ func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow, cl
 		global = clusterOption(redis, row.replicas)
 	}
 	var bases []string
+	var caddys []*caddyProc
 	for i := range row.replicas {
 		name := fmt.Sprintf("agents-%s-%d", strings.NewReplacer("/", "-").Replace(row.name), i)
 		caddy, err := b.startCaddyWith(ctx, name, global, row.handler(engines), false)
 		if err != nil {
 			return agentResult{}, err
 		}
-		bases = append(bases, caddy.base)
+		bases, caddys = append(bases, caddy.base), append(caddys, caddy)
+	}
+	if err := sharing(ctx, caddys); err != nil {
+		return agentResult{}, err
 	}
 	progressf("agents: %d sessions of %d turns, %s (KV %d tokens an engine)", shape.sessions, shape.turns, row.name, shape.kvTokens())
 	before, preBefore, err := engineCounts(ctx, engines)
@@ -263,7 +273,7 @@ func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow, cl
 	}
 	res := agentResult{row: row, turns: make([][]agentTurn, shape.turns)}
 	t0 := time.Now()
-	if err := runSessions(ctx, bases, shape, clock, &res); err != nil {
+	if err := runSessions(ctx, bases, shape, clock, row.sessions, &res); err != nil {
 		return agentResult{}, err
 	}
 	res.wall = clock.modelled(time.Since(t0))
@@ -273,6 +283,41 @@ func (b *bench) agentRow(ctx context.Context, shape agentShape, row agentRow, cl
 	}
 	res.computed, res.preemptions = after-before, preAfter-preBefore
 	return res, nil
+}
+
+// sharing waits until the replicas hear one another: a replica hears
+// only what is published once its subscription is up, which its
+// answering does not say. It routes probe sessions (three tokens each)
+// through the first until every other has taken one in.
+func sharing(ctx context.Context, caddys []*caddyProc) error {
+	client := &http.Client{Timeout: time.Minute}
+	deadline := time.Now().Add(time.Minute)
+	for probe := 0; len(caddys) > 1; probe++ {
+		heard := true
+		for _, c := range caddys[1:] {
+			body, err := getBody(ctx, c.admin+"/metrics")
+			if err != nil {
+				return err
+			}
+			n, _ := counterValue(body, "caddy_mlc_session_events_applied_total")
+			heard = heard && n > 0
+		}
+		if heard {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replicas heard none of %d probe sessions in a minute", probe)
+		}
+		if t := agentCall(ctx, client, caddys[0].base, []int{5, 6, 7}, 1, fmt.Sprintf("probe-%d", probe)); t.err != nil {
+			return t.err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond): // the others are other processes: polled
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // count is how many children are running.
@@ -326,8 +371,11 @@ func agentTokens(seed uint64, n int) []int {
 }
 
 // runSessions runs every session to its last turn, together, session k
-// on the Caddy at bases[k mod len(bases)].
-func runSessions(ctx context.Context, bases []string, shape agentShape, clock agentClock, res *agentResult) error {
+// on the Caddys at bases in turn, from bases[k mod len(bases)] (each
+// turn at the next, as a load balancer without affinity sends them);
+// with keyed, each names itself by prompt_cache_key. Times are the
+// clock's modelled ones.
+func runSessions(ctx context.Context, bases []string, shape agentShape, clock agentClock, keyed bool, res *agentResult) error {
 	head := agentTokens(1, shape.sharedHead)
 	client := &http.Client{Timeout: 5 * time.Minute}
 	var mu sync.Mutex
@@ -350,7 +398,11 @@ func runSessions(ctx context.Context, bases []string, shape agentShape, clock ag
 					added = shape.toolResult
 					prompt = append(prompt, agentTokens(uint64(10000+k*100+turn), shape.toolResult)...)
 				}
-				t := agentCall(ctx, client, bases[k%len(bases)], prompt, shape.generate)
+				key := ""
+				if keyed {
+					key = fmt.Sprintf("agent-session-%d", k)
+				}
+				t := agentCall(ctx, client, bases[(k+turn)%len(bases)], prompt, shape.generate, key)
 				t.newTokens = added
 				t.ttft = clock.modelled(t.ttft)
 				mu.Lock()
@@ -379,11 +431,15 @@ func runSessions(ctx context.Context, bases []string, shape agentShape, clock ag
 	return nil
 }
 
-// agentCall streams one turn and measures its time to first token and
-// the usage's cached tokens.
-func agentCall(ctx context.Context, client *http.Client, base string, prompt []int, generate int) agentTurn {
-	body, _ := json.Marshal(map[string]any{"model": "tiny", "prompt": prompt, "max_tokens": generate, "temperature": 0,
-		"stream": true, "stream_options": map[string]any{"include_usage": true}})
+// agentCall streams one turn, of the session key names ("": none), and
+// measures its time to first token and the usage's cached tokens.
+func agentCall(ctx context.Context, client *http.Client, base string, prompt []int, generate int, key string) agentTurn {
+	req := map[string]any{"model": "tiny", "prompt": prompt, "max_tokens": generate, "temperature": 0,
+		"stream": true, "stream_options": map[string]any{"include_usage": true}}
+	if key != "" {
+		req["prompt_cache_key"] = key
+	}
+	body, _ := json.Marshal(req)
 	resp, t0, err := postCompletion(ctx, client, base, body, nil)
 	if err != nil {
 		return agentTurn{err: err}

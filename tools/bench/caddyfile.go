@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -33,10 +34,11 @@ func reverseProxy(engines []string) string {
 }
 
 // mlcWhole is an mlc_router in mode whole over endpoints (each an
-// endpoint's arguments), with more options (lines of its block).
+// endpoint's arguments), with more options (lines of its block). The
+// engines keep no prefix cache unless an option says (see cacheOff).
 func mlcWhole(endpoints []string, options ...string) string {
 	var b strings.Builder
-	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n")
+	b.WriteString("mlc_router {\n\tmodel tiny\n\tmode whole\n" + cacheOff(options))
 	for _, e := range endpoints {
 		fmt.Fprintf(&b, "\tendpoint %s\n", e)
 	}
@@ -45,6 +47,17 @@ func mlcWhole(endpoints []string, options ...string) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// cacheOff is the line that turns the prefix cache off, unless options
+// set it: the parties are compared on the same work, and the engines the
+// bench starts itself run without one too (fleet.go), unless a run asks
+// (the agent sessions), which the router is told.
+func cacheOff(options []string) string {
+	if slices.ContainsFunc(options, func(o string) bool { return strings.HasPrefix(o, "prefix_cache ") }) {
+		return ""
+	}
+	return "\tprefix_cache disable\n"
 }
 
 // external is the endpoints of engines the router does not spawn.
@@ -77,7 +90,7 @@ func mlcRouter(engines []string, engineTimeout string) string {
 // mlcDisagg is an mlc_router in mode disagg: the first engine prefills,
 // the second decodes.
 func mlcDisagg(prefill, decode string) string {
-	return fmt.Sprintf("mlc_router {\n\tmodel tiny\n\tmode disagg\n"+
+	return fmt.Sprintf("mlc_router {\n\tmodel tiny\n\tmode disagg\n"+cacheOff(nil)+
 		"\tendpoint %s role prefill external\n\tendpoint %s role decode external\n}\n", prefill, decode)
 }
 
