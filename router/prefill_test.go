@@ -143,8 +143,8 @@ func TestPrefillTooLongRefused(t *testing.T) {
 
 // A frozen engine (SIGSTOP) is still caught while a long prompt waits
 // on it: its probes go unanswered, and the request resumes on the other
-// engine within the engine timeout and a second of the freeze, answered
-// exactly.
+// engine once the engine timeout passes (not the prefill's allowance),
+// answered exactly.
 func TestPrefillFrozenEngine(t *testing.T) {
 	const engineTimeout = time.Second
 	c := startCore(t, 2, Config{Mode: ModeWhole, EngineTimeout: engineTimeout, PrefillRate: 100}, nil)
@@ -197,8 +197,12 @@ func TestPrefillFrozenEngine(t *testing.T) {
 	if d := retriedSince(before, causeTimeout, causePrefill); d[0] != 1 || d[1] != 0 {
 		t.Errorf("retries (timeout, prefill) %v: want 1 0", d)
 	}
-	if bound := engineTimeout + time.Second + alone; took > bound {
-		t.Errorf("answered %v after the freeze, above %v (the engine timeout, a second, and %v for the prefill alone)", took, bound, alone)
+	// The retry's cause proves the freeze was caught as silence; the time
+	// only shows it was not waited out: under the prefill's allowance
+	// (1,500 tokens at prefill_rate 100, 15 s), with room for a loaded
+	// machine.
+	if bound := 3*(engineTimeout+alone) + 5*time.Second; took > bound {
+		t.Errorf("answered %v after the freeze, above %v (thrice the engine timeout and %v for the prefill alone, and 5 s)", took, bound, alone)
 	}
 	t.Logf("answered %v after the freeze (%v alone)", took.Round(time.Millisecond), alone.Round(time.Millisecond))
 }
