@@ -1,7 +1,6 @@
 package caddymlc
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/completiontest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -42,32 +42,13 @@ func startPreemptingProxy(t *testing.T, addr string, armed *atomic.Bool) string 
 			_, _ = io.Copy(w, resp.Body)
 		case strings.HasPrefix(resp.Header.Get("Content-Type"), protocol.ContentTypeEventStream):
 			w.WriteHeader(resp.StatusCode)
-			preemptStream(w, resp.Body, armed)
+			completiontest.PreemptStream(w, resp.Body, 3, func() bool { return armed.CompareAndSwap(true, false) })
 		default:
 			preemptWhole(w, resp.Body, armed)
 		}
 	}))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
-}
-
-// preemptStream copies an engine's stream, ending it with a preemption
-// after its third text event if armed is still set then.
-func preemptStream(w http.ResponseWriter, body io.Reader, armed *atomic.Bool) {
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	texts := 0
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.Contains(line, `"text":"`) && !strings.Contains(line, `"text":""`) {
-			if texts++; texts > 3 && armed.CompareAndSwap(true, false) {
-				fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", `{"id":"x","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":"","finish_reason":"preempt"}]}`)
-				return
-			}
-		}
-		fmt.Fprintf(w, "%s\n", line)
-		w.(http.Flusher).Flush()
-	}
 }
 
 // preemptWhole answers an engine's whole answer cut to half its text,

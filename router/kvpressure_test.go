@@ -1,14 +1,12 @@
 package router
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
@@ -123,17 +121,5 @@ func (p *preemptEvery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(w, resp.Body)
 		return
 	}
-	sc := bufio.NewScanner(resp.Body)
-	texts := 0
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.Contains(line, `"text":"`) && !strings.Contains(line, `"text":""`) {
-			if texts++; texts > p.texts {
-				fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", `{"id":"x","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":"","finish_reason":"preempt"}]}`)
-				return
-			}
-		}
-		fmt.Fprintf(w, "%s\n", line)
-		w.(http.Flusher).Flush()
-	}
+	completiontest.PreemptStream(w, resp.Body, p.texts, func() bool { return true })
 }

@@ -1,8 +1,6 @@
 package router
 
 import (
-	"bufio"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/completiontest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -52,20 +51,7 @@ func (p *preemptingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(w, resp.Body)
 		return
 	}
-	sc := bufio.NewScanner(resp.Body)
-	texts := 0
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.Contains(line, `"text":"`) && !strings.Contains(line, `"text":""`) {
-			if texts++; texts > 3 {
-				fmt.Fprintf(w, "data: %s\n\n", `{"id":"x","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":"","finish_reason":"preempt"}]}`)
-				fmt.Fprint(w, "data: [DONE]\n\n")
-				return
-			}
-		}
-		fmt.Fprintf(w, "%s\n", line)
-		w.(http.Flusher).Flush()
-	}
+	completiontest.PreemptStream(w, resp.Body, 3, func() bool { return true })
 }
 
 // A disaggregated request that an engine preempted and the router resumed
