@@ -112,10 +112,11 @@ func (t TextFormat) Check() *Error {
 	return e
 }
 
-// engineSchema compiles schema, as the built-in engine will, to refuse
-// what it cannot honour before an engine is asked.
+// engineSchema compiles schema, as the built-in engine will (under the
+// bounds it generates within), to refuse what it cannot honour before an
+// engine is asked.
 func engineSchema(param string, schema []byte) (*ResponseFormat, *Error) {
-	if _, err := jsongrammar.CompileSchema(schema); err != nil {
+	if _, err := jsongrammar.CompileSchema(schema, jsongrammar.BuiltinBounds()); err != nil {
 		var se *jsongrammar.SchemaError
 		if errors.As(err, &se) && se.Keyword != "" {
 			return nil, InvalidRequest(param+strings.ReplaceAll(se.Path, "/", "."), "%s: %v", param, err).WithCode(CodeUnsupportedValue)

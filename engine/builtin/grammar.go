@@ -14,15 +14,6 @@ import (
 // its automaton's caches (bounded themselves: jsongrammar's defaults).
 const maxGrammars = 32
 
-// Bounds of generated values beyond a schema's: the built-in model's
-// weights are random, and would otherwise not close a string or an
-// array before max_tokens.
-const (
-	maxStringBytes = 48
-	maxFreeItems   = 6
-	maxFreeDepth   = 4
-)
-
 // grammars compiles response formats and keeps their automata over the
 // engine's vocabulary, the most recently used first. It is safe for
 // concurrent use: handlers compile, the scheduler walks.
@@ -94,7 +85,8 @@ func (g *grammars) automaton(f *protocol.ResponseFormat, param string) (*jsongra
 		src = []byte(*f.Schema)
 		key = "schema:" + *f.Schema
 	}
-	key = jsongrammar.BoundedKey(key, maxStringBytes, maxFreeItems, maxFreeDepth)
+	bounds := jsongrammar.BuiltinBounds()
+	key = jsongrammar.BoundedKey(key, bounds)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, a := range g.lru {
@@ -105,10 +97,10 @@ func (g *grammars) automaton(f *protocol.ResponseFormat, param string) (*jsongra
 		}
 	}
 	t0 := time.Now()
-	gr := jsongrammar.JSONObject()
+	gr := jsongrammar.JSONObject(bounds)
 	if src != nil {
 		var err error
-		if gr, err = jsongrammar.CompileSchema(src); err != nil {
+		if gr, err = jsongrammar.CompileSchema(src, bounds); err != nil {
 			code := protocol.CodeInvalidValue
 			var se *jsongrammar.SchemaError
 			if errors.As(err, &se) && se.Keyword != "" {
@@ -118,7 +110,6 @@ func (g *grammars) automaton(f *protocol.ResponseFormat, param string) (*jsongra
 		}
 	}
 	g.buildVocab()
-	gr = gr.Bounded(maxStringBytes, maxFreeItems, maxFreeDepth)
 	a := jsongrammar.NewAutomaton(gr, g.v)
 	g.compile += time.Since(t0)
 	// The compacted schema and the key of a schema sent compacted agree.
@@ -132,6 +123,7 @@ func (g *grammars) automaton(f *protocol.ResponseFormat, param string) (*jsongra
 		st := old.Stats()
 		g.evicted.MaskTime += st.MaskTime
 		g.evicted.Computed += st.Computed
+		g.evicted.Degraded += st.Degraded
 		g.lru = g.lru[:len(g.lru)-1]
 	}
 	g.lru = append([]*jsongrammar.Automaton{a}, g.lru...)
@@ -147,12 +139,14 @@ type grammarStats struct {
 	CompileTime  time.Duration
 	MaskTime     time.Duration
 	MasksCompute int64
+	// MasksDegraded are the masks of one-byte tokens only.
+	MasksDegraded int64
 }
 
 func (g *grammars) stats() grammarStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := grammarStats{Grammars: len(g.lru), CompileTime: g.compile, MaskTime: g.evicted.MaskTime, MasksCompute: g.evicted.Computed}
+	s := grammarStats{Grammars: len(g.lru), CompileTime: g.compile, MaskTime: g.evicted.MaskTime, MasksCompute: g.evicted.Computed, MasksDegraded: g.evicted.Degraded}
 	if g.v != nil {
 		s.VocabBytes = g.v.Bytes()
 	}
@@ -162,6 +156,7 @@ func (g *grammars) stats() grammarStats {
 		s.MaskBytes += st.MaskBytes
 		s.MaskTime += st.MaskTime
 		s.MasksCompute += st.Computed
+		s.MasksDegraded += st.Degraded
 	}
 	return s
 }
