@@ -2,9 +2,12 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/jsongrammar"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 )
 
@@ -150,5 +153,38 @@ func TestToolCallFormatErrors(t *testing.T) {
 	}
 	if rf, e := chat(`{"type":"function","function":{"name":"ok"}}`).ToolCallFormat("arguments"); rf == nil || e != nil {
 		t.Errorf("naming the other tool: %v %v", rf, e)
+	}
+}
+
+// TestToolCallFormatLargeTools: sixty tools of parameters of about
+// 64 KB each are a 400 naming tools, fast: their size is checked before
+// any of them is compiled.
+func TestToolCallFormatLargeTools(t *testing.T) {
+	var props []string
+	for i := 0; len(strings.Join(props, ",")) < jsongrammar.MaxSchemaBytes-1000; i++ {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string","description":"a property of a large tool"}`, i))
+	}
+	params := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":["p0"]}`
+	var tools []string
+	for i := range 60 {
+		tools = append(tools, fmt.Sprintf(`{"type":"function","function":{"name":"f%d","parameters":%s}}`, i, params))
+	}
+	var r ChatCompletionRequest
+	if err := json.Unmarshal([]byte(`{"messages":[{"role":"user","content":"hi"}],"tool_choice":"required","tools":[`+strings.Join(tools, ",")+`]}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	_, e := r.ToolCallFormat("arguments")
+	took := time.Since(t0)
+	if e == nil || e.Param == nil || *e.Param != "tools" || e.Status != 400 {
+		t.Fatalf("%+v, want a 400 naming tools", e)
+	}
+	if took > 2*time.Second {
+		t.Errorf("refused after %v", took)
+	}
+	// One such tool alone is served.
+	r.Tools = r.Tools[:1]
+	if _, e := r.ToolCallFormat("arguments"); e != nil {
+		t.Errorf("one tool of %d bytes: %v", len(params), e)
 	}
 }
