@@ -59,6 +59,8 @@ func (b *bench) runJSON(ctx context.Context, cfg *config, args []string, stdout 
 	if err != nil {
 		return err
 	}
+	var hostileOut bytes.Buffer
+	hostileErr := runHostile(ctx, engines[0], b.procs.last().pid(), &hostileOut)
 	b.procs.stopAll()
 	load.sample()
 	ratio := median(with) / median(without)
@@ -74,6 +76,10 @@ func (b *bench) runJSON(ctx context.Context, cfg *config, args []string, stdout 
 		if v, err := counterValue(metrics, name); err == nil {
 			fmt.Fprintf(stdout, "- %s %g\n", name, v)
 		}
+	}
+	fmt.Fprintf(stdout, "\nThe hostile schemas of internal/testkit/hostile on the same engine, one after another, beside a stream of plain completions:\n\n%s", hostileOut.Bytes())
+	if hostileErr != nil {
+		return hostileErr
 	}
 	if cfg.check && ratio > jsonGoal {
 		return fmt.Errorf("-check: time per output token with a schema is %.2f× the time without, more than %.1f×", ratio, jsonGoal)
