@@ -112,7 +112,7 @@ func checkCallFormat(t *testing.T, choice string, rf *ResponseFormat, ok, not []
 // TestToolCallFormatErrors: a tool schema the grammar cannot serve is a
 // 400 naming the keyword, as the client's API names the tool's schema.
 func TestToolCallFormatErrors(t *testing.T) {
-	bad := `{"type":"object","properties":{"when":{"type":"string","format":"date-time"}}}`
+	bad := `{"type":"object","properties":{"when":{"type":"array","contains":{},"maxContains":1}}}`
 	chat := func(choice string) *ChatCompletionRequest {
 		var r ChatCompletionRequest
 		body := `{"messages":[{"role":"user","content":"hi"}],"tool_choice":` + choice + `,"tools":[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"name":"f","parameters":` + bad + `}}]}`
@@ -137,13 +137,13 @@ func TestToolCallFormatErrors(t *testing.T) {
 		req   *ChatCompletionRequest
 		param string
 	}{
-		{chat(`"required"`), "tools[1].function.parameters.properties.when.format"},
-		{chat(`{"type":"function","function":{"name":"f"}}`), "tools[1].function.parameters.properties.when.format"},
-		{msgs(`{"type":"any"}`), "tools[2].input_schema.properties.when.format"},
-		{msgs(`{"type":"tool","name":"f"}`), "tools[2].input_schema.properties.when.format"},
+		{chat(`"required"`), "tools[1].function.parameters.properties.when.maxContains"},
+		{chat(`{"type":"function","function":{"name":"f"}}`), "tools[1].function.parameters.properties.when.maxContains"},
+		{msgs(`{"type":"any"}`), "tools[2].input_schema.properties.when.maxContains"},
+		{msgs(`{"type":"tool","name":"f"}`), "tools[2].input_schema.properties.when.maxContains"},
 	} {
 		_, e := c.req.ToolCallFormat("arguments")
-		if e == nil || e.Param == nil || *e.Param != c.param || e.Status != 400 || !strings.Contains(e.Message, `"format"`) {
+		if e == nil || e.Param == nil || *e.Param != c.param || e.Status != 400 || !strings.Contains(e.Message, `"maxContains"`) {
 			t.Errorf("%s: %+v, want a 400 naming %s", c.req.ToolChoice, e, c.param)
 		}
 	}

@@ -135,7 +135,7 @@ func TestStructuredOutputErrors(t *testing.T) {
 		format map[string]any
 		param  string
 	}{
-		{map[string]any{"type": "json_object", "schema": `{"type":"string","minLength":3}`}, "response_format.schema.minLength"},
+		{map[string]any{"type": "json_object", "schema": `{"type":"array","contains":{},"maxContains":3}`}, "response_format.schema.maxContains"},
 		{map[string]any{"type": "json_object", "schema": `{"type":`}, "response_format.schema"},
 		{map[string]any{"type": "json_object", "resumed_tokens": 2}, "response_format.resumed_tokens"},
 		{map[string]any{"type": "yaml"}, "response_format.type"},

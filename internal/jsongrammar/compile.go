@@ -33,6 +33,7 @@ func whole(s *jv) celem { return celem{s: s, from: -1} }
 const (
 	skipAnyOf uint8 = 1 << iota
 	skipOneOf
+	skipIf
 )
 
 type compiler struct {
@@ -47,6 +48,11 @@ type compiler struct {
 	anyVal, anyStr int32
 	numbers        map[numSpec]int32
 	patterns       map[string]*cdfa
+	// Schemas the compiler writes: negations and dependentSchemas' ifs,
+	// once each, with ids past the document's.
+	negations map[int32]*jv
+	depIfs    map[string]*jv
+	synthID   int32
 }
 
 // CompileSchema compiles a JSON schema into the grammar of its values,
@@ -69,7 +75,8 @@ func CompileSchema(schema []byte, b Bounds) (*Grammar, error) {
 
 func newCompiler(d *doc, b Bounds) *compiler {
 	c := &compiler{d: d, bounds: b, bud: &budget{left: MaxCompileSteps}, memo: map[string]int32{}, open: map[int32]bool{},
-		anyVal: -1, anyStr: -1, numbers: map[numSpec]int32{}, patterns: map[string]*cdfa{}}
+		anyVal: -1, anyStr: -1, numbers: map[numSpec]int32{}, patterns: map[string]*cdfa{},
+		negations: map[int32]*jv{}, depIfs: map[string]*jv{}, synthID: 1 << 29}
 	c.add(node{kind: kEnd})
 	return c
 }
@@ -230,6 +237,21 @@ func (c *compiler) flatten(es []celem) ([]celem, bool, error) {
 				add(celem{s: x, from: int32(i)})
 			}
 		}
+		if n := s.get("not"); n != nil {
+			neg, err := c.negate(n)
+			if err != nil {
+				return nil, false, err
+			}
+			add(celem{s: neg, from: int32(i)})
+		}
+		for _, kw := range []string{"dependentSchemas", "dependencies"} {
+			for _, m := range s.get(kw).objOf() {
+				if m.v.kind == jArray {
+					continue // dependentRequired's
+				}
+				add(celem{s: c.dependentIf(s, kw, m), from: int32(i)})
+			}
+		}
 		if cyclic {
 			return nil, false, nil
 		}
@@ -240,13 +262,26 @@ func (c *compiler) flatten(es []celem) ([]celem, bool, error) {
 	return set, true, nil
 }
 
+// hasNames reports whether a dependencies keyword maps a name to names
+// (dependentRequired's), which the object reads.
+func hasNames(v *jv) bool {
+	for _, m := range v.objOf() {
+		if m.v.kind == jArray {
+			return true
+		}
+	}
+	return false
+}
+
 // inert reports whether e constrains nothing once its references and
 // allOf are followed and its alternatives taken apart.
 func inert(e celem) bool {
 	for _, m := range e.s.obj {
 		switch {
 		case m.k == "$ref" || m.k == "allOf" || m.k == "$defs" || m.k == "definitions" || annotation(m.k):
-		case m.k == "anyOf" && e.skip&skipAnyOf != 0, m.k == "oneOf" && e.skip&skipOneOf != 0:
+		case m.k == "anyOf" && e.skip&skipAnyOf != 0, m.k == "oneOf" && e.skip&skipOneOf != 0,
+			(m.k == "if" || m.k == "then" || m.k == "else") && e.skip&skipIf != 0, m.k == "not",
+			m.k == "dependentSchemas", m.k == "dependencies" && !hasNames(m.v):
 		default:
 			return false
 		}
@@ -269,25 +304,89 @@ func (c *compiler) expand(set []celem) ([]int32, error) {
 			if subs.kind != jArray || len(subs.arr) == 0 {
 				return nil, kwErr(e.s, kw.name, "must be a non-empty array of schemas")
 			}
-			var alts []int32
-			for _, sub := range subs.arr {
-				rest := slices.Clone(set)
-				rest[i].skip |= kw.bit
-				n, err := c.conj(append(rest, celem{s: sub, from: int32(i)}))
-				if err != nil {
-					return nil, err
-				}
-				alts = append(alts, n)
+			alts, err := c.distribute(set, i, kw.bit, subs.arr, nil)
+			if err != nil {
+				return nil, err
 			}
-			if kw.name == "oneOf" {
-				if err := c.exclusive(e.s, alts); err != nil {
-					return nil, err
+			if kw.name == "oneOf" && !c.exclusive(alts) {
+				// Alternatives that may overlap: each less the others.
+				var negs []*jv
+				for _, sub := range subs.arr {
+					n, err := c.negate(sub)
+					if err != nil {
+						return nil, kwErr(e.s, "oneOf", "has alternatives that may overlap, and one cannot be negated: %v", err)
+					}
+					negs = append(negs, n)
 				}
+				return c.distribute(set, i, kw.bit, subs.arr, negs)
 			}
 			return alts, nil
 		}
 	}
+	for i, e := range set {
+		cond := e.s.get("if")
+		if cond == nil || e.skip&skipIf != 0 {
+			continue
+		}
+		// if/then/else: the values that pass if and then, and those that
+		// fail if and pass else; the two are disjoint.
+		neg, err := c.negate(cond)
+		if err != nil {
+			return nil, err
+		}
+		var alts []int32
+		for _, b := range []struct{ cond, branch *jv }{{cond, e.s.get("then")}, {neg, e.s.get("else")}} {
+			rest := slices.Clone(set)
+			rest[i].skip |= skipIf
+			rest = append(rest, celem{s: b.cond, from: int32(i)})
+			if b.branch != nil {
+				rest = append(rest, celem{s: b.branch, from: int32(i)})
+			}
+			n, err := c.conj(rest)
+			if err != nil {
+				return nil, err
+			}
+			alts = append(alts, n)
+		}
+		return alts, nil
+	}
 	return c.merge(set)
+}
+
+// dependentIf is dependentSchemas' member m of s as the schema
+// {"if": {"required": [m.k]}, "then": m.v}, once per member.
+func (c *compiler) dependentIf(s *jv, kw string, m jmember) *jv {
+	key := strconv.Itoa(int(s.id)) + "/" + kw + "/" + m.k
+	if x, ok := c.depIfs[key]; ok {
+		return x
+	}
+	cond := c.synth(s, jmember{"required", c.synthArray(c.synthValue(jString, m.k))})
+	x := c.synth(s, jmember{"if", cond}, jmember{"then", m.v})
+	c.depIfs[key] = x
+	return x
+}
+
+// distribute compiles the alternatives subs of element i of set: each
+// with the rest (element i less the keyword of bit), and, when negs is
+// not nil, with the negations of the other alternatives (oneOf's).
+func (c *compiler) distribute(set []celem, i int, bit uint8, subs, negs []*jv) ([]int32, error) {
+	var alts []int32
+	for k, sub := range subs {
+		rest := slices.Clone(set)
+		rest[i].skip |= bit
+		rest = append(rest, celem{s: sub, from: int32(i)})
+		for j, n := range negs {
+			if j != k {
+				rest = append(rest, celem{s: n, from: int32(i)})
+			}
+		}
+		n, err := c.conj(rest)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, n)
+	}
+	return alts, nil
 }
 
 // any returns the node of any JSON value.
@@ -390,31 +489,17 @@ func canonical(v *jv) string {
 	return v.json()
 }
 
-// known reports whether the compiler reads keyword k; others are
-// refused (checkKeywords) unless annotations.
-func known(k string) bool {
-	switch k {
-	case "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
-		"enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern", "$defs", "definitions":
-		return true
-	}
-	return annotation(k)
-}
-
 // annotation reports whether keyword k does not constrain a value.
-func annotation(k string) bool {
-	switch k {
-	case "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
-		"readOnly", "writeOnly", "strict":
-		return true
-	}
-	return false
-}
+func annotation(k string) bool { return !constrains(k) }
 
+// checkKeywords refuses the keywords that constrain and that the
+// compiler does not serve; any other it reads, or passes (annotations,
+// unknown keywords and x- extensions, as validators do).
 func (c *compiler) checkKeywords(s *jv) error {
 	for _, m := range s.obj {
-		if !known(m.k) {
-			return kwErr(s, m.k, "is not supported")
+		switch m.k {
+		case "$dynamicRef", "$recursiveRef":
+			return kwErr(s, m.k, "is not served; use $ref")
 		}
 	}
 	return nil

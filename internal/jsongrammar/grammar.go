@@ -211,7 +211,9 @@ type litTrie struct {
 
 type litNode struct {
 	edges []byteEdge
-	term  bool // a text ends here
+	term  bool   // a text ends here
+	index int32  // the text's index, at its end
+	below uint32 // the texts at or below (of the first 32)
 }
 
 type byteEdge struct {
@@ -230,7 +232,7 @@ func (t *litTrie) child(n int32, b byte) int32 {
 
 func newLitTrie(texts []string) *litTrie {
 	t := &litTrie{nodes: []litNode{{}}}
-	for _, s := range texts {
+	for k, s := range texts {
 		cur := int32(0)
 		for i := 0; i < len(s); i++ {
 			next := t.child(cur, s[i])
@@ -244,11 +246,34 @@ func newLitTrie(texts []string) *litTrie {
 			cur = next
 		}
 		t.nodes[cur].term = true
+		t.nodes[cur].index = int32(k)
+	}
+	for i, s := range texts {
+		if i >= 32 {
+			break
+		}
+		cur := int32(0)
+		t.nodes[0].below |= 1 << i
+		for j := 0; j < len(s); j++ {
+			cur = t.child(cur, s[j])
+			t.nodes[cur].below |= 1 << i
+		}
 	}
 	if len(texts) == 0 {
 		t.nodes = nil
 	}
 	return t
+}
+
+// count is the number of texts.
+func (t *litTrie) count() int {
+	n := 0
+	for _, nd := range t.nodes {
+		if nd.term {
+			n++
+		}
+	}
+	return n
 }
 
 // arrNode is an array: its items by position (prefix), then items.
@@ -258,6 +283,11 @@ type arrNode struct {
 	minItems int
 	maxItems int // -1: none; the generation bound folded in
 	smax     int // the schema's maxItems (-1: none)
+	unique   bool
+	// lit, for an array under uniqueItems whose items are one set of at
+	// most maxUniqueLiterals literals: read in the array's own frame,
+	// each at most once.
+	lit *litTrie
 }
 
 // item is the node of the item at index i, -1 for none.

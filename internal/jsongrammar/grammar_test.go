@@ -115,17 +115,18 @@ func TestGrammarRejects(t *testing.T) {
 
 func TestGrammarSchemaErrorsNameKeyword(t *testing.T) {
 	for _, c := range []struct{ schema, keyword string }{
-		{`{"type":"string","minLength":2}`, "minLength"},
-		{`{"type":"object","properties":{"d":{"type":"string","format":"date-time"}}}`, "format"},
-		{`{"type":"integer","minimum":0}`, "minimum"},
-		{`{"type":"object","patternProperties":{"^a":{}}}`, "patternProperties"},
 		{`{"$ref":"#/$defs/missing"}`, "$ref"},
+		{`{"$ref":"https://example.com/schema.json"}`, "$ref"},
 		{`{"type":"string","pattern":"(?=a)b"}`, "pattern"},
 		{`{"type":"strin"}`, "type"},
 		{`{"type":"object","properties":{"a":{}},"required":"a"}`, "required"},
-		{`{"type":"array","items":{"not":{}}}`, "not"},
-		{`{"oneOf":[{"type":"string"},{"type":"string","maxLength":3}]}`, "maxLength"},
-		{`{"oneOf":[{"type":"object","properties":{"a":{"type":"integer"}}},{"type":"object","properties":{"b":{"type":"integer"}}}]}`, "oneOf"},
+		{`{"type":"array","contains":{"type":"string"},"maxContains":2}`, "maxContains"},
+		{`{"$dynamicRef":"#meta"}`, "$dynamicRef"},
+		{`{"not":{"multipleOf":3}}`, "multipleOf"},
+		{`{"type":"string","not":{"format":"email"}}`, "format"},
+		{`{"oneOf":[{"type":"integer","multipleOf":2},{"type":"integer","multipleOf":3}]}`, "oneOf"},
+		{`{"type":"integer","multipleOf":1234567,"maximum":1e12}`, "multipleOf"},
+		{`{"type":"string","minLength":"x"}`, "minLength"},
 	} {
 		_, err := CompileSchema([]byte(c.schema), Bounds{})
 		se, ok := err.(*SchemaError)

@@ -7,22 +7,24 @@ import "unicode/utf8"
 // The compiler proves it on the compiled alternatives (their types
 // differ, their literals differ, a property both require takes disjoint
 // values, their item counts or numeric ranges do not meet, their
-// strings' automata do not intersect); an alternative it cannot prove
-// apart is a 400 that names oneOf, never an answer that matches two.
+// strings' automata do not intersect). Where it cannot, each alternative
+// is compiled less the others (their negations); an alternative that
+// cannot be negated is a 400 that names it, never an answer that
+// matches two.
 
 // maxDisjointDepth bounds the nesting a proof follows.
 const maxDisjointDepth = 8
 
-// exclusive checks that oneOf's compiled alternatives are disjoint.
-func (c *compiler) exclusive(s *jv, alts []int32) error {
+// exclusive reports whether oneOf's compiled alternatives are disjoint.
+func (c *compiler) exclusive(alts []int32) bool {
 	for i := range alts {
 		for j := i + 1; j < len(alts); j++ {
 			if !c.disjoint(alts[i], alts[j], 0) {
-				return kwErr(s, "oneOf", "alternatives %d and %d may match the same value; oneOf is served where its alternatives are provably disjoint (distinct types, consts, enum values or a required discriminating property)", i, j)
+				return false
 			}
 		}
 	}
-	return nil
+	return true
 }
 
 // leavesOf are the nodes other than alternatives node n begins as;

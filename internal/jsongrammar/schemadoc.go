@@ -42,7 +42,8 @@ type jmember struct {
 	v *jv
 }
 
-// get returns member k of an object, nil if none.
+// get returns member k of an object, nil if none; of a key written
+// twice, the last (as Go's and most JSON parsers read it).
 func (v *jv) get(k string) *jv {
 	if v == nil || v.kind != jObject {
 		return nil
@@ -50,13 +51,13 @@ func (v *jv) get(k string) *jv {
 	if len(v.obj) > 16 {
 		if v.idx == nil {
 			v.idx = make(map[string]*jv, len(v.obj))
-			for _, m := range slices.Backward(v.obj) {
+			for _, m := range v.obj {
 				v.idx[m.k] = m.v
 			}
 		}
 		return v.idx[k]
 	}
-	for _, m := range v.obj {
+	for _, m := range slices.Backward(v.obj) {
 		if m.k == k {
 			return m.v
 		}

@@ -18,7 +18,10 @@ const (
 	arrOpen  = iota + 1 // after '[': an item or ']'
 	arrAfter            // after a items: ',' or ']'
 	arrComma            // after ',', a items: an item
+	arrLit              // in an item of an array's own literals, at trie node c
 )
+
+// In an array of its own literals (arrNode.lit), b is the literals used.
 
 const (
 	strIn   = iota + 1 // in the string, at state a after b characters
@@ -144,6 +147,10 @@ func (w *walker) step(t *gnode, c byte) {
 }
 
 func (w *walker) arrayStep(t *gnode, a *arrNode, c byte) {
+	if a.lit != nil {
+		w.uniqueStep(t, a, t.f, c)
+		return
+	}
 	f, d := t.f, t.depth+1
 	clip := func(k int32) int32 {
 		if a.maxItems >= 0 {
@@ -171,6 +178,44 @@ func (w *walker) arrayStep(t *gnode, a *arrNode, c byte) {
 		}
 	case arrComma:
 		w.begin(a.item(int(f.a)), c, w.push(t, frame{n: f.n, st: arrAfter, a: clip(f.a + 1)}), d)
+	}
+}
+
+// uniqueStep reads byte c of an array of its own literals at frame f:
+// an item begins only with a literal not yet used, and ends as one.
+func (w *walker) uniqueStep(t *gnode, a *arrNode, f frame, c byte) {
+	lit, used := a.lit, uint32(f.b)
+	free := func(n int32) bool { return lit.nodes[n].below&^used != 0 }
+	// into moves to trie node n of an item.
+	into := func(n int32) {
+		ln := &lit.nodes[n]
+		if ln.term && len(ln.edges) == 0 {
+			w.re(t, frame{n: f.n, st: arrAfter, a: f.a + 1, b: int32(used | 1<<ln.index)})
+		} else {
+			w.re(t, frame{n: f.n, st: arrLit, a: f.a, b: f.b, c: n})
+		}
+	}
+	switch f.st {
+	case arrOpen, arrComma:
+		if f.st == arrOpen && c == ']' && a.minItems == 0 {
+			w.pop(t)
+		} else if n := lit.child(0, c); n >= 0 && free(n) && (a.maxItems < 0 || int(f.a) < a.maxItems) {
+			into(n)
+		}
+	case arrLit:
+		if n := lit.child(f.c, c); n >= 0 && free(n) {
+			into(n)
+		} else if ln := &lit.nodes[f.c]; ln.term && used&(1<<ln.index) == 0 {
+			// The item ended before c: c is the array's.
+			w.uniqueStep(t, a, frame{n: f.n, st: arrAfter, a: f.a + 1, b: int32(used | 1<<ln.index)}, c)
+		}
+	case arrAfter:
+		switch {
+		case c == ',' && (a.maxItems < 0 || int(f.a) < a.maxItems) && lit.nodes[0].below&^used != 0:
+			w.re(t, frame{n: f.n, st: arrComma, a: f.a, b: f.b})
+		case c == ']' && int(f.a) >= a.minItems:
+			w.pop(t)
+		}
 	}
 }
 

@@ -45,16 +45,9 @@ func newStrNode(d *cdfa, minLen, maxLen, capLen int, bud *budget) (*strNode, err
 		if maxLen >= 0 {
 			b = min(b, maxLen)
 		}
-		r, err := reachTable(d, b, bud)
-		if err != nil {
-			return nil, err
-		}
-		least = -1
-		for l := minLen; l <= b; l++ {
-			if r[0][l>>6]&(1<<(l&63)) != 0 {
-				least = l
-				break
-			}
+		var ok bool
+		if least, ok = leastLength(d, minLen, b, bud); !ok {
+			return nil, budgetError()
 		}
 		if least < 0 {
 			return &strNode{d: &cdfa{}, max: -1, smax: -1}, nil
@@ -78,6 +71,33 @@ func newStrNode(d *cdfa, minLen, maxLen, capLen int, bud *budget) (*strNode, err
 		s.longest = longestPaths(d)
 	}
 	return s, nil
+}
+
+// leastLength is the least length in lo..hi of a string of d, -1 for
+// none: the states reached from the start, layer by layer, until one
+// accepts.
+func leastLength(d *cdfa, lo, hi int, bud *budget) (int, bool) {
+	cur := map[int32]bool{0: true}
+	for l := 0; l <= hi && len(cur) > 0; l++ {
+		if l >= lo {
+			for q := range cur {
+				if d.accept[q] {
+					return l, true
+				}
+			}
+		}
+		next := map[int32]bool{}
+		for q := range cur {
+			if !bud.spend(len(d.trans[q]) + 1) {
+				return 0, false
+			}
+			for _, r := range d.trans[q] {
+				next[r.to] = true
+			}
+		}
+		cur = next
+	}
+	return -1, true
 }
 
 // reachTable is, per state, the lengths (up to n) of its ways to an

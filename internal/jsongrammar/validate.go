@@ -1,9 +1,14 @@
 package jsongrammar
 
+import (
+	"unicode/utf8"
+)
+
 // The compiler checks a schema's enum and const values against the rest
 // of their conjunction (an enum beside a pattern, a const under a
-// property's type), so that the literals it generates validate: a small
-// validator of JSON values, over the keywords the compiler reads.
+// property's type), and declared keys against propertyNames, so that
+// the literals it generates validate: a small validator of JSON values,
+// over the keywords the compiler reads.
 
 // maxAdmitDepth bounds the nesting the validator follows; a deeper value
 // is taken as not admitted (the literal is left out: never invalid).
@@ -32,7 +37,7 @@ func (c *compiler) admitsSchema(v, s *jv, depth int) (bool, error) {
 
 func (c *compiler) admitsOne(v *jv, e celem, depth int) (bool, error) {
 	s := e.s
-	if !c.bud.spend(len(s.obj)) {
+	if !c.bud.spend(len(s.obj) + 1) {
 		return false, budgetError()
 	}
 	for _, kw := range []struct {
@@ -57,6 +62,21 @@ func (c *compiler) admitsOne(v *jv, e celem, depth int) (bool, error) {
 			return false, nil
 		}
 	}
+	if cond := s.get("if"); cond != nil && e.skip&skipIf == 0 {
+		ok, err := c.admitsSchema(v, cond, depth)
+		if err != nil {
+			return false, err
+		}
+		branch := s.get("else")
+		if ok {
+			branch = s.get("then")
+		}
+		if branch != nil {
+			if ok, err := c.admitsSchema(v, branch, depth); err != nil || !ok {
+				return false, err
+			}
+		}
+	}
 	if s.get("type") != nil {
 		ts, err := schemaTypes(s)
 		if err != nil {
@@ -69,18 +89,20 @@ func (c *compiler) admitsOne(v *jv, e celem, depth int) (bool, error) {
 	if x := s.get("const"); x != nil && !sameValue(v, x) {
 		return false, nil
 	}
-	if x := s.get("enum"); x != nil && x.kind == jArray {
+	for _, kw := range []string{"enum", kwNotIn} {
 		found := false
-		for _, y := range x.arr {
+		for _, y := range s.get(kw).arrOf() {
 			found = found || sameValue(v, y)
 		}
-		if !found {
+		if s.get(kw) != nil && found != (kw == "enum") {
 			return false, nil
 		}
 	}
 	switch v.kind {
 	case jString:
 		return c.admitsString(v, s)
+	case jNumber:
+		return c.admitsNumber(v, s)
 	case jArray:
 		return c.admitsArray(v, s, depth)
 	case jObject:
@@ -90,55 +112,154 @@ func (c *compiler) admitsOne(v *jv, e celem, depth int) (bool, error) {
 }
 
 func (c *compiler) admitsString(v, s *jv) (bool, error) {
-	if p := s.get("pattern"); p != nil && p.kind == jString {
+	for _, kw := range []string{"pattern", kwNotPattern} {
+		p := s.get(kw)
+		if p == nil || p.kind != jString {
+			continue
+		}
 		d, err := c.pattern(p.text)
 		if err != nil {
-			return false, kwErr(s, "pattern", "%v", err)
+			return false, kwErr(s, kw, "%v", err)
 		}
-		if !d.matches(v.text) {
+		if d.matches(v.text) != (kw == "pattern") {
+			return false, nil
+		}
+	}
+	lo, hi := 0, -1
+	if f := s.get("format"); f != nil && f.kind == jString {
+		if src, most, ok := stringFormat(f.text); ok {
+			d, err := c.pattern(src)
+			if err != nil {
+				return false, kwErr(s, "format", "%v", err)
+			}
+			if !d.matches(v.text) {
+				return false, nil
+			}
+			hi = most
+		}
+	}
+	if err := lengths(s, "minLength", "maxLength", &lo, &hi); err != nil {
+		return false, err
+	}
+	n := utf8.RuneCountInString(v.text)
+	return n >= lo && (hi < 0 || n <= hi), nil
+}
+
+func (c *compiler) admitsNumber(v, s *jv) (bool, error) {
+	spec := numSpec{}
+	if err := c.numberKeywords(s, &spec); err != nil {
+		return false, err
+	}
+	return numberIn(spec, v.text), nil
+}
+
+func (c *compiler) admitsArray(v, s *jv, depth int) (bool, error) {
+	lo, hi := 0, -1
+	if err := lengths(s, "minItems", "maxItems", &lo, &hi); err != nil {
+		return false, err
+	}
+	if len(v.arr) < lo || hi >= 0 && len(v.arr) > hi {
+		return false, nil
+	}
+	for _, p := range arrParts([]celem{whole(s)}) {
+		for i, x := range v.arr {
+			sub := p.rest
+			if i < len(p.prefix) {
+				sub = p.prefix[i]
+			}
+			if sub == nil {
+				continue
+			}
+			if ok, err := c.admitsSchema(x, sub, depth); err != nil || !ok {
+				return false, err
+			}
+		}
+	}
+	if s.get("uniqueItems").isTrue() {
+		for i := range v.arr {
+			for j := range i {
+				if sameValue(v.arr[i], v.arr[j]) {
+					return false, nil
+				}
+			}
+		}
+	}
+	if x := s.get("contains"); x != nil {
+		n := 0
+		for _, item := range v.arr {
+			ok, err := c.admitsSchema(item, x, depth)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				n++
+			}
+		}
+		least, ok := count(s.get("minContains"))
+		if !ok {
+			least = 1
+		}
+		if n < least {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
-func (c *compiler) admitsArray(v, s *jv, depth int) (bool, error) {
-	if n, ok := count(s.get("minItems")); ok && len(v.arr) < n {
+func (c *compiler) admitsObject(v, s *jv, depth int) (bool, error) {
+	for _, k := range s.get("required").arrOf() {
+		if v.get(k.text) == nil {
+			return false, nil
+		}
+	}
+	for _, k := range s.get(kwAbsent).arrOf() {
+		if v.get(k.text) != nil {
+			return false, nil
+		}
+	}
+	lo, hi := 0, -1
+	if err := lengths(s, "minProperties", "maxProperties", &lo, &hi); err != nil {
+		return false, err
+	}
+	if len(v.obj) < lo || hi >= 0 && len(v.obj) > hi {
 		return false, nil
 	}
-	if n, ok := count(s.get("maxItems")); ok && len(v.arr) > n {
-		return false, nil
+	parts, err := c.objParts([]celem{whole(s)})
+	if err != nil {
+		return false, err
 	}
-	if it := s.get("items"); it != nil {
-		for _, x := range v.arr {
-			if ok, err := c.admitsSchema(x, it, depth); err != nil || !ok {
+	for _, m := range v.obj {
+		pp, forbidden, err := c.propertyParts(parts, m.k)
+		if err != nil || forbidden {
+			return false, err
+		}
+		for _, e := range pp {
+			if ok, err := c.admitsSchema(m.v, e.s, depth); err != nil || !ok {
 				return false, err
 			}
 		}
 	}
-	return true, nil
-}
-
-func (c *compiler) admitsObject(v, s *jv, depth int) (bool, error) {
-	if r := s.get("required"); r != nil && r.kind == jArray {
-		for _, k := range r.arr {
-			if v.get(k.text) == nil {
-				return false, nil
+	for _, kw := range []string{"dependentRequired", "dependencies"} {
+		for _, m := range s.get(kw).objOf() {
+			if v.get(m.k) == nil {
+				continue
+			}
+			if m.v.kind == jArray {
+				for _, r := range m.v.arr {
+					if v.get(r.text) == nil {
+						return false, nil
+					}
+				}
+			} else if ok, err := c.admitsSchema(v, m.v, depth); err != nil || !ok {
+				return false, err
 			}
 		}
 	}
-	props := s.get("properties")
-	addl := s.get("additionalProperties")
-	for _, m := range v.obj {
-		sub := props.get(m.k)
-		if sub == nil {
-			sub = addl
-		}
-		if sub == nil {
-			continue
-		}
-		if ok, err := c.admitsSchema(m.v, sub, depth); err != nil || !ok {
-			return false, err
+	for _, m := range s.get("dependentSchemas").objOf() {
+		if v.get(m.k) != nil {
+			if ok, err := c.admitsSchema(v, m.v, depth); err != nil || !ok {
+				return false, err
+			}
 		}
 	}
 	return true, nil

@@ -13,11 +13,25 @@ import (
 // Compile returns schema compiled, failing t if it is not a schema.
 func Compile(t testing.TB, schema string) *jsonschema.Schema {
 	t.Helper()
+	return compile(t, schema, jsonschema.NewCompiler())
+}
+
+// CompileFormats is Compile asserting formats (JSON Schema makes them
+// annotations by default): a string of a format the validator knows
+// must be one.
+func CompileFormats(t testing.TB, schema string) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	return compile(t, schema, c)
+}
+
+func compile(t testing.TB, schema string, c *jsonschema.Compiler) *jsonschema.Schema {
+	t.Helper()
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
 	if err != nil {
 		t.Fatalf("schema %s: %v", schema, err)
 	}
-	c := jsonschema.NewCompiler()
 	if err := c.AddResource("schema.json", doc); err != nil {
 		t.Fatalf("schema %s: %v", schema, err)
 	}

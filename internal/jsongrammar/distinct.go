@@ -1,0 +1,314 @@
+package jsongrammar
+
+import (
+	"slices"
+	"strings"
+)
+
+// Distinct keeps a generated text's array items (under uniqueItems) and
+// object keys distinct: what an automaton cannot, as it would have to
+// remember every item. It follows the text's containers byte by byte
+// beside the automaton's state, and refuses a text that ends an item
+// equal (as JSON Schema compares values) to an earlier item of its
+// array, or a key equal to an earlier key of its object. The engine asks
+// it of the tokens the mask admits (Refuses) and feeds it the token
+// sampled (Feed). The arrays whose items are one set of literals the
+// automaton tracks itself (arrNode.lit); Distinct follows the others.
+type Distinct struct {
+	text  []byte
+	stack []*dcont
+	inStr bool
+	esc   bool
+}
+
+// dcont is a container of the text.
+type dcont struct {
+	array  bool
+	unique bool            // an array under uniqueItems
+	seen   map[string]bool // its items (canonical) or keys so far
+	lens   map[int]bool    // the lengths of their texts as written
+	start  int             // where its current item or key began, -1: none
+	key    bool            // an object: reading a key (else a value)
+	open   int             // where it began
+}
+
+// NeedsDistinct reports whether texts of g need a Distinct: g has an
+// array under uniqueItems it does not track itself, or an object with
+// undeclared keys (which could repeat).
+func (g *Grammar) NeedsDistinct() bool {
+	for i := range g.nodes {
+		nd := &g.nodes[i]
+		if nd.kind == kArray && nd.arr.unique && nd.arr.lit == nil || nd.kind == kObject && len(nd.obj.extras) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// uniqueOpen reports whether s, just after a '[', is in an array under
+// uniqueItems the automaton does not track itself.
+func (a *Automaton) uniqueOpen(s *State) bool {
+	for _, t := range s.tops {
+		nd := &a.g.nodes[t.f.n]
+		if nd.kind == kArray && t.f.st == arrOpen && nd.arr.unique && nd.arr.lit == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Feed moves d and state s past text, byte by byte; it returns the
+// state after it and false if text ends an item or key that repeats
+// one (then d and the state are where the repeat ends).
+func (d *Distinct) Feed(a *Automaton, s *State, text string) (*State, bool) {
+	for i := 0; i < len(text); i++ {
+		s = a.Feed(s, text[i:i+1])
+		if !d.step(text[i], a.uniqueOpen(s), nil) {
+			return s, false
+		}
+	}
+	return s, true
+}
+
+// Refuses reports whether text, fed from here (state s), would end an
+// item or key that repeats one. d is left as it was.
+func (d *Distinct) Refuses(a *Automaton, s *State, text string) bool {
+	if len(d.stack) == 0 || !strings.ContainsAny(text, `",]}el`) && !d.mayCorner(len(text)) {
+		return false // nothing ends here: an item ends at '"', ',', ']', '}' or its last letter, a key at '"'
+	}
+	saved := d.save()
+	var added []addedKey
+	defer func() {
+		for _, x := range added {
+			delete(x.c.seen, x.k)
+		}
+		d.restore(saved)
+	}()
+	for i := 0; i < len(text); i++ {
+		s = a.Feed(s, text[i:i+1])
+		if !d.step(text[i], a.uniqueOpen(s), &added) {
+			return true
+		}
+	}
+	return d.cornered(a, s)
+}
+
+// mayCorner reports whether n more bytes of the key or item being read
+// could make it as long as one seen (ended), as written: the only
+// repeats cornered looks for without a byte that ends something.
+func (d *Distinct) mayCorner(n int) bool {
+	top := d.topOf()
+	if top == nil || top.start < 0 {
+		return false
+	}
+	l := len(d.text) - top.start + n
+	return top.lens[l] || top.lens[l+1]
+}
+
+// cornered reports whether the key or item being read, at state s, can
+// only end as a repeat: its text so far, ended now, repeats one, and no
+// byte but its end continues it (a string at its most characters, a
+// number at its most digits).
+func (d *Distinct) cornered(a *Automaton, s *State) bool {
+	top := d.topOf()
+	if top == nil || top.start < 0 || !(top.array && top.unique || !top.array && top.key) {
+		return false
+	}
+	partial := d.text[top.start:]
+	ends := ",]}"
+	whole := partial
+	if d.inStr {
+		if d.esc {
+			return false
+		}
+		ends, whole = `"`, append(slices.Clone(partial), '"')
+	}
+	doc, err := parseDoc(whole)
+	if err != nil || !top.seen[canonicalValue(doc.root)] {
+		return false
+	}
+	for b := 0; b < 256; b++ {
+		if strings.IndexByte(ends, byte(b)) < 0 && !a.Feed(s, string([]byte{byte(b)})).Dead() {
+			return false
+		}
+	}
+	return true
+}
+
+// addedKey is a key put in a container's seen during a dry run.
+type addedKey struct {
+	c *dcont
+	k string
+}
+
+// distinctState is what a dry run may change of d.
+type distinctState struct {
+	n     int
+	stack []*dcont
+	tops  []dcont
+	inStr bool
+	esc   bool
+}
+
+func (d *Distinct) save() distinctState {
+	st := distinctState{n: len(d.text), stack: slices.Clone(d.stack), inStr: d.inStr, esc: d.esc}
+	for _, c := range d.stack {
+		st.tops = append(st.tops, *c)
+	}
+	return st
+}
+
+func (d *Distinct) restore(st distinctState) {
+	d.text = d.text[:st.n]
+	d.stack = st.stack
+	for i, c := range d.stack {
+		seen := c.seen
+		*c = st.tops[i]
+		c.seen = seen
+	}
+	d.inStr, d.esc = st.inStr, st.esc
+}
+
+// step reads byte b; unique: after it, the automaton is in an array
+// under uniqueItems it does not track. added, on a dry run, records the
+// keys put in containers' seen (and takes them out at the end).
+func (d *Distinct) step(b byte, unique bool, added *[]addedKey) bool {
+	pos := len(d.text)
+	d.text = append(d.text, b)
+	if d.inStr {
+		switch {
+		case d.esc:
+			d.esc = false
+		case b == '\\':
+			d.esc = true
+		case b == '"':
+			d.inStr = false
+			// A key, or a string item, is whole at its closing quote.
+			if top := d.topOf(); top != nil && top.start >= 0 && d.text[top.start] == '"' && (top.key || top.array) {
+				return d.end(top, pos+1, added)
+			}
+		}
+		return true
+	}
+	top := d.topOf()
+	if top != nil && top.start < 0 && b != ',' && b != ':' && b != ']' && b != '}' {
+		top.start = pos // an item, key or value begins
+	}
+	switch b {
+	case '"':
+		d.inStr = true
+	case '[', '{':
+		d.stack = append(d.stack, &dcont{array: b == '[', unique: b == '[' && unique, seen: map[string]bool{}, lens: map[int]bool{}, start: -1, key: b == '{', open: pos})
+	case ']', '}':
+		if top != nil {
+			if !d.end(top, pos, added) {
+				return false
+			}
+			d.stack = d.stack[:len(d.stack)-1]
+			// A container item is whole at its closing bracket.
+			if up := d.topOf(); up != nil && up.array && up.start == top.open {
+				return d.end(up, pos+1, added)
+			}
+		}
+	case ',':
+		if top != nil {
+			if !d.end(top, pos, added) {
+				return false
+			}
+			top.key = !top.array
+		}
+	case ':':
+		if top != nil {
+			top.key, top.start = false, -1
+		}
+	case 'e', 'l':
+		// true, false and null are whole at their last letter.
+		if top != nil && top.array && top.start >= 0 {
+			switch string(d.text[top.start:]) {
+			case "true", "false", "null":
+				return d.end(top, pos+1, added)
+			}
+		}
+	}
+	return true
+}
+
+func (d *Distinct) topOf() *dcont {
+	if len(d.stack) == 0 {
+		return nil
+	}
+	return d.stack[len(d.stack)-1]
+}
+
+// end ends the current item or key of c at end: false if it repeats.
+func (d *Distinct) end(c *dcont, end int, added *[]addedKey) bool {
+	start := c.start
+	c.start = -1
+	if start < 0 || !(c.array && c.unique) && !(!c.array && c.key) {
+		return true
+	}
+	doc, err := parseDoc(d.text[start:end])
+	if err != nil {
+		return true
+	}
+	k := canonicalValue(doc.root)
+	if c.seen[k] {
+		return false
+	}
+	c.seen[k] = true
+	if added != nil {
+		*added = append(*added, addedKey{c, k})
+	} else {
+		c.lens[end-start] = true
+	}
+	return true
+}
+
+// canonicalValue is a JSON value's text up to what JSON Schema's
+// equality ignores: members sorted, numbers by value.
+func canonicalValue(v *jv) string {
+	var b strings.Builder
+	var write func(v *jv)
+	write = func(v *jv) {
+		switch v.kind {
+		case jNumber:
+			neg, d, err := parseDecimal(v.text)
+			if err != nil {
+				b.WriteString(v.text)
+				return
+			}
+			if neg {
+				b.WriteByte('-')
+			}
+			b.WriteString(d.i)
+			if d.f != "" {
+				b.WriteString("." + d.f)
+			}
+		case jArray:
+			b.WriteByte('[')
+			for i, x := range v.arr {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				write(x)
+			}
+			b.WriteByte(']')
+		case jObject:
+			ms := slices.Clone(v.obj)
+			slices.SortFunc(ms, func(x, y jmember) int { return strings.Compare(x.k, y.k) })
+			b.WriteByte('{')
+			for i, m := range ms {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(jsonString(m.k) + ":")
+				write(m.v)
+			}
+			b.WriteByte('}')
+		default:
+			v.write(&b)
+		}
+	}
+	write(v)
+	return b.String()
+}
