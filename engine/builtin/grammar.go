@@ -185,7 +185,8 @@ type constraint struct {
 	g    *grammars
 	a    *jsongrammar.Automaton
 	s    *jsongrammar.State
-	prev int // the last token of the text, -1 before any
+	d    *jsongrammar.Distinct // the items and keys to keep distinct (nil: none can repeat)
+	prev int                   // the last token of the text, -1 before any
 }
 
 // newConstraint starts f's grammar after the prompt's last resumed
@@ -196,6 +197,9 @@ func (g *grammars) newConstraint(f *protocol.ResponseFormat, prompt []int) (*con
 		return nil, perr
 	}
 	c := &constraint{g: g, a: a, s: a.Start(), prev: -1}
+	if a.Grammar().NeedsDistinct() {
+		c.d = &jsongrammar.Distinct{}
+	}
 	n := f.ResumedTokens
 	if n < 0 || n >= len(prompt) {
 		return nil, protocol.InvalidRequest("response_format.resumed_tokens", "resumed_tokens must be in [0, %d), got %d", len(prompt), n).WithCode(protocol.CodeInvalidValue)
@@ -212,21 +216,30 @@ func (g *grammars) newConstraint(f *protocol.ResponseFormat, prompt []int) (*con
 // advance moves past token id.
 func (c *constraint) advance(id int) {
 	if id >= 0 && id < len(c.g.text) {
-		c.s = c.a.Feed(c.s, c.g.text[id])
+		if c.d != nil {
+			c.s, _ = c.d.Feed(c.a, c.s, c.g.text[id])
+		} else {
+			c.s = c.a.Feed(c.s, c.g.text[id])
+		}
 	}
 	c.prev = id
 }
 
 // gate returns what the sampler may pick next: the tokens the grammar
-// admits, EOS where the value may end, and a veto of the non-canonical
-// pairs (nil when the tokenizer has none).
-func (c *constraint) gate() (mask []uint64, end bool, veto func(int) bool) {
+// admits, EOS where the value may end, a veto of the non-canonical pairs
+// (nil when the tokenizer has none), and a refusal of the tokens that
+// would repeat an item of an array under uniqueItems or a key of an
+// object (nil when none can).
+func (c *constraint) gate() (mask []uint64, end bool, veto, refuse func(int) bool) {
 	mask = c.a.Mask(c.s)
 	if c.g.extras && c.prev >= 0 {
 		prev := c.prev
 		veto = func(id int) bool { return !c.g.canonical(prev, id) }
 	}
-	return mask, c.s.CanEnd(), veto
+	if c.d != nil {
+		refuse = func(id int) bool { return id < len(c.g.text) && c.d.Refuses(c.a, c.s, c.g.text[id]) }
+	}
+	return mask, c.s.CanEnd(), veto, refuse
 }
 
 // pick samples the next token of s, within its grammar if it has one.
@@ -238,9 +251,9 @@ func (e *Engine) pick(s *sequence) int {
 	if s.gram == nil {
 		return sm.pick(e.logits)
 	}
-	sm.gate, sm.endOK, sm.veto = s.gram.gate()
+	sm.gate, sm.endOK, sm.veto, sm.refuse = s.gram.gate()
 	sm.eos = e.grammars.eosMask
-	defer func() { sm.gate, sm.veto = nil, nil }()
+	defer func() { sm.gate, sm.veto, sm.refuse = nil, nil, nil }()
 	if sm.veto == nil {
 		return sm.pick(e.logits)
 	}

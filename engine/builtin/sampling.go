@@ -15,11 +15,13 @@ type sampler struct {
 	allowed []bool // ids the model may sample
 	// Of a sequence under a grammar, for the next pick: the ids it
 	// admits (replacing allowed), whether EOS may end the text (eos: the
-	// EOS ids), and a veto over the admitted ids (nil: none).
+	// EOS ids), a veto over the admitted ids that the pick may drop when
+	// it leaves none (nil: none), and one it may not (refuse).
 	gate   []uint64
 	eos    []uint64
 	endOK  bool
 	veto   func(int) bool
+	refuse func(int) bool
 	rng    *rand.Rand
 	counts map[int]int // generated tokens, for the penalties
 	probs  []float64
@@ -76,7 +78,7 @@ func (s *sampler) ok(id int) bool {
 	if s.gate[id>>6]&(1<<(id&63)) == 0 {
 		return s.endOK && s.eos[id>>6]&(1<<(id&63)) != 0
 	}
-	return s.veto == nil || !s.veto(id)
+	return (s.veto == nil || !s.veto(id)) && (s.refuse == nil || !s.refuse(id))
 }
 
 // greedy returns the allowed id of the highest logit, the lowest on a tie.
@@ -164,7 +166,7 @@ func (s *sampler) greedyGated(logits []float32) int {
 			if id >= len(logits) {
 				break
 			}
-			if s.veto != nil && s.gate[id>>6]&(1<<(id&63)) != 0 && s.veto(id) {
+			if s.gate[id>>6]&(1<<(id&63)) != 0 && (s.veto != nil && s.veto(id) || s.refuse != nil && s.refuse(id)) {
 				continue
 			}
 			consider(id)
