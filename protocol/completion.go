@@ -54,6 +54,9 @@ type CompletionRequest struct {
 	// (<think>…</think>: its template has a thinking switch, on), which
 	// an API that carries reasoning apart writes so.
 	Reasoning bool `json:"-"`
+	// Grammar is the grammar engine of the engines that serve the
+	// request, which checks its response format.
+	Grammar SchemaGrammar `json:"-"`
 }
 
 // completionRequestFields is CompletionRequest without its JSON methods.

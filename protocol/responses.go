@@ -37,6 +37,10 @@ type ResponsesRequest struct {
 	Truncation         *string           `json:"truncation,omitempty"`
 	Background         bool              `json:"background,omitempty"`
 	Conversation       json.RawMessage   `json:"conversation,omitempty"`
+
+	// Grammar is the grammar engine of the engines that serve the
+	// request, which checks its text format and required call.
+	Grammar SchemaGrammar `json:"-"`
 }
 
 // Bounds of a request's metadata, OpenAI's.
@@ -56,7 +60,7 @@ func (r *ResponsesRequest) Validate() *Error {
 		return e
 	}
 	if r.Text != nil {
-		if e := r.Text.Format.Check(); e != nil {
+		if e := r.Text.Format.Check(r.Grammar); e != nil {
 			return e
 		}
 	}
@@ -316,6 +320,7 @@ func (r *ResponsesRequest) Chat(history, input []ResponseMessage) (*ChatCompleti
 	if e := r.chatTools(creq); e != nil {
 		return nil, e
 	}
+	creq.Grammar = r.Grammar
 	if e := creq.Validate(); e != nil {
 		return nil, e
 	}

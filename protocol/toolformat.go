@@ -52,7 +52,7 @@ func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat,
 		if !present(params) {
 			params = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`) // no arguments
 		}
-		if _, e := engineSchema(param, params); e != nil {
+		if _, e := engineSchema(param, params, r.Grammar); e != nil {
 			return nil, e
 		}
 		args, err := b.hoist(fmt.Sprintf("tool%d_", t.index), params)
@@ -75,7 +75,7 @@ func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat,
 		root = `{"anyOf":[` + strings.Join(calls, ",") + `]}`
 	}
 	schema := b.root(root)
-	rf, e := engineSchema("tools", schema)
+	rf, e := engineSchema("tools", schema, r.Grammar)
 	if e != nil {
 		e.Message = "the tools together: " + e.Message
 	}
