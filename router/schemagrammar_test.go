@@ -34,7 +34,7 @@ func TestSchemaGrammarPerKind(t *testing.T) {
 		return string(b)
 	}
 	messagesBody := func(schema string) string {
-		return `{"model":"tiny","max_tokens":9,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{"a":` + schema + `}}}],"tool_choice":{"type":"any"}}`
+		return `{"model":"tiny","max_tokens":9,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{"a":` + schema + `},"required":["a"]}}],"tool_choice":{"type":"any"}}`
 	}
 	for _, c := range []struct {
 		api     string

@@ -24,6 +24,28 @@ func (c *compiler) conjOrAny(parts []celem) (int32, error) {
 	return c.conj(parts)
 }
 
+// value compiles the conjunction of a part of a value (a property's, an
+// item's): one it cannot serve (a keyword refused, a reference outside
+// the schema) has no value, so the part is never written: an optional
+// property is left out, an alternative not taken, an array without such
+// items. Only where the value needs it does the schema fail, with the
+// first such error (see finish). Past a bound, the error stands.
+func (c *compiler) value(parts []celem) (int32, error) {
+	return c.prune(c.conjOrAny(parts))
+}
+
+// prune is n, err with a refusal (not a bound) turned into no value.
+func (c *compiler) prune(n int32, err error) (int32, error) {
+	se, ok := err.(*SchemaError)
+	if !ok || se.Bound != "" {
+		return n, err
+	}
+	if c.pruned == nil {
+		c.pruned = se
+	}
+	return c.none(), nil
+}
+
 // arrParts reads the item keywords of each part of set.
 func arrParts(set []celem) []arrPart {
 	var out []arrPart
@@ -47,9 +69,11 @@ func arrParts(set []celem) []arrPart {
 					if derives(set, j, i) {
 						q := set[j].s
 						n := len(q.get("prefixItems").arrOf())
-						if it := q.get("items"); it != nil && it.kind == jArray {
+						switch it := q.get("items"); {
+						case it != nil && it.kind == jArray:
 							n = len(it.arr)
-						} else if it != nil || q.get("additionalItems") != nil {
+							evaluates = evaluates || q.get("additionalItems") != nil
+						case it != nil:
 							evaluates = true
 						}
 						for len(p.prefix) < n {
@@ -125,7 +149,7 @@ func (c *compiler) array(set []celem) (int32, error) {
 		if i < minContains {
 			pp = append(pp, contains...)
 		}
-		it, err := c.conjOrAny(pp)
+		it, err := c.value(pp)
 		if err != nil {
 			return 0, err
 		}
@@ -138,7 +162,7 @@ func (c *compiler) array(set []celem) (int32, error) {
 				rest = append(rest, whole(p.rest))
 			}
 		}
-		it, err := c.conjOrAny(rest)
+		it, err := c.value(rest)
 		if err != nil {
 			return 0, err
 		}

@@ -167,7 +167,7 @@ func TestBoundsStateWidth(t *testing.T) {
 func TestBoundsRefusedFast(t *testing.T) {
 	cases := []struct{ schema, names string }{
 		{`{"type":"string","pattern":"^(a|b)*a(a|b){14}$"}`, "MaxPatternStates"},
-		{`{"type":"object","properties":{"p":{"type":"string","pattern":"(x{0,200}){0,200}"}}}`, "pattern"},
+		{`{"type":"object","properties":{"p":{"type":"string","pattern":"(x{0,200}){0,200}"}},"required":["p"]}`, "pattern"},
 		{`{"type":"string","pattern":"^(x{0,30}y{0,30}){0,30}z$"}`, "MaxPatternStates"},
 		{strings.Repeat(`{"type":"array","items":`, 3*MaxSchemaDepth) + "{}" + strings.Repeat("}", 3*MaxSchemaDepth), "nests deeper"},
 	}

@@ -53,6 +53,9 @@ type compiler struct {
 	negations map[int32]*jv
 	depIfs    map[string]*jv
 	synthID   int32
+	negating  int // negations being written
+	// pruned is the first refusal of a part left out (see value).
+	pruned *SchemaError
 }
 
 // CompileSchema compiles a JSON schema into the grammar of its values,
@@ -98,6 +101,9 @@ func (c *compiler) finish(root int32, key string) (*Grammar, error) {
 	g := &Grammar{nodes: c.nodes, root: root, bounds: c.bounds,
 		Key: BoundedKey(key, c.bounds)}
 	if err := g.analyze(c.bud); err != nil {
+		if se, ok := err.(*SchemaError); ok && se.Bound == "" && c.pruned != nil {
+			return nil, c.pruned // the value needed a part refused
+		}
 		return nil, err
 	}
 	if c.bud.left < 0 {
@@ -117,9 +123,16 @@ func (c *compiler) add(n node) int32 {
 	return int32(len(c.nodes) - 1)
 }
 
-// kwErr is an error at keyword kw of schema s.
+// kwErr is an error at keyword kw of schema s; it names the bound of a
+// boundError among args.
 func kwErr(s *jv, kw, format string, args ...any) error {
-	return &SchemaError{Keyword: kw, Path: s.ptr + "/" + kw, Msg: fmt.Sprintf(format, args...)}
+	se := &SchemaError{Keyword: kw, Path: s.ptr + "/" + kw, Msg: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if b, ok := a.(*boundError); ok {
+			se.Bound = b.bound
+		}
+	}
+	return se
 }
 
 // none is a node without a value.
@@ -342,7 +355,7 @@ func (c *compiler) expand(set []celem) ([]int32, error) {
 			if b.branch != nil {
 				rest = append(rest, celem{s: b.branch, from: int32(i)})
 			}
-			n, err := c.conj(rest)
+			n, err := c.prune(c.conj(rest))
 			if err != nil {
 				return nil, err
 			}
@@ -381,6 +394,9 @@ func (c *compiler) distribute(set []celem, i int, bit uint8, subs, negs []*jv) (
 			}
 		}
 		n, err := c.conj(rest)
+		if bit == skipAnyOf {
+			n, err = c.prune(n, err) // an alternative it cannot serve is not taken
+		}
 		if err != nil {
 			return nil, err
 		}

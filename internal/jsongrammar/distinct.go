@@ -73,7 +73,7 @@ func (d *Distinct) Feed(a *Automaton, s *State, text string) (*State, bool) {
 // Refuses reports whether text, fed from here (state s), would end an
 // item or key that repeats one. d is left as it was.
 func (d *Distinct) Refuses(a *Automaton, s *State, text string) bool {
-	if len(d.stack) == 0 || !strings.ContainsAny(text, `",]}el`) && !d.mayCorner(len(text)) {
+	if len(d.stack) == 0 || !strings.ContainsAny(text, `",]}el`) && !d.mayCorner(text) {
 		return false // nothing ends here: an item ends at '"', ',', ']', '}' or its last letter, a key at '"'
 	}
 	saved := d.save()
@@ -93,15 +93,25 @@ func (d *Distinct) Refuses(a *Automaton, s *State, text string) bool {
 	return d.cornered(a, s)
 }
 
-// mayCorner reports whether n more bytes of the key or item being read
-// could make it as long as one seen (ended), as written: the only
-// repeats cornered looks for without a byte that ends something.
-func (d *Distinct) mayCorner(n int) bool {
+// mayCorner reports whether text, after the key or item being read,
+// could make it as long as one seen (ended), as written, or begin a
+// true, false or null: the only repeats cornered looks for without a
+// byte that ends something.
+func (d *Distinct) mayCorner(text string) bool {
 	top := d.topOf()
-	if top == nil || top.start < 0 {
+	if top == nil {
 		return false
 	}
-	l := len(d.text) - top.start + n
+	partial := text // the token begins the item
+	if top.start >= 0 {
+		partial = string(d.text[top.start:]) + text
+	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if strings.HasPrefix(lit, partial) {
+			return true
+		}
+	}
+	l := len(partial)
 	return top.lens[l] || top.lens[l+1]
 }
 
@@ -122,6 +132,12 @@ func (d *Distinct) cornered(a *Automaton, s *State) bool {
 			return false
 		}
 		ends, whole = `"`, append(slices.Clone(partial), '"')
+	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if strings.HasPrefix(lit, string(partial)) {
+			// A literal begun ends one way only.
+			return top.seen[lit]
+		}
 	}
 	doc, err := parseDoc(whole)
 	if err != nil || !top.seen[canonicalValue(doc.root)] {

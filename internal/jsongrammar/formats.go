@@ -66,7 +66,7 @@ func stringFormat(name string) (pattern string, maxLen int, ok bool) {
 		rel := `/(?:` + segment + `(?:/` + segment + `)*)?`
 		return "^(?:" + uri + "|" + rel + ")$", 0, true
 	case "uri-template":
-		return `^(?:[` + unres + `!$&'()*+,;=:@/?-]|\{[A-Za-z0-9_]+\})*$`, 0, true
+		return `^(?:[` + unres + `!$&'()*+,;=@/?-]|\{[A-Za-z0-9_]+\})*$`, 0, true
 	case "json-pointer":
 		return "^" + pointer + "$", 0, true
 	case "relative-json-pointer":

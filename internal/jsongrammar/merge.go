@@ -149,11 +149,11 @@ func (c *compiler) merge(set []celem) ([]int32, error) {
 	if enumSet {
 		return c.enum(set, enum, types)
 	}
-	if !typed {
-		if fam == 0 {
-			return []int32{c.any()}, nil
-		}
+	if !typed && fam != 0 {
 		types = fam
+	}
+	if !typed && fam == 0 && len(excluded(set)) == 0 {
+		return []int32{c.any()}, nil
 	}
 	var alts []int32
 	for _, t := range []typeSet{tObject, tArray, tString, tNum | tInt, tBool, tNull} {
@@ -171,10 +171,15 @@ func (c *compiler) merge(set []celem) ([]int32, error) {
 			n, err = c.string(set)
 		case tNum | tInt:
 			n, err = c.numberOf(set, types&tNum == 0)
-		case tBool:
-			n = c.literal([]string{"true", "false"})
-		case tNull:
-			n = c.literal([]string{"null"})
+		case tBool, tNull:
+			lits := []string{"null"}
+			if t == tBool {
+				lits = []string{"true", "false"}
+			}
+			lits = slices.DeleteFunc(lits, func(l string) bool {
+				return slices.ContainsFunc(excluded(set), func(x *jv) bool { return x.json() == l })
+			})
+			n = c.literal(lits)
 		}
 		if err != nil {
 			return nil, err

@@ -6,18 +6,19 @@ import "strconv"
 // negation: the compiler writes the schema of the values a schema does
 // not admit, where it can, as a schema of its own (a synthesized jv,
 // with NUL-prefixed keywords for what JSON Schema cannot say: a value
-// none of these, a property absent, a string not matching). A schema
-// is a conjunction of its keywords, so its negation is the alternatives
-// of their negations: not {type: string, minLength: 3} is a value of
-// another type, or a string of at most 2 characters. A keyword whose
-// negation the compiler cannot write (oneOf, multipleOf, a format, the
-// object and array keywords past properties and items) is a 400 that
-// names it.
+// none of these, a property absent, a string not matching). A schema is
+// a conjunction of its keywords, so its negation is the alternatives of
+// their negations; a keyword of one type passes the values of the
+// others, so its negation is of its type: not {type: string,
+// minLength: 3} is a value of another type, or a string of at most 2
+// characters. A keyword whose negation the compiler cannot write (oneOf,
+// multipleOf, a format, the object and array keywords past properties
+// and items) is a 400 that names it.
 
 // synth makes a schema object of members (key, value) pairs.
 func (c *compiler) synth(at *jv, members ...jmember) *jv {
 	c.synthID++
-	return &jv{kind: jObject, obj: members, id: c.synthID, ptr: at.ptr, base: at.base}
+	return &jv{kind: jObject, obj: members, id: c.synthID, ptr: at.ptr, base: at.base, neg: c.negating > 0}
 }
 
 func (c *compiler) synthValue(kind jkind, text string) *jv {
@@ -57,6 +58,8 @@ func (c *compiler) negate(s *jv) (*jv, error) {
 	if n, ok := c.negations[s.id]; ok {
 		return n, nil
 	}
+	c.negating++
+	defer func() { c.negating-- }()
 	out := c.synth(s) // filled below; a recursion meets it
 	c.negations[s.id] = out
 	if !c.bud.spend(len(s.obj) + 1) {
@@ -138,7 +141,6 @@ func (c *compiler) negate(s *jv) (*jv, error) {
 			}
 			add(jmember{kwNotIn, c.synthArray(vals...)})
 		case "pattern":
-			other(tString)
 			typed("string", jmember{kwNotPattern, v})
 		case kwNotPattern:
 			typed("string", jmember{"pattern", v})
@@ -146,7 +148,7 @@ func (c *compiler) negate(s *jv) (*jv, error) {
 			add(jmember{"enum", v})
 		case kwAbsent:
 			for _, k := range v.arrOf() {
-				add(jmember{"required", c.synthArray(k)})
+				typed("object", jmember{"required", c.synthArray(k)})
 			}
 		case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties":
 			n, ok := count(v)
@@ -157,8 +159,6 @@ func (c *compiler) negate(s *jv) (*jv, error) {
 				"maxItems": "array", "minProperties": "object", "maxProperties": "object"}[m.k],
 				map[string]string{"minLength": "maxLength", "maxLength": "minLength", "minItems": "maxItems",
 					"maxItems": "minItems", "minProperties": "maxProperties", "maxProperties": "minProperties"}[m.k]
-			ts, _ := typeOf(t)
-			other(ts)
 			switch {
 			case m.k[:3] == "max":
 				typed(t, jmember{opposite, num(n + 1)})
@@ -182,10 +182,8 @@ func (c *compiler) negate(s *jv) (*jv, error) {
 			default:
 				kw = "exclusiveMinimum"
 			}
-			other(tNum | tInt)
 			typed("number", jmember{kw, v})
 		case "required":
-			other(tObject)
 			for _, k := range v.arrOf() {
 				typed("object", jmember{kwAbsent, c.synthArray(k)})
 			}
@@ -222,8 +220,9 @@ func (c *compiler) negate(s *jv) (*jv, error) {
 	case 0:
 		out.kind, out.b = jBool, false
 	case 1:
+		id := out.id
 		*out = *cases[0]
-		out.id = c.negations[s.id].id
+		out.id, out.neg = id, true
 	default:
 		out.obj = []jmember{{"anyOf", c.synthArray(cases...)}}
 	}

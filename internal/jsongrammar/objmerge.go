@@ -1,6 +1,9 @@
 package jsongrammar
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // An object of a conjunction: its properties are those any part
 // declares (and those required, or named by dependentRequired), in the
@@ -99,11 +102,15 @@ func (c *compiler) objParts(set []celem) ([]objPart, error) {
 }
 
 // derives reports whether element j of set was brought in by element i,
-// directly or not (or is it).
+// directly or not (or is it), and not through a negation (whose
+// annotations do not count).
 func derives(set []celem, j, i int) bool {
 	for k := j; k >= 0; k = int(set[k].from) {
 		if k == i {
 			return true
+		}
+		if set[k].s.neg {
+			return false
 		}
 	}
 	return false
@@ -143,6 +150,9 @@ func (c *compiler) object(set []celem) (int32, error) {
 			return 0, err
 		}
 	}
+	if !c.bud.spend(len(names) * (len(parts) + 1)) {
+		return 0, budgetError()
+	}
 	index := map[string]int32{}
 	for _, k := range names {
 		pparts, forbidden, err := c.propertyParts(parts, k)
@@ -155,7 +165,7 @@ func (c *compiler) object(set []celem) (int32, error) {
 			}
 			continue
 		}
-		val, err := c.conjOrAny(pparts)
+		val, err := c.value(pparts)
 		if err != nil {
 			return 0, err
 		}
@@ -165,7 +175,13 @@ func (c *compiler) object(set []celem) (int32, error) {
 	if err := c.dependencies(set, o, index); err != nil {
 		return 0, err
 	}
-	if err := c.objExtras(parts, o, names); err != nil {
+	var taken []string // declared or absent: no undeclared key is one
+	taken = append(taken, names...)
+	for k := range absent {
+		taken = append(taken, k)
+	}
+	slices.Sort(taken[len(names):])
+	if err := c.objExtras(parts, o, names, taken); err != nil {
 		return 0, err
 	}
 	nreq := 0
@@ -381,7 +397,7 @@ func (c *compiler) dependencies(set []celem, o *objNode, index map[string]int32)
 // patterns match is not written). One part at most may constrain them
 // (patternProperties, additionalProperties); past that, no undeclared
 // member is written.
-func (c *compiler) objExtras(parts []objPart, o *objNode, names []string) error {
+func (c *compiler) objExtras(parts []objPart, o *objNode, names, taken []string) error {
 	want := len(names) == 0 || o.minProps > len(o.props)
 	var shaper *objPart
 	for i := range parts {
@@ -400,8 +416,8 @@ func (c *compiler) objExtras(parts []objPart, o *objNode, names []string) error 
 		return nil
 	}
 	key := strSpec{d: charset(generatable()), hi: -1}
-	if len(names) > 0 {
-		key.d = literals(names).complement()
+	if len(taken) > 0 {
+		key.d = literals(taken).complement()
 	}
 	for _, p := range parts {
 		if p.names == nil {
@@ -438,9 +454,12 @@ func (c *compiler) objExtras(parts []objPart, o *objNode, names []string) error 
 		if err != nil {
 			return err
 		}
+		if val != nil && val.kind == jBool && !val.b {
+			return nil // no key of the group may appear
+		}
 		v := c.any()
 		if val != nil && val.kind != jBool {
-			if v, err = c.conj([]celem{whole(val)}); err != nil {
+			if v, err = c.value([]celem{whole(val)}); err != nil {
 				return err
 			}
 		}

@@ -19,10 +19,12 @@ import (
 
 // Kinds of an NFA edge.
 const (
-	eChars = iota // a character in lo..hi
-	eEps          // nothing
-	eBegin        // nothing, at the string's start only
-	eEnd          // nothing, at the string's end only
+	eChars    = iota // a character in lo..hi
+	eEps             // nothing
+	eBegin           // nothing, at the string's start only
+	eEnd             // nothing, at the string's end only
+	eWordB           // nothing, at a word boundary (\b)
+	eNonWordB        // nothing, not at a word boundary (\B)
 )
 
 type nedge struct {
@@ -35,6 +37,7 @@ type nfa struct {
 	edges [][]nedge
 	bud   *budget
 	err   error
+	wordB bool // it has \b or \B
 }
 
 // maxNFAStates bounds a pattern's Thompson automaton.
@@ -50,7 +53,13 @@ func (m *nfa) state() int32 {
 
 func (m *nfa) edge(from int32, e nedge) { m.edges[from] = append(m.edges[from], e) }
 
-var errTooBig = fmt.Errorf("compiles to more than %d states (MaxPatternStates), or past the compilation's budget (MaxCompileSteps)", MaxPatternStates)
+// errTooBig is a string automaton past its bounds.
+var errTooBig = &boundError{"MaxPatternStates", fmt.Sprintf("compiles to more than %d states (MaxPatternStates), or past the compilation's budget (MaxCompileSteps)", MaxPatternStates)}
+
+// boundError is an error past a bound, which kwErr names.
+type boundError struct{ bound, msg string }
+
+func (e *boundError) Error() string { return e.msg }
 
 // ecmaToRE2 rewrites what ECMA-262 writes otherwise than RE2: \uXXXX,
 // \u{X…}, and \d etc. stay.
@@ -96,8 +105,60 @@ func isHexString(s string) bool {
 }
 
 // compilePattern compiles pattern src to the automaton of the strings
-// it matches.
+// it matches. A lookahead at the pattern's start (^(?!…) or ^(?=…), as
+// Pydantic writes its decimals' pattern) is read: the strings must (not)
+// begin with a match of it.
 func compilePattern(src string, bud *budget) (*cdfa, error) {
+	if rest, look, neg, ok := leadingLookahead(src); ok {
+		d, err := compilePattern(rest, bud)
+		if err != nil {
+			return nil, err
+		}
+		l, err := compilePattern("^(?:"+look+")", bud)
+		if err != nil {
+			return nil, err
+		}
+		if neg {
+			l = l.complement()
+		}
+		if d, ok = intersect(d, l, bud); !ok {
+			return nil, &boundError{errTooBig.bound, fmt.Sprintf("%q: %v", src, errTooBig)}
+		}
+		return d, nil
+	}
+	return compileSearch(src, bud)
+}
+
+// leadingLookahead splits ^(?!look)rest or ^(?=look)rest into ^rest,
+// look and whether it is negative.
+func leadingLookahead(src string) (rest, look string, neg, ok bool) {
+	for _, open := range []string{"^(?!", "^(?="} {
+		if !strings.HasPrefix(src, open) {
+			continue
+		}
+		depth, class := 1, false
+		for i := len(open); i < len(src); i++ {
+			switch c := src[i]; {
+			case c == '\\':
+				i++
+			case class:
+				class = c != ']'
+			case c == '[':
+				class = true
+			case c == '(':
+				depth++
+			case c == ')':
+				if depth--; depth == 0 {
+					return "^" + src[i+1:], src[len(open):i], open == "^(?!", true
+				}
+			}
+		}
+	}
+	return "", "", false, false
+}
+
+// compileSearch compiles a pattern without lookaround.
+func compileSearch(src string, bud *budget) (*cdfa, error) {
 	re, err := syntax.Parse(ecmaToRE2(src), syntax.Perl)
 	if err != nil {
 		return nil, fmt.Errorf("%q is not a regular expression this server reads: %v", src, err)
@@ -107,6 +168,9 @@ func compilePattern(src string, bud *budget) (*cdfa, error) {
 	m.edge(start, nedge{kind: eEps, to: loop})
 	m.edge(loop, nedge{kind: eChars, lo: 0, hi: utf8.MaxRune, to: loop})
 	ps, pe, err := m.build(re)
+	if err == errTooBig {
+		return nil, &boundError{errTooBig.bound, fmt.Sprintf("%q: %v", src, err)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%q: %v", src, err)
 	}
@@ -115,11 +179,11 @@ func compilePattern(src string, bud *budget) (*cdfa, error) {
 	m.edge(pe, nedge{kind: eEps, to: final})
 	m.edge(final, nedge{kind: eChars, lo: 0, hi: utf8.MaxRune, to: final})
 	if m.err != nil {
-		return nil, fmt.Errorf("%q: %v", src, m.err)
+		return nil, &boundError{errTooBig.bound, fmt.Sprintf("%q: %v", src, m.err)}
 	}
 	d, ok := m.determinize(start, final)
 	if !ok {
-		return nil, fmt.Errorf("%q: %v", src, errTooBig)
+		return nil, &boundError{errTooBig.bound, fmt.Sprintf("%q: %v", src, errTooBig)}
 	}
 	return d, nil
 }
@@ -164,6 +228,13 @@ func (m *nfa) build(re *syntax.Regexp) (int32, int32, error) {
 		m.edge(s, nedge{kind: eBegin, to: e})
 	case syntax.OpEndText:
 		m.edge(s, nedge{kind: eEnd, to: e})
+	case syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		kind := uint8(eWordB)
+		if re.Op == syntax.OpNoWordBoundary {
+			kind = eNonWordB
+		}
+		m.edge(s, nedge{kind: kind, to: e})
+		m.wordB = true
 	case syntax.OpCapture:
 		return m.wrap(s, e, re.Sub[0])
 	case syntax.OpConcat:
@@ -199,7 +270,7 @@ func (m *nfa) build(re *syntax.Regexp) (int32, int32, error) {
 	case syntax.OpRepeat:
 		return m.repeat(s, e, re)
 	default:
-		return 0, 0, fmt.Errorf("%s is not supported (line anchors, word boundaries)", re)
+		return 0, 0, fmt.Errorf("%s is not supported (line anchors)", re)
 	}
 	return s, e, m.err
 }
@@ -255,19 +326,33 @@ func foldOrbit(r rune, fold bool) []rune {
 	return out
 }
 
-// An element of a subset construction's state: an NFA state, and
-// whether the string's end was asserted on the way (then it takes no
-// more characters).
-func elem(q int32, atEnd bool) int32 {
-	if atEnd {
-		return q*2 + 1
-	}
-	return q * 2
+// An element of a subset construction's state: an NFA state and its
+// flags: the string's end asserted on the way (then it takes no more
+// characters), or a word boundary asserted that the next character
+// settles (it must be a word character; or not one, or the end).
+const (
+	fEnd      = 1
+	fWord     = 2
+	fNonWord  = 4
+	elemFlags = 8
+)
+
+func elem(q int32, flags int32) int32 { return q*elemFlags + flags }
+
+// isWordChar reports whether r is a \w character.
+func isWordChar(r rune) bool { return r < 0x80 && isWord(byte(r)) }
+
+func isWord(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
 
+// wordCuts are where \w's ranges begin and end.
+var wordCuts = []rune{'0', '9' + 1, 'A', 'Z' + 1, '_', '_' + 1, 'a', 'z' + 1}
+
 // closure adds to set what the elements reach without a character;
-// atStart: before any character (where ^ holds).
-func (m *nfa) closure(set []int32, atStart bool) []int32 {
+// atStart: before any character (where ^ holds); prevWord: the last
+// character is a word character (for \b and \B).
+func (m *nfa) closure(set []int32, atStart, prevWord bool) []int32 {
 	seen := map[int32]bool{}
 	for _, x := range set {
 		seen[x] = true
@@ -276,19 +361,24 @@ func (m *nfa) closure(set []int32, atStart bool) []int32 {
 	for len(stack) > 0 {
 		x := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		q, atEnd := x/2, x%2 == 1
+		q, f := x/elemFlags, x%elemFlags
 		for _, e := range m.edges[q] {
-			var y int32
+			g := f
 			switch {
-			case e.kind == eEps:
-				y = elem(e.to, atEnd)
-			case e.kind == eBegin && atStart:
-				y = elem(e.to, atEnd)
+			case e.kind == eEps, e.kind == eBegin && atStart:
 			case e.kind == eEnd:
-				y = elem(e.to, true)
+				g |= fEnd
+			case e.kind == eWordB && prevWord, e.kind == eNonWordB && !prevWord:
+				g |= fNonWord
+			case e.kind == eWordB, e.kind == eNonWordB:
+				g |= fWord
 			default:
 				continue
 			}
+			if g&fWord != 0 && (g&fNonWord != 0 || g&fEnd != 0) {
+				continue // no character is both
+			}
+			y := elem(e.to, g)
 			m.bud.spend(1)
 			if !seen[y] {
 				seen[y] = true
@@ -301,44 +391,64 @@ func (m *nfa) closure(set []int32, atStart bool) []int32 {
 	return set
 }
 
-// determinize is the subset construction from start; final accepts.
+// determinize is the subset construction from start; final accepts. A
+// state is a set of elements and, where the pattern has \b or \B,
+// whether the last character was a word character.
 func (m *nfa) determinize(start, final int32) (*cdfa, bool) {
-	key := func(set []int32) string {
-		b := make([]byte, 0, 4*len(set))
-		for _, x := range set {
+	type dstate struct {
+		set      []int32
+		prevWord bool
+	}
+	key := func(s dstate) string {
+		b := make([]byte, 0, 4*len(s.set)+1)
+		if s.prevWord {
+			b = append(b, 'w')
+		}
+		for _, x := range s.set {
 			b = strconv.AppendInt(b, int64(x), 36)
 			b = append(b, ',')
 		}
 		return string(b)
 	}
-	first := m.closure([]int32{elem(start, false)}, true)
-	sets := [][]int32{first}
+	first := dstate{set: m.closure([]int32{elem(start, 0)}, true, false)}
+	states := []dstate{first}
 	ids := map[string]int32{key(first): 0}
 	d := &cdfa{}
-	for k := 0; k < len(sets); k++ {
-		set := sets[k]
+	type cut struct {
+		at  rune
+		in  bool
+		dst int32 // -1: only a cut (where \w begins or ends)
+	}
+	for k := 0; k < len(states); k++ {
+		st := states[k]
 		acc := false
-		type cut struct {
-			at  rune
-			in  bool
-			dst int32
-		}
 		var cuts []cut
-		for _, x := range set {
-			q := x / 2
-			if q == final {
+		if m.wordB {
+			for _, at := range wordCuts {
+				cuts = append(cuts, cut{at, true, -1})
+			}
+		}
+		for _, x := range st.set {
+			q, f := x/elemFlags, x%elemFlags
+			if q == final && f&fWord == 0 {
 				acc = true
 			}
-			if x%2 == 1 {
+			if f&fEnd != 0 {
 				continue
 			}
 			for _, e := range m.edges[q] {
-				if e.kind == eChars {
-					cuts = append(cuts, cut{e.lo, true, e.to}, cut{e.hi + 1, false, e.to})
+				if e.kind != eChars {
+					continue
+				}
+				for _, r := range splitWord(e.lo, e.hi) {
+					if f&fWord != 0 && !isWordChar(r[0]) || f&fNonWord != 0 && isWordChar(r[0]) {
+						continue
+					}
+					cuts = append(cuts, cut{r[0], true, e.to}, cut{r[1] + 1, false, e.to})
 				}
 			}
 		}
-		if !m.bud.spend(len(cuts) + len(set)) {
+		if !m.bud.spend(len(cuts) + len(st.set)) {
 			return nil, false
 		}
 		slices.SortFunc(cuts, func(a, b cut) int { return int(a.at - b.at) })
@@ -347,10 +457,14 @@ func (m *nfa) determinize(start, final int32) (*cdfa, bool) {
 		for i := 0; i < len(cuts); {
 			at := cuts[i].at
 			for ; i < len(cuts) && cuts[i].at == at; i++ {
-				if cuts[i].in {
-					active[cuts[i].dst]++
-				} else if active[cuts[i].dst]--; active[cuts[i].dst] == 0 {
-					delete(active, cuts[i].dst)
+				switch c := cuts[i]; {
+				case c.dst < 0:
+				case c.in:
+					active[c.dst]++
+				default:
+					if active[c.dst]--; active[c.dst] == 0 {
+						delete(active, c.dst)
+					}
 				}
 			}
 			if len(active) == 0 || i == len(cuts) {
@@ -359,16 +473,17 @@ func (m *nfa) determinize(start, final int32) (*cdfa, bool) {
 			hi := cuts[i].at - 1
 			targets := make([]int32, 0, len(active))
 			for q := range active {
-				targets = append(targets, elem(q, false))
+				targets = append(targets, elem(q, 0))
 			}
-			next := m.closure(targets, false)
+			next := dstate{prevWord: m.wordB && isWordChar(at)}
+			next.set = m.closure(targets, false, next.prevWord)
 			kk := key(next)
 			id, ok := ids[kk]
 			if !ok {
-				id = int32(len(sets))
+				id = int32(len(states))
 				ids[kk] = id
-				sets = append(sets, next)
-				if len(sets) > MaxPatternStates {
+				states = append(states, next)
+				if len(states) > MaxPatternStates {
 					return nil, false
 				}
 			}
@@ -378,4 +493,16 @@ func (m *nfa) determinize(start, final int32) (*cdfa, bool) {
 		d.accept = append(d.accept, acc)
 	}
 	return d.trim(), true
+}
+
+// splitWord splits lo..hi where \w's ranges begin and end.
+func splitWord(lo, hi rune) [][2]rune {
+	var out [][2]rune
+	for _, at := range wordCuts {
+		if at > lo && at <= hi {
+			out = append(out, [2]rune{lo, at - 1})
+			lo = at
+		}
+	}
+	return append(out, [2]rune{lo, hi})
 }

@@ -174,7 +174,11 @@ func (c *compiler) string(set []celem) (int32, error) {
 func (c *compiler) stringNode(sp strSpec) (int32, error) {
 	sn, err := newStrNode(sp.d, sp.lo, sp.hi, c.bounds.String, c.bud)
 	if err != nil {
-		return 0, &SchemaError{Keyword: "pattern", Msg: err.Error()}
+		se := &SchemaError{Keyword: "pattern", Msg: err.Error()}
+		if b, ok := err.(*boundError); ok {
+			se.Bound = b.bound
+		}
+		return 0, se
 	}
 	if sn.universal && sn.min == 0 && sn.max == c.stringCap() {
 		return c.anyString(), nil

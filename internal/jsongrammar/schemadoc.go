@@ -35,6 +35,9 @@ type jv struct {
 	base string // the base URI its $ref resolve against
 	// idx indexes a large object's members by key, once asked.
 	idx map[string]*jv
+	// neg: a schema the compiler wrote for a negation, whose
+	// annotations (the properties and items it evaluates) do not count.
+	neg bool
 }
 
 type jmember struct {
@@ -124,6 +127,9 @@ type doc struct {
 	n         int32          // values so far
 	resources map[string]*jv // absolute URIs ($id) to their schemas
 	anchors   map[string]*jv // absolute URI#anchor to their schemas
+	// legacy: a draft 7 or older document, whose $ref makes its siblings
+	// ($id included) ignored.
+	legacy bool
 }
 
 // parseDoc parses a schema document and indexes its identifiers.
@@ -139,6 +145,11 @@ func parseDoc(text []byte) (*doc, error) {
 		return nil, fmt.Errorf("has text after its value")
 	}
 	d.root = root
+	if s := root.get("$schema"); s != nil && s.kind == jString {
+		for _, old := range []string{"draft-03", "draft-04", "draft-06", "draft-07"} {
+			d.legacy = d.legacy || strings.Contains(s.text, old)
+		}
+	}
 	d.index(root, "urn:jsongrammar:root", 0)
 	d.share(root, map[string]int32{})
 	return d, nil
@@ -245,7 +256,9 @@ func (d *doc) index(v *jv, base string, depth int) {
 		return
 	}
 	id := v.get("$id")
-	if id == nil {
+	if d.legacy && v.get("$ref") != nil {
+		id = nil
+	} else if id == nil {
 		if old := v.get("id"); old != nil && old.kind == jString && v.get("$ref") == nil {
 			id = old // draft-04
 		}

@@ -30,7 +30,7 @@ const maxReachWords = 1 << 20
 func newStrNode(d *cdfa, minLen, maxLen, capLen int, bud *budget) (*strNode, error) {
 	d, ok := intersect(d, charset(generatable()), bud)
 	if !ok {
-		return nil, fmt.Errorf("its automaton has more than %d states (MaxPatternStates), or is past the budget", MaxPatternStates)
+		return nil, errTooBig
 	}
 	s := &strNode{d: d, min: minLen, max: maxLen, smax: maxLen}
 	if d.empty() || maxLen >= 0 && maxLen < minLen {
@@ -105,7 +105,7 @@ func leastLength(d *cdfa, lo, hi int, bud *budget) (int, bool) {
 func reachTable(d *cdfa, n int, bud *budget) ([][]uint64, error) {
 	words := n/64 + 1
 	if len(d.trans)*words > maxReachWords {
-		return nil, fmt.Errorf("its length tables would hold more than %d words", maxReachWords)
+		return nil, &boundError{"MaxPatternStates", fmt.Sprintf("its states times its length (%d × %d) are past the bound of its length tables", len(d.trans), n)}
 	}
 	r := make([][]uint64, len(d.trans))
 	for q := range r {

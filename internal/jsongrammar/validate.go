@@ -135,7 +135,9 @@ func (c *compiler) admitsString(v, s *jv) (bool, error) {
 			if !d.matches(v.text) {
 				return false, nil
 			}
-			hi = most
+			if most > 0 {
+				hi = most
+			}
 		}
 	}
 	if err := lengths(s, "minLength", "maxLength", &lo, &hi); err != nil {
