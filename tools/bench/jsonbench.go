@@ -59,8 +59,12 @@ func (b *bench) runJSON(ctx context.Context, cfg *config, args []string, stdout 
 	if err != nil {
 		return err
 	}
-	var hostileOut bytes.Buffer
+	var hostileOut, coverageOut bytes.Buffer
 	hostileErr := runHostile(ctx, engines[0], b.procs.last().pid(), &hostileOut)
+	var coverageErr error
+	if cfg.coverage {
+		coverageErr = runCoverage(ctx, url, median(without), cfg.check, &coverageOut)
+	}
 	b.procs.stopAll()
 	load.sample()
 	ratio := median(with) / median(without)
@@ -80,6 +84,12 @@ func (b *bench) runJSON(ctx context.Context, cfg *config, args []string, stdout 
 	fmt.Fprintf(stdout, "\nThe hostile schemas of internal/testkit/hostile on the same engine, one after another, beside a stream of plain completions:\n\n%s", hostileOut.Bytes())
 	if hostileErr != nil {
 		return hostileErr
+	}
+	if cfg.coverage {
+		fmt.Fprintf(stdout, "\nThe real-world schemas of internal/testkit/schemacorpus on the same engine, each asked twice (the first compiles it and fills its masks):\n\n%s", coverageOut.Bytes())
+		if coverageErr != nil {
+			return coverageErr
+		}
 	}
 	if cfg.check && ratio > jsonGoal {
 		return fmt.Errorf("-check: time per output token with a schema is %.2f× the time without, more than %.1f×", ratio, jsonGoal)
