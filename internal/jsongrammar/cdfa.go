@@ -22,8 +22,8 @@ type cdfa struct {
 
 func (d *cdfa) empty() bool { return len(d.trans) == 0 }
 
-// next is the state after r from q, -1 for none.
-func (d *cdfa) next(q int32, r rune) int32 {
+// find is the index of q's first range that ends at r or after.
+func (d *cdfa) find(q int32, r rune) int {
 	rs := d.trans[q]
 	i, j := 0, len(rs)
 	for i < j {
@@ -34,7 +34,13 @@ func (d *cdfa) next(q int32, r rune) int32 {
 			j = h
 		}
 	}
-	if i < len(rs) && rs[i].lo <= r {
+	return i
+}
+
+// next is the state after r from q, -1 for none.
+func (d *cdfa) next(q int32, r rune) int32 {
+	rs := d.trans[q]
+	if i := d.find(q, r); i < len(rs) && rs[i].lo <= r {
 		return rs[i].to
 	}
 	return -1

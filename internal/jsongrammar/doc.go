@@ -8,9 +8,17 @@
 // alternative of an anyOf chosen), each compiled once and keyed by what
 // constrains in it, so that a schema reached through many references or
 // alternatives is one node; a conjunction merges its parts' keywords.
-// Strings compile to automata over their characters (patterns through
-// regexp/syntax, then a subset construction), numbers to automata over
-// their bytes.
+// Strings compile to automata over their characters (patterns and
+// formats through regexp/syntax, then a subset construction; lengths as
+// tables of the lengths each state can still reach), numbers to automata
+// over their bytes (bounds compared digit by digit, multiples as
+// remainders). not, if/then/else, dependentSchemas and overlapping oneOf
+// are read through negation (negate.go). Annotations and unknown
+// keywords pass; a part that cannot be served where the value does not
+// need it is left out, never written. What no automaton can hold (array
+// items under uniqueItems past a small set, object keys) a Distinct
+// keeps apart beside the automaton. CheckXGrammar checks a schema as
+// MLC's engines' grammar engine (xgrammar) reads it instead.
 //
 // A State of the automaton is a graph-structured stack: the parses still
 // possible after the bytes fed so far, those at the same place sharing

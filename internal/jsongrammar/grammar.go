@@ -221,8 +221,11 @@ type byteEdge struct {
 	to int32
 }
 
-func (t *litTrie) child(n int32, b byte) int32 {
-	for _, e := range t.nodes[n].edges {
+func (t *litTrie) child(n int32, b byte) int32 { return childOf(t.nodes[n].edges, b) }
+
+// childOf is where the edge of byte b leads, -1 for none.
+func childOf(edges []byteEdge, b byte) int32 {
+	for _, e := range edges {
 		if e.b == b {
 			return e.to
 		}

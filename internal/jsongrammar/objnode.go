@@ -72,14 +72,7 @@ func newKeyTrie(props []prop) keyTrie {
 	return t
 }
 
-func (t *keyTrie) child(n int32, b byte) int32 {
-	for _, e := range t.nodes[n].edges {
-		if e.b == b {
-			return e.to
-		}
-	}
-	return -1
-}
+func (t *keyTrie) child(n int32, b byte) int32 { return childOf(t.nodes[n].edges, b) }
 
 // firstNeeded is the first property at pos or after that must come:
 // required, or required by a property chosen.

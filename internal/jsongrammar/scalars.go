@@ -342,29 +342,21 @@ func lcmDecimal(p int64, scale int, d decimal) (int64, int, bool) {
 }
 
 // tighterLow is the higher of two lower bounds.
-func tighterLow(a, b valueBound) valueBound {
-	switch {
-	case !a.set:
-		return b
-	case !b.set:
-		return a
-	}
-	c := cmpSigned(a.neg, a.d, b.neg, b.d)
-	if c < 0 || c == 0 && b.excl {
-		return b
-	}
-	return a
-}
+func tighterLow(a, b valueBound) valueBound { return tighter(a, b, 1) }
 
 // tighterHigh is the lower of two upper bounds.
-func tighterHigh(a, b valueBound) valueBound {
+func tighterHigh(a, b valueBound) valueBound { return tighter(a, b, -1) }
+
+// tighter is the tighter of two bounds: b when it lies further in the
+// direction dir (1: up, a lower bound's) or is as far and exclusive.
+func tighter(a, b valueBound, dir int) valueBound {
 	switch {
 	case !a.set:
 		return b
 	case !b.set:
 		return a
 	}
-	c := cmpSigned(a.neg, a.d, b.neg, b.d)
+	c := cmpSigned(b.neg, b.d, a.neg, a.d) * dir
 	if c > 0 || c == 0 && b.excl {
 		return b
 	}

@@ -214,16 +214,7 @@ func (s *strNode) clip(n int) int {
 // after n characters.
 func (s *strNode) charOK(q int32, n int, lo, hi rune) bool {
 	rs := s.d.trans[q]
-	i, j := 0, len(rs)
-	for i < j {
-		h := int(uint(i+j) >> 1)
-		if rs[h].hi < lo {
-			i = h + 1
-		} else {
-			j = h
-		}
-	}
-	for ; i < len(rs) && rs[i].lo <= hi; i++ {
+	for i := s.d.find(q, lo); i < len(rs) && rs[i].lo <= hi; i++ {
 		if s.lenOK(rs[i].to, n+1) {
 			return true
 		}
@@ -235,16 +226,7 @@ func (s *strNode) charOK(q int32, n int, lo, hi rune) bool {
 // if one transition covers them all.
 func (s *strNode) settles(q int32, lo, hi rune) (int32, bool) {
 	rs := s.d.trans[q]
-	i, j := 0, len(rs)
-	for i < j {
-		h := int(uint(i+j) >> 1)
-		if rs[h].hi < lo {
-			i = h + 1
-		} else {
-			j = h
-		}
-	}
-	if i < len(rs) && rs[i].lo <= lo && rs[i].hi >= hi {
+	if i := s.d.find(q, lo); i < len(rs) && rs[i].lo <= lo && rs[i].hi >= hi {
 		return rs[i].to, true
 	}
 	return 0, false
