@@ -156,7 +156,7 @@ func TestAllowedToolsCallFormat(t *testing.T) {
 	}
 
 	// The schema of a tool not allowed is not the grammar's business.
-	bad := `{"type":"object","properties":{"when":{"type":"array","contains":{},"maxContains":1}}}`
+	bad := `{"type":"object","properties":{"when":{"type":"array","contains":{},"maxContains":1}},"required":["when"]}`
 	tools := `"tools":[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"name":"f","parameters":` + bad + `}}],"tool_choice":`
 	for _, c := range []struct {
 		names []string

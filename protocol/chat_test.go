@@ -97,7 +97,7 @@ func TestChatRequestErrors(t *testing.T) {
 		{"logprobs a number", chatWith(userHi, `"logprobs":5`), "logprobs", CodeInvalidType, "expected a boolean"},
 		{"stream_options", chatWith(userHi, `"stream_options":{"include_usage":true}`), "stream_options", CodeInvalidValue, "only allowed"},
 		{"json_schema without schema", chatWith(userHi, `"response_format":{"type":"json_schema","json_schema":{"name":"x"}}`), "response_format.json_schema.schema", CodeInvalidValue, "required"},
-		{"json_schema keyword", chatWith(userHi, `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"d":{"type":"array","contains":{},"maxContains":1}}}}}`), "response_format.json_schema.schema.properties.d.maxContains", CodeUnsupportedValue, `"maxContains"`},
+		{"json_schema keyword", chatWith(userHi, `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"d":{"type":"array","contains":{},"maxContains":1}},"required":["d"]}}}`), "response_format.json_schema.schema.properties.d.maxContains", CodeUnsupportedValue, `"maxContains"`},
 		{"json_object schema keyword", chatWith(userHi, `"response_format":{"type":"json_object","schema":"{\"$dynamicRef\":\"#x\"}"}`), "response_format.schema.$dynamicRef", CodeUnsupportedValue, `"$dynamicRef"`},
 		{"json_object bad schema", chatWith(userHi, `"response_format":{"type":"json_object","schema":"{"}`), "response_format.schema", CodeInvalidValue, "not valid JSON"},
 		{"response_format", chatWith(userHi, `"response_format":{"type":"xml"}`), "response_format.type", CodeInvalidValue, `"text"`},

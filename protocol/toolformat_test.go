@@ -112,7 +112,7 @@ func checkCallFormat(t *testing.T, choice string, rf *ResponseFormat, ok, not []
 // TestToolCallFormatErrors: a tool schema the grammar cannot serve is a
 // 400 naming the keyword, as the client's API names the tool's schema.
 func TestToolCallFormatErrors(t *testing.T) {
-	bad := `{"type":"object","properties":{"when":{"type":"array","contains":{},"maxContains":1}}}`
+	bad := `{"type":"object","properties":{"when":{"type":"array","contains":{},"maxContains":1}},"required":["when"]}`
 	chat := func(choice string) *ChatCompletionRequest {
 		var r ChatCompletionRequest
 		body := `{"messages":[{"role":"user","content":"hi"}],"tool_choice":` + choice + `,"tools":[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"name":"f","parameters":` + bad + `}}]}`
