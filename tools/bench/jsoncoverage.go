@@ -25,6 +25,7 @@ func runCoverage(ctx context.Context, url string, perPlain float64, check bool, 
 	corpus := schemacorpus.RealWorld()
 	served, valid, cut := 0, 0, 0
 	var cold, warm []float64
+	var notes []string
 	var failed error
 	for _, s := range corpus {
 		body := map[string]any{"prompt": "Answer in JSON.", "max_tokens": 400, "temperature": 0,
@@ -36,7 +37,7 @@ func runCoverage(ctx context.Context, url string, perPlain float64, check bool, 
 			return err
 		}
 		if status != http.StatusOK {
-			fmt.Fprintf(out, "- refused %s: %.200s\n", s.Name, text)
+			notes = append(notes, fmt.Sprintf("- refused %s: %.200s", s.Name, text))
 			continue
 		}
 		served++
@@ -55,19 +56,22 @@ func runCoverage(ctx context.Context, url string, perPlain float64, check bool, 
 		}
 		if !schematest.Valid(v, text) || again.text != text {
 			failed = fmt.Errorf("%s: the answer %q does not validate, or differs asked again (%q)", s.Name, text, again.text)
-			fmt.Fprintf(out, "- invalid %s: %q\n", s.Name, text)
+			notes = append(notes, fmt.Sprintf("- invalid %s: %q", s.Name, text))
 			continue
 		}
 		valid++
 	}
 	n := len(corpus)
-	fmt.Fprintln(out, "\n| schemas | served | valid answers | cut (max_tokens) | ms per output token, first / again (median) | without a format | ratio again/without |")
+	fmt.Fprintln(out, "| schemas | served | valid answers | cut (max_tokens) | ms per output token, first / again (median) | without a format | ratio again/without |")
 	fmt.Fprintln(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	ratio := 0.0
 	if len(warm) > 0 {
 		ratio = median(warm) / perPlain
 		fmt.Fprintf(out, "| %d | %d (%.1f%%) | %d of %d | %d | %.2f / %.2f | %.2f | %.2f× |\n\n", n, served, 100*float64(served)/float64(n),
 			valid, served, cut, median(cold)*1e3, median(warm)*1e3, perPlain*1e3, ratio)
+	}
+	for _, note := range notes {
+		fmt.Fprintln(out, note)
 	}
 	switch {
 	case failed != nil:
