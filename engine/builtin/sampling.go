@@ -147,30 +147,38 @@ func (s *sampler) topP(sum float64) (int, float64) {
 }
 
 // greedyGated is greedy under a grammar: it visits the ids the gate
-// admits, bit by bit, rather than every id of the vocabulary.
+// admits, bit by bit, rather than every id of the vocabulary; the veto
+// and refusal, which cost more, are asked of the best id only (and of
+// the next best while they turn it down).
 func (s *sampler) greedyGated(logits []float32) int {
-	best := -1
-	consider := func(id int) {
-		if best < 0 || logits[id] > logits[best] || logits[id] == logits[best] && id < best {
-			best = id
-		}
-	}
-	for w := range s.gate {
-		word := s.gate[w]
-		if s.endOK {
-			word |= s.eos[w]
-		}
-		for word != 0 {
-			id := w*64 + bits.TrailingZeros64(word)
-			word &= word - 1
-			if id >= len(logits) {
-				break
+	var turned map[int]bool
+	for {
+		best := -1
+		for w := range s.gate {
+			word := s.gate[w]
+			if s.endOK {
+				word |= s.eos[w]
 			}
-			if s.gate[id>>6]&(1<<(id&63)) != 0 && (s.veto != nil && s.veto(id) || s.refuse != nil && s.refuse(id)) {
-				continue
+			for word != 0 {
+				id := w*64 + bits.TrailingZeros64(word)
+				word &= word - 1
+				if id >= len(logits) {
+					break
+				}
+				if turned[id] {
+					continue
+				}
+				if best < 0 || logits[id] > logits[best] || logits[id] == logits[best] && id < best {
+					best = id
+				}
 			}
-			consider(id)
 		}
+		if best < 0 || s.gate[best>>6]&(1<<(best&63)) == 0 || s.ok(best) {
+			return best // none, EOS, or an id nothing turns down
+		}
+		if turned == nil {
+			turned = map[int]bool{}
+		}
+		turned[best] = true
 	}
-	return best
 }

@@ -73,8 +73,8 @@ func (d *Distinct) Feed(a *Automaton, s *State, text string) (*State, bool) {
 // Refuses reports whether text, fed from here (state s), would end an
 // item or key that repeats one. d is left as it was.
 func (d *Distinct) Refuses(a *Automaton, s *State, text string) bool {
-	if len(d.stack) == 0 || !strings.ContainsAny(text, `",]}el`) && !d.mayCorner(text) {
-		return false // nothing ends here: an item ends at '"', ',', ']', '}' or its last letter, a key at '"'
+	if len(d.stack) == 0 || !d.mayEnd(text) && !d.mayCorner(text) {
+		return false
 	}
 	saved := d.save()
 	var added []addedKey
@@ -93,6 +93,16 @@ func (d *Distinct) Refuses(a *Automaton, s *State, text string) bool {
 	return d.cornered(a, s)
 }
 
+// mayEnd reports whether text may end a key or an item: a string at its
+// closing quote, a number at ',', ']' or '}', a literal at its last
+// letter (the container's end at ']' or '}' too).
+func (d *Distinct) mayEnd(text string) bool {
+	if d.inStr {
+		return strings.IndexByte(text, '"') >= 0
+	}
+	return strings.ContainsAny(text, `",]}el`)
+}
+
 // mayCorner reports whether text, after the key or item being read,
 // could make it as long as one seen (ended), as written, or begin a
 // true, false or null: the only repeats cornered looks for without a
@@ -102,7 +112,17 @@ func (d *Distinct) mayCorner(text string) bool {
 	if top == nil {
 		return false
 	}
-	partial := text // the token begins the item
+	l := len(text) // the token begins the item
+	if top.start >= 0 {
+		l += len(d.text) - top.start
+	}
+	if top.lens[l] || top.lens[l+1] {
+		return true
+	}
+	if d.inStr || l > len("false") {
+		return false
+	}
+	partial := text
 	if top.start >= 0 {
 		partial = string(d.text[top.start:]) + text
 	}
@@ -111,8 +131,7 @@ func (d *Distinct) mayCorner(text string) bool {
 			return true
 		}
 	}
-	l := len(partial)
-	return top.lens[l] || top.lens[l+1]
+	return false
 }
 
 // cornered reports whether the key or item being read, at state s, can
