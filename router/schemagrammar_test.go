@@ -9,6 +9,7 @@ import (
 	"github.com/caddy-mlc/caddy-mlc/engine"
 	"github.com/caddy-mlc/caddy-mlc/engine/chat"
 	"github.com/caddy-mlc/caddy-mlc/engine/tokenizer"
+	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
@@ -64,5 +65,33 @@ func TestSchemaGrammarPerKind(t *testing.T) {
 				t.Errorf("%s, %s engines: %s: %v, want a 400 naming %s", c.api, k.kind, k.refuse, e, k.keyword)
 			}
 		}
+	}
+}
+
+// TestToolKeywordsServed: a tool whose parameters use the keywords
+// generated schemas use (formats, numeric ranges, lengths, patterns,
+// uniqueItems, patternProperties, if/then) is offered and called, its
+// arguments valid, formats asserted.
+func TestToolKeywordsServed(t *testing.T) {
+	c := startCore(t, 1, Config{Mode: ModeWhole}, nil)
+	params := `{"type":"object","properties":{"when":{"type":"string","format":"date-time"},"who":{"type":"string","format":"email"},"seats":{"type":"integer","minimum":1,"maximum":8},"code":{"type":"string","pattern":"^[A-Z]{3}-\\d{2}$"},"note":{"type":"string","minLength":2,"maxLength":10},"tags":{"type":"array","items":{"enum":["window","aisle","quiet"]},"uniqueItems":true},"extra":{"type":"object","patternProperties":{"^x_":{"type":"boolean"}},"additionalProperties":false},"vip":{"type":"boolean"},"lounge":{"type":"string"}},"required":["when","who","seats","code","note"],"if":{"properties":{"vip":{"const":true}},"required":["vip"]},"then":{"required":["lounge"]}}`
+	v := schematest.CompileFormats(t, params)
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "book", "parameters": json.RawMessage(params)}}}
+	for i, p := range forcedPrompts() {
+		body := map[string]any{"messages": []map[string]any{{"role": "user", "content": p}}, "tools": tools,
+			"tool_choice": "required", "max_tokens": 400, "temperature": 0.9, "seed": i}
+		status, raw := callJSON(t, http.MethodPost, c.base+protocol.PathChatCompletions, body)
+		if status != http.StatusOK {
+			t.Fatalf("%d %s", status, raw)
+		}
+		a := chatWholeAnswer(t, raw)
+		if len(a.calls) != 1 {
+			t.Fatalf("calls %q, text %q", a.calls, a.text)
+		}
+		name, args, _ := strings.Cut(a.calls[0], " ")
+		if name != "book" {
+			t.Fatalf("called %q", name)
+		}
+		schematest.Validate(t, v, "the arguments", args)
 	}
 }
