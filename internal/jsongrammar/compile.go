@@ -1,7 +1,6 @@
 package jsongrammar
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -489,21 +488,6 @@ func (c *compiler) literal(texts []string) int32 {
 	return c.add(node{kind: kLiteral, lit: newLitTrie(texts)})
 }
 
-// canonical is a JSON value's text as the grammar writes it, and whether
-// it is a JSON value at all.
-func canonical(v *jv) string {
-	if v.kind == jNumber {
-		var x any
-		if json.Unmarshal([]byte(v.text), &x) == nil {
-			if f, ok := x.(float64); ok {
-				if b, err := json.Marshal(f); err == nil {
-					return string(b)
-				}
-			}
-		}
-	}
-	return v.json()
-}
 
 // annotation reports whether keyword k does not constrain a value.
 func annotation(k string) bool { return !constrains(k) }

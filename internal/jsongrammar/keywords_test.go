@@ -157,3 +157,21 @@ func TestKeywordsDistinct(t *testing.T) {
 		}
 	}
 }
+
+// TestKeywordsLiteralsAsWritten: enum and const values are written as
+// given, a large integer's digits kept.
+func TestKeywordsLiteralsAsWritten(t *testing.T) {
+	g, err := CompileSchema([]byte(`{"enum":[12345678901234567891,1.50,"\u00e9"]}`), Bounds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAutomaton(g, nil)
+	for _, text := range []string{`12345678901234567891`, `1.50`, `"é"`} {
+		if !a.Feed(a.Start(), text).CanEnd() {
+			t.Errorf("%s is not written", text)
+		}
+	}
+	if a.Feed(a.Start(), `12345678901234567000`).CanEnd() {
+		t.Error("the integer is written rounded")
+	}
+}

@@ -205,7 +205,7 @@ func (c *compiler) enum(set []celem, vals []*jv, types typeSet) ([]int32, error)
 		if err != nil {
 			return nil, err
 		}
-		if t := canonical(v); ok && !slices.Contains(texts, t) {
+		if t := v.json(); ok && !slices.Contains(texts, t) { // as written: a number's digits kept
 			texts = append(texts, t)
 		}
 	}
