@@ -1,6 +1,9 @@
 package jsongrammar
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // An array of a conjunction: its items by position (prefixItems, or
 // draft 4's items as a list), then the rest (items, additionalItems),
@@ -43,7 +46,9 @@ func (c *compiler) prune(n int32, err error) (int32, error) {
 	if c.pruned == nil {
 		c.pruned = se
 	}
-	return c.none(), nil
+	n = c.none()
+	c.nodes[n].partial = true
+	return n, nil
 }
 
 // arrParts reads the item keywords of each part of set.
@@ -178,7 +183,7 @@ func (c *compiler) array(set []celem) (int32, error) {
 	if a.maxItems >= 0 && a.maxItems < a.minItems {
 		return c.none(), nil
 	}
-	return c.add(node{kind: kArray, arr: a}), nil
+	return c.add(node{kind: kArray, arr: a, partial: len(contains) > 0}), nil
 }
 
 // maxUniqueLiterals bounds the literals whose uniqueness an array frame
@@ -191,7 +196,7 @@ const maxUniqueLiterals = 30
 // used, so that no item begins that could only end as a repeat. Other
 // arrays under uniqueItems are the engine's (Distinct).
 func (c *compiler) uniqueLiterals(a *arrNode) {
-	if len(a.prefix) > 0 || a.items < 0 {
+	if a.items < 0 {
 		return
 	}
 	leaves, ok := c.leavesOf(a.items)
@@ -200,6 +205,22 @@ func (c *compiler) uniqueLiterals(a *arrNode) {
 	}
 	texts, ok := c.enumerateAll(leaves, maxUniqueLiterals+1, 0)
 	if !ok {
+		return
+	}
+	// Items by position (prefixItems, contains) are read alike only
+	// where each position admits the same literals as the rest.
+	for _, p := range a.prefix {
+		pl, ok := c.leavesOf(p)
+		if !ok {
+			return
+		}
+		pt, ok := c.enumerateAll(pl, maxUniqueLiterals+1, 0)
+		if !ok || !sameTexts(pt, texts) {
+			return
+		}
+	}
+	if len(texts) == 0 {
+		a.maxItems = 0 // the items have no value
 		return
 	}
 	lit := newLitTrie(texts)
@@ -211,6 +232,19 @@ func (c *compiler) uniqueLiterals(a *arrNode) {
 	if a.maxItems < 0 || a.maxItems > n {
 		a.maxItems = n
 	}
+}
+
+// sameTexts reports whether a and b hold the same texts.
+func sameTexts(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // enumerateAll returns the texts of the values of nodes, one per value
@@ -285,12 +319,12 @@ func (c *compiler) enumerate(n int32, most, depth int) ([]string, bool) {
 // enumerateArray is enumerate of an array: each count of items, each
 // item each of its texts.
 func (c *compiler) enumerateArray(a *arrNode, most, depth int) ([]string, bool) {
-	if a.maxItems < 0 || a.unique {
+	if a.maxItems < 0 || a.unique && a.lit == nil {
 		return nil, false
 	}
 	var out []string
-	var build func(i int, prefix string) bool
-	build = func(i int, prefix string) bool {
+	var build func(i int, prefix string, used map[string]bool) bool
+	build = func(i int, prefix string, used map[string]bool) bool {
 		if i >= a.minItems {
 			out = append(out, prefix+"]")
 		}
@@ -301,6 +335,9 @@ func (c *compiler) enumerateArray(a *arrNode, most, depth int) ([]string, bool) 
 			return true
 		}
 		texts, ok := c.enumerate(a.item(i), most, depth+1)
+		if a.lit != nil {
+			texts, ok = literalTexts(a.lit), true // its own literals, each once
+		}
 		if !ok {
 			return false
 		}
@@ -309,13 +346,20 @@ func (c *compiler) enumerateArray(a *arrNode, most, depth int) ([]string, bool) 
 			sep = ""
 		}
 		for _, t := range texts {
-			if !build(i+1, prefix+sep+t) {
+			if used[t] {
+				continue
+			}
+			if a.lit != nil {
+				used[t] = true
+			}
+			if !build(i+1, prefix+sep+t, used) {
 				return false
 			}
+			delete(used, t)
 		}
 		return true
 	}
-	if !build(0, "[") {
+	if !build(0, "[", map[string]bool{}) {
 		return nil, false
 	}
 	return out, true

@@ -42,6 +42,9 @@ type compiler struct {
 	nodes  []node
 	memo   map[string]int32
 	open   map[int32]bool // conjunctions being compiled
+	// failed are the refusals of conjunctions that did not compile, so
+	// that meeting one again is the same refusal, not its placeholder.
+	failed map[string]error
 	lits   int
 	// Shared nodes, -1 until needed.
 	anyVal, anyStr int32
@@ -50,6 +53,8 @@ type compiler struct {
 	// Schemas the compiler writes: negations and dependentSchemas' ifs,
 	// once each, with ids past the document's.
 	negations map[int32]*jv
+	negFailed map[int32]error
+	negLog    []int32 // negations in the order written
 	depIfs    map[string]*jv
 	synthID   int32
 	negating  int // negations being written
@@ -76,9 +81,9 @@ func CompileSchema(schema []byte, b Bounds) (*Grammar, error) {
 }
 
 func newCompiler(d *doc, b Bounds) *compiler {
-	c := &compiler{d: d, bounds: b, bud: &budget{left: MaxCompileSteps}, memo: map[string]int32{}, open: map[int32]bool{},
+	c := &compiler{d: d, bounds: b, bud: &budget{left: MaxCompileSteps}, memo: map[string]int32{}, open: map[int32]bool{}, failed: map[string]error{},
 		anyVal: -1, anyStr: -1, numbers: map[numSpec]int32{}, patterns: map[string]*cdfa{},
-		negations: map[int32]*jv{}, depIfs: map[string]*jv{}, synthID: 1 << 29}
+		negations: map[int32]*jv{}, negFailed: map[int32]error{}, depIfs: map[string]*jv{}, synthID: 1 << 29}
 	c.add(node{kind: kEnd})
 	return c
 }
@@ -153,6 +158,9 @@ func (c *compiler) conj(es []celem) (int32, error) {
 		return c.none(), nil
 	}
 	key := conjKey(set)
+	if err := c.failed[key]; err != nil {
+		return 0, err
+	}
 	if n, ok := c.memo[key]; ok {
 		return n, nil
 	}
@@ -161,6 +169,10 @@ func (c *compiler) conj(es []celem) (int32, error) {
 	c.open[id] = true
 	alts, err := c.expand(set)
 	if err != nil {
+		// The placeholder stays open: a node that reached it while it
+		// was compiled is proved disjoint from nothing.
+		delete(c.memo, key)
+		c.failed[key] = err
 		return 0, err
 	}
 	delete(c.open, id)
@@ -487,7 +499,6 @@ func (c *compiler) number(s numSpec) int32 {
 func (c *compiler) literal(texts []string) int32 {
 	return c.add(node{kind: kLiteral, lit: newLitTrie(texts)})
 }
-
 
 // annotation reports whether keyword k does not constrain a value.
 func annotation(k string) bool { return !constrains(k) }

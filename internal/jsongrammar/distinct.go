@@ -3,6 +3,7 @@ package jsongrammar
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Distinct keeps a generated text's array items (under uniqueItems) and
@@ -19,6 +20,9 @@ type Distinct struct {
 	stack []*dcont
 	inStr bool
 	esc   bool
+	// In a string: its characters so far, and the hex digits of a \u
+	// escape still to come.
+	chars, hexLeft int
 }
 
 // dcont is a container of the text.
@@ -27,6 +31,7 @@ type dcont struct {
 	unique bool            // an array under uniqueItems
 	seen   map[string]bool // its items (canonical) or keys so far
 	lens   map[int]bool    // the lengths of their texts as written
+	runes  map[int]bool    // the characters of those that are strings
 	start  int             // where its current item or key began, -1: none
 	key    bool            // an object: reading a key (else a value)
 	open   int             // where it began
@@ -73,7 +78,7 @@ func (d *Distinct) Feed(a *Automaton, s *State, text string) (*State, bool) {
 // Refuses reports whether text, fed from here (state s), would end an
 // item or key that repeats one. d is left as it was.
 func (d *Distinct) Refuses(a *Automaton, s *State, text string) bool {
-	if len(d.stack) == 0 || !d.mayEnd(text) && !d.mayCorner(text) {
+	if len(d.stack) == 0 || !d.mayEnd(text) && !d.mayCorner(text) && (d.inStr || !d.inUnique()) {
 		return false
 	}
 	saved := d.save()
@@ -90,7 +95,46 @@ func (d *Distinct) Refuses(a *Automaton, s *State, text string) bool {
 			return true
 		}
 	}
-	return d.cornered(a, s)
+	return d.cornered(a, s) || d.corneredLiteral(a, s) || d.corneredNext(a, s)
+}
+
+// corneredNext reports whether, just after the ',' of an array under
+// uniqueItems, every item that may begin is cornered (corneredLiteral):
+// the comma would commit to a repeat.
+func (d *Distinct) corneredNext(a *Automaton, s *State) bool {
+	top := d.topOf()
+	if top == nil || !top.array || !top.unique || top.start >= 0 || len(d.text) == 0 || d.text[len(d.text)-1] != ',' {
+		return false
+	}
+	for b := 0; b < 256; b++ {
+		next := a.Feed(s, string([]byte{byte(b)}))
+		if next.Dead() {
+			continue
+		}
+		saved := d.save()
+		var added []addedKey
+		d.step(byte(b), a.uniqueOpen(next), &added)
+		cornered := d.corneredLiteral(a, next)
+		for _, x := range added {
+			delete(x.c.seen, x.k)
+		}
+		d.restore(saved)
+		if !cornered {
+			return false
+		}
+	}
+	return true
+}
+
+// inUnique reports whether the text is in an array under uniqueItems
+// (outside a string, where few tokens may come: each is read whole).
+func (d *Distinct) inUnique() bool {
+	for _, c := range d.stack {
+		if c.array && c.unique {
+			return true
+		}
+	}
+	return false
 }
 
 // mayEnd reports whether text may end a key or an item: a string at its
@@ -112,6 +156,16 @@ func (d *Distinct) mayCorner(text string) bool {
 	if top == nil {
 		return false
 	}
+	if d.inStr {
+		// As long, in characters, as a string seen: escapes and UTF-8
+		// make the bytes no measure.
+		for n := d.chars + 1; n <= d.chars+len(text); n++ {
+			if top.runes[n] {
+				return true
+			}
+		}
+		return false
+	}
 	l := len(text) // the token begins the item
 	if top.start >= 0 {
 		l += len(d.text) - top.start
@@ -119,7 +173,7 @@ func (d *Distinct) mayCorner(text string) bool {
 	if top.lens[l] || top.lens[l+1] {
 		return true
 	}
-	if d.inStr || l > len("false") {
+	if l > len("false") {
 		return false
 	}
 	partial := text
@@ -178,15 +232,16 @@ type addedKey struct {
 
 // distinctState is what a dry run may change of d.
 type distinctState struct {
-	n     int
-	stack []*dcont
-	tops  []dcont
-	inStr bool
-	esc   bool
+	n              int
+	stack          []*dcont
+	tops           []dcont
+	inStr          bool
+	esc            bool
+	chars, hexLeft int
 }
 
 func (d *Distinct) save() distinctState {
-	st := distinctState{n: len(d.text), stack: slices.Clone(d.stack), inStr: d.inStr, esc: d.esc}
+	st := distinctState{n: len(d.text), stack: slices.Clone(d.stack), inStr: d.inStr, esc: d.esc, chars: d.chars, hexLeft: d.hexLeft}
 	for _, c := range d.stack {
 		st.tops = append(st.tops, *c)
 	}
@@ -201,7 +256,7 @@ func (d *Distinct) restore(st distinctState) {
 		*c = st.tops[i]
 		c.seen = seen
 	}
-	d.inStr, d.esc = st.inStr, st.esc
+	d.inStr, d.esc, d.chars, d.hexLeft = st.inStr, st.esc, st.chars, st.hexLeft
 }
 
 // step reads byte b; unique: after it, the automaton is in an array
@@ -212,16 +267,24 @@ func (d *Distinct) step(b byte, unique bool, added *[]addedKey) bool {
 	d.text = append(d.text, b)
 	if d.inStr {
 		switch {
+		case d.hexLeft > 0:
+			d.hexLeft--
 		case d.esc:
 			d.esc = false
+			if b == 'u' {
+				d.hexLeft = 4
+			}
 		case b == '\\':
 			d.esc = true
+			d.chars++
 		case b == '"':
 			d.inStr = false
 			// A key, or a string item, is whole at its closing quote.
 			if top := d.topOf(); top != nil && top.start >= 0 && d.text[top.start] == '"' && (top.key || top.array) {
 				return d.end(top, pos+1, added)
 			}
+		case b < 0x80 || b >= 0xc0:
+			d.chars++ // a character begins (UTF-8 continuations do not)
 		}
 		return true
 	}
@@ -231,9 +294,9 @@ func (d *Distinct) step(b byte, unique bool, added *[]addedKey) bool {
 	}
 	switch b {
 	case '"':
-		d.inStr = true
+		d.inStr, d.chars = true, 0
 	case '[', '{':
-		d.stack = append(d.stack, &dcont{array: b == '[', unique: b == '[' && unique, seen: map[string]bool{}, lens: map[int]bool{}, start: -1, key: b == '{', open: pos})
+		d.stack = append(d.stack, &dcont{array: b == '[', unique: b == '[' && unique, seen: map[string]bool{}, lens: map[int]bool{}, runes: map[int]bool{}, start: -1, key: b == '{', open: pos})
 	case ']', '}':
 		if top != nil {
 			if !d.end(top, pos, added) {
@@ -295,8 +358,62 @@ func (d *Distinct) end(c *dcont, end int, added *[]addedKey) bool {
 		*added = append(*added, addedKey{c, k})
 	} else {
 		c.lens[end-start] = true
+		if doc.root.kind == jString {
+			c.runes[utf8.RuneCountInString(doc.root.text)] = true
+		}
 	}
 	return true
+}
+
+// corneredLiteral reports whether the item being read of an array under
+// uniqueItems can only end as a repeat because the automaton reads a
+// literal (an enum or const value, an object as one) whose every
+// completion ends the item as one seen.
+func (d *Distinct) corneredLiteral(a *Automaton, s *State) bool {
+	var arr *dcont
+	for i := len(d.stack) - 1; i >= 0 && arr == nil; i-- {
+		if c := d.stack[i]; c.array && c.unique {
+			arr = c
+		}
+	}
+	if arr == nil || arr.start < 0 || len(s.tops) == 0 {
+		return false
+	}
+	partial := string(d.text[arr.start:])
+	for _, t := range s.tops {
+		nd := &a.g.nodes[t.f.n]
+		if nd.kind != kLiteral || t.f.st != litIn {
+			return false
+		}
+		for _, suffix := range suffixes(nd.lit, t.f.a, maxUniqueLiterals) {
+			doc, err := parseDoc([]byte(partial + suffix))
+			if err != nil || !arr.seen[canonicalValue(doc.root)] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// suffixes are the endings of the texts below trie node n (nil past most).
+func suffixes(t *litTrie, n int32, most int) []string {
+	var out []string
+	var walk func(n int32, prefix []byte) bool
+	walk = func(n int32, prefix []byte) bool {
+		if t.nodes[n].term {
+			out = append(out, string(prefix))
+		}
+		for _, e := range t.nodes[n].edges {
+			if len(out) > most || !walk(e.to, append(prefix, e.b)) {
+				return false
+			}
+		}
+		return len(out) <= most
+	}
+	if !walk(n, nil) {
+		return nil
+	}
+	return out
 }
 
 // canonicalValue is a JSON value's text up to what JSON Schema's

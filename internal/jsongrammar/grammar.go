@@ -29,6 +29,11 @@ type node struct {
 	// spec is what a number node's automaton was built from, for the
 	// proofs that oneOf's alternatives are disjoint.
 	spec *numSpec
+	// partial: the node admits fewer values than its schema (a part
+	// left out, contains read as the first items, a format's pattern
+	// narrower than a validator's reading of it), so that those proofs
+	// do not read its values as the schema's.
+	partial bool
 }
 
 // Bounds are what a grammar generates beyond its schema's bounds, so
@@ -162,16 +167,7 @@ func (g *Grammar) depthOf(i int32) int32 {
 			return noDepth
 		}
 	case kObject:
-		d := int32(0)
-		for _, p := range nd.obj.props {
-			if p.required {
-				d = max(d, g.minDepth[p.val])
-			}
-		}
-		if nd.obj.minExtras() > 0 {
-			d = max(d, g.minExtraDepth(nd.obj))
-		}
-		return min(noDepth, d+1)
+		return g.objectDepth(nd.obj)
 	case kArray:
 		a := nd.arr
 		d := int32(0)
@@ -187,6 +183,38 @@ func (g *Grammar) depthOf(i int32) int32 {
 		return min(noDepth, d+1)
 	}
 	return 0
+}
+
+// objectDepth is the least nesting of an object: its required members',
+// and, for minProperties, the shallowest others (its undeclared members
+// where it may have any).
+func (g *Grammar) objectDepth(o *objNode) int32 {
+	d := int32(0)
+	var optional []int32
+	nreq := 0
+	for j, p := range o.props {
+		switch {
+		case p.required:
+			d = max(d, g.minDepth[p.val])
+			for _, r := range o.deps[j] {
+				d = max(d, g.minDepth[o.props[r].val]) // what it requires too
+			}
+			nreq++
+		case g.minDepth[p.val] < noDepth:
+			optional = append(optional, g.minDepth[p.val])
+		}
+	}
+	if more := o.minProps - nreq; more > 0 {
+		if x := g.minExtraDepth(o); x < noDepth {
+			d = max(d, x) // undeclared members, as many as needed
+		} else if more > len(optional) {
+			return noDepth
+		} else {
+			slices.Sort(optional)
+			d = max(d, optional[more-1])
+		}
+	}
+	return min(noDepth, d+1)
 }
 
 // minExtraDepth is the least nesting of an undeclared member's value.

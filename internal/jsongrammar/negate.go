@@ -51,17 +51,32 @@ func (c *compiler) typesExcept(ts typeSet) *jv {
 }
 
 // negate returns the schema of the values s does not admit.
-func (c *compiler) negate(s *jv) (*jv, error) {
+func (c *compiler) negate(s *jv) (neg *jv, err error) {
 	if s.kind == jBool {
 		return c.synthBool(!s.b), nil
+	}
+	if err := c.negFailed[s.id]; err != nil {
+		return nil, err
 	}
 	if n, ok := c.negations[s.id]; ok {
 		return n, nil
 	}
 	c.negating++
-	defer func() { c.negating-- }()
 	out := c.synth(s) // filled below; a recursion meets it
 	c.negations[s.id] = out
+	mark := len(c.negLog)
+	c.negLog = append(c.negLog, s.id)
+	defer func() {
+		c.negating--
+		if err != nil {
+			// What was written since refers to out, which is not whole.
+			for _, id := range c.negLog[mark:] {
+				delete(c.negations, id)
+			}
+			c.negLog = c.negLog[:mark]
+			c.negFailed[s.id] = err
+		}
+	}()
 	if !c.bud.spend(len(s.obj) + 1) {
 		return nil, budgetError()
 	}

@@ -129,11 +129,6 @@ func (o *objNode) choose(j, chosen int32) int32 {
 	return chosen
 }
 
-// minExtras is how many undeclared members the object needs at least.
-func (o *objNode) minExtras() int {
-	return max(0, o.minProps-len(o.props))
-}
-
 // propOK reports whether property j may come next, at position pos after
 // count members, its value at frame depth d.
 func (g *Grammar) propOK(o *objNode, j, pos, count, chosen, d int32) bool {
@@ -144,15 +139,37 @@ func (g *Grammar) propOK(o *objNode, j, pos, count, chosen, d int32) bool {
 		if r < j && (o.bit[r] < 0 || chosen&(1<<o.bit[r]) == 0) {
 			return false // it needs a property already passed over
 		}
+		if r > j && !g.fits(o.props[r].val, d) {
+			return false // it needs one that cannot come
+		}
 	}
 	next := o.choose(j, chosen)
 	if o.maxProps >= 0 && int(count)+1+o.neededAfter(j+1, next) > o.maxProps {
 		return false
 	}
-	if o.minProps > 0 && len(o.extras) == 0 && int(count)+1+len(o.props)-int(j)-1 < o.minProps {
-		return false
+	if o.minProps > 0 && int(count)+1 < o.minProps && !g.extrasFit(o, d) {
+		// Enough properties must still fit after it.
+		more := 0
+		for k := j + 1; k < int32(len(o.props)) && int(count)+1+more < o.minProps; k++ {
+			if g.fits(o.props[k].val, d) {
+				more++
+			}
+		}
+		if int(count)+1+more < o.minProps {
+			return false
+		}
 	}
 	return true
+}
+
+// extrasFit reports whether undeclared members may come at depth d.
+func (g *Grammar) extrasFit(o *objNode, d int32) bool {
+	for _, x := range o.extras {
+		if g.fits(x.key, d) && g.fits(x.val, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // extraOK reports whether undeclared member kind x may come next.

@@ -7,7 +7,12 @@ import "unicode/utf8"
 // The compiler proves it on the compiled alternatives (their types
 // differ, their literals differ, a property both require takes disjoint
 // values, their item counts or numeric ranges do not meet, their
-// strings' automata do not intersect). Where it cannot, each alternative
+// strings' automata do not intersect). A proof reads only what the
+// compiled nodes admit as their schemas do: not a part left out, not
+// an array's first items where contains shaped them, not a format's
+// pattern (a validator may read the format more widely), so that no
+// value of one alternative matches another by what the grammar left
+// out. Where it cannot prove it, each alternative
 // is compiled less the others (their negations); an alternative that
 // cannot be negated is a 400 that names it, never an answer that
 // matches two.
@@ -28,7 +33,7 @@ func (c *compiler) exclusive(alts []int32) bool {
 }
 
 // leavesOf are the nodes other than alternatives node n begins as;
-// false when one is still being compiled.
+// false when one is still being compiled, or was left out (partial).
 func (c *compiler) leavesOf(n int32) ([]int32, bool) {
 	var out []int32
 	seen := map[int32]bool{}
@@ -44,7 +49,7 @@ func (c *compiler) leavesOf(n int32) ([]int32, bool) {
 			out = append(out, x)
 			return
 		}
-		if c.open[x] {
+		if c.open[x] || nd.partial {
 			ok = false
 		}
 		for _, a := range nd.alts {
@@ -94,6 +99,9 @@ func (c *compiler) disjointLeaves(x, y int32, depth int) bool {
 	}
 	switch nx.kind {
 	case kString:
+		if nx.partial || ny.partial {
+			return false
+		}
 		d, ok := intersect(nx.str.d, ny.str.d, c.bud)
 		return ok && d.empty() || rangesApart(nx.str.min, nx.str.smax, ny.str.min, ny.str.smax)
 	case kNumber:
@@ -102,6 +110,9 @@ func (c *compiler) disjointLeaves(x, y int32, depth int) bool {
 		ax, ay := nx.arr, ny.arr
 		if rangesApart(ax.minItems, ax.smax, ay.minItems, ay.smax) {
 			return true
+		}
+		if nx.partial || ny.partial {
+			return false // its first items are contains', not the schema's
 		}
 		for i := range min(ax.minItems, ay.minItems) {
 			if c.disjoint(ax.item(i), ay.item(i), depth+1) {
@@ -189,6 +200,9 @@ func (c *compiler) nodeMayAdmit(n *node, t string) bool {
 		}
 		return false
 	case kString:
+		if n.partial {
+			return x.kind == jString
+		}
 		l := utf8.RuneCountInString(x.text)
 		return x.kind == jString && n.str.d.matches(x.text) && !rangesApart(l, l, n.str.min, n.str.smax)
 	case kNumber:

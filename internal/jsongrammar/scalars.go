@@ -74,6 +74,7 @@ func excluded(set []celem) []*jv {
 type strSpec struct {
 	d      *cdfa
 	lo, hi int
+	format bool // a format's pattern is in d
 }
 
 // stringSpec merges the string keywords of set: patterns and formats
@@ -119,6 +120,7 @@ func (c *compiler) stringSpec(set []celem, enums bool) (strSpec, error) {
 				if err := and(s, "format", fd); err != nil {
 					return sp, err
 				}
+				sp.format = true
 				if most > 0 && (sp.hi < 0 || most < sp.hi) {
 					sp.hi = most
 				}
@@ -183,7 +185,7 @@ func (c *compiler) stringNode(sp strSpec) (int32, error) {
 	if sn.universal && sn.min == 0 && sn.max == c.stringCap() {
 		return c.anyString(), nil
 	}
-	return c.add(node{kind: kString, str: sn}), nil
+	return c.add(node{kind: kString, str: sn, partial: sp.format}), nil
 }
 
 func (c *compiler) stringCap() int {
