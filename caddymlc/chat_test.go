@@ -69,7 +69,7 @@ func TestChatCompletions(t *testing.T) {
 		{"messages": msgs, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}},
 			"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "g"}}},
 		{"messages": msgs, "response_format": map[string]any{"type": "xml"}},
-		{"messages": msgs, "response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": "string", "minLength": 2}}}},
+		{"messages": msgs, "response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": "array", "contains": map[string]any{}, "maxContains": 2}}}},
 	} {
 		raw := post(t, s.base+"/v1/chat/completions", bad, 400)
 		if !strings.Contains(string(raw), `"invalid_request_error"`) {

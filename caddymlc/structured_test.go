@@ -39,10 +39,10 @@ func TestStructuredOutputModes(t *testing.T) {
 			t.Errorf("%s: finish %v", mode, chat.Choices[0].FinishReason)
 		}
 		texts = append(texts, text)
-		body["response_format"] = map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "p", "schema": map[string]any{"type": "string", "format": "uuid"}}}
+		body["response_format"] = map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "p", "schema": map[string]any{"type": "array", "contains": map[string]any{}, "maxContains": 1}}}
 		var eb protocol.ErrorBody
 		mustUnmarshal(t, post(t, s.base+protocol.PathChatCompletions, body, http.StatusBadRequest), &eb)
-		if eb.Error == nil || eb.Error.Param == nil || *eb.Error.Param != "response_format.json_schema.schema.format" {
+		if eb.Error == nil || eb.Error.Param == nil || *eb.Error.Param != "response_format.json_schema.schema.maxContains" {
 			t.Errorf("%s: unsupported keyword: %+v", mode, eb.Error)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/caddy-mlc/caddy-mlc/protocol"
 )
 
 // Kind names a kind of engine program, in a [Spec] and in configs
@@ -74,6 +76,9 @@ type Traits struct {
 	// Extensions says whether the engines serve caddy-mlc's extensions
 	// of MLC's API.
 	Extensions Extensions
+	// Grammar is the grammar engine that compiles a response format's
+	// schema on the engines: a router checks schemas as it does.
+	Grammar protocol.SchemaGrammar
 }
 
 // Extensions says whether a kind's engines serve caddy-mlc's extensions

@@ -85,10 +85,11 @@ func (mlcDriver) Batch(_ string, engineArgs []string) int {
 func (mlcDriver) EmbeddingBounds(string, string) (int, int) { return 0, 0 }
 
 // Traits: MLC's engines run on this machine's GPUs, bound a completion's
-// logprobs at protocol.MaxCompletionLogprobs, and serve none of
-// caddy-mlc's extensions.
+// logprobs at protocol.MaxCompletionLogprobs, serve none of caddy-mlc's
+// extensions, and compile schemas with xgrammar.
 func (mlcDriver) Traits() Traits {
-	return Traits{UsesGPUs: true, MaxLogprobs: protocol.MaxCompletionLogprobs, Extensions: ExtensionsNone}
+	return Traits{UsesGPUs: true, MaxLogprobs: protocol.MaxCompletionLogprobs, Extensions: ExtensionsNone,
+		Grammar: protocol.GrammarXGrammar}
 }
 
 // overrideInt finds key in the "k=v;k=v" value of an --overrides flag of

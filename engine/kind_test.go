@@ -70,7 +70,7 @@ func TestBatch(t *testing.T) {
 func TestKindTraits(t *testing.T) {
 	for k, want := range map[Kind]Traits{
 		KindBuiltin: {OnCPU: true, NeedsTokenizer: true, Extensions: ExtensionsAll},
-		KindMLC:     {UsesGPUs: true, MaxLogprobs: protocol.MaxCompletionLogprobs, Extensions: ExtensionsNone},
+		KindMLC:     {UsesGPUs: true, MaxLogprobs: protocol.MaxCompletionLogprobs, Extensions: ExtensionsNone, Grammar: protocol.GrammarXGrammar},
 		KindCommand: {},
 		"unknown":   {}, // taken for a command
 	} {

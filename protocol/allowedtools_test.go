@@ -156,12 +156,12 @@ func TestAllowedToolsCallFormat(t *testing.T) {
 	}
 
 	// The schema of a tool not allowed is not the grammar's business.
-	bad := `{"type":"object","properties":{"when":{"type":"string","format":"date-time"}}}`
+	bad := `{"type":"object","properties":{"when":{"type":"array","contains":{},"maxContains":1}},"required":["when"]}`
 	tools := `"tools":[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"name":"f","parameters":` + bad + `}}],"tool_choice":`
 	for _, c := range []struct {
 		names []string
 		param string
-	}{{[]string{"ok"}, ""}, {[]string{"ok", "f"}, "tools[1].function.parameters.properties.when.format"}} {
+	}{{[]string{"ok"}, ""}, {[]string{"ok", "f"}, "tools[1].function.parameters.properties.when.maxContains"}} {
 		r, e := decodeChat(chatWith(userHi, tools+allowed("required", c.names...)))
 		if e != nil {
 			t.Fatal(e)

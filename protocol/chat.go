@@ -54,6 +54,9 @@ type ChatCompletionRequest struct {
 	// AllowedTools are the functions an allowed_tools tool_choice lets
 	// the model call (see allowedtools.go), set by Validate; nil: any.
 	AllowedTools []string `json:"-"`
+	// Grammar is the grammar engine of the engines that serve the
+	// request, which checks its response format and required call.
+	Grammar SchemaGrammar `json:"-"`
 
 	// Extra holds the fields this type does not model.
 	Extra Extra `json:"-"`
@@ -108,7 +111,7 @@ func (r *ChatCompletionRequest) Validate() *Error {
 		return e
 	}
 	r.AllowedTools = allowed
-	rf, e := r.ResponseFormat.Engine("response_format")
+	rf, e := r.ResponseFormat.EngineFor("response_format", r.Grammar)
 	if e != nil {
 		return e
 	}
@@ -140,7 +143,7 @@ func (r *ChatCompletionRequest) Completion(prompt []int) *CompletionRequest {
 	}
 	req.ResponseFormat = r.engineFormat
 	if req.ResponseFormat == nil && r.ResponseFormat != nil {
-		req.ResponseFormat, _ = r.ResponseFormat.Engine("response_format") // a request not validated: an error is Validate's
+		req.ResponseFormat, _ = r.ResponseFormat.EngineFor("response_format", r.Grammar) // a request not validated: an error is Validate's
 	}
 	if r.Logprobs {
 		k := 0

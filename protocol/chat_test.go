@@ -97,8 +97,8 @@ func TestChatRequestErrors(t *testing.T) {
 		{"logprobs a number", chatWith(userHi, `"logprobs":5`), "logprobs", CodeInvalidType, "expected a boolean"},
 		{"stream_options", chatWith(userHi, `"stream_options":{"include_usage":true}`), "stream_options", CodeInvalidValue, "only allowed"},
 		{"json_schema without schema", chatWith(userHi, `"response_format":{"type":"json_schema","json_schema":{"name":"x"}}`), "response_format.json_schema.schema", CodeInvalidValue, "required"},
-		{"json_schema keyword", chatWith(userHi, `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}}`), "response_format.json_schema.schema.properties.d.format", CodeUnsupportedValue, `"format"`},
-		{"json_object schema keyword", chatWith(userHi, `"response_format":{"type":"json_object","schema":"{\"type\":\"integer\",\"minimum\":3}"}`), "response_format.schema.minimum", CodeUnsupportedValue, `"minimum"`},
+		{"json_schema keyword", chatWith(userHi, `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"d":{"type":"array","contains":{},"maxContains":1}},"required":["d"]}}}`), "response_format.json_schema.schema.properties.d.maxContains", CodeUnsupportedValue, `"maxContains"`},
+		{"json_object schema keyword", chatWith(userHi, `"response_format":{"type":"json_object","schema":"{\"$dynamicRef\":\"#x\"}"}`), "response_format.schema.$dynamicRef", CodeUnsupportedValue, `"$dynamicRef"`},
 		{"json_object bad schema", chatWith(userHi, `"response_format":{"type":"json_object","schema":"{"}`), "response_format.schema", CodeInvalidValue, "not valid JSON"},
 		{"response_format", chatWith(userHi, `"response_format":{"type":"xml"}`), "response_format.type", CodeInvalidValue, `"text"`},
 		{"special request without stream", chatWith(userHi, `"debug_config":{"special_request":"query_engine_metrics"}`), "debug_config.special_request", CodeInvalidValue, "include_usage"},
@@ -233,10 +233,10 @@ func TestResponseFormatEngine(t *testing.T) {
 	if rf := creq.Completion([]int{1}).ResponseFormat; rf == nil || rf.Schema == nil || *rf.Schema != schema {
 		t.Fatalf("responses text.format: %+v", rf)
 	}
-	if err := json.Unmarshal([]byte(`{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"string","minLength":1}}}}`), &rr); err != nil {
+	if err := json.Unmarshal([]byte(`{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"array","contains":{},"maxContains":1}}}}`), &rr); err != nil {
 		t.Fatal(err)
 	}
-	if e := rr.Validate(); e == nil || e.Param == nil || *e.Param != "text.format.schema.minLength" {
-		t.Fatalf("responses minLength: %v", e)
+	if e := rr.Validate(); e == nil || e.Param == nil || *e.Param != "text.format.schema.maxContains" {
+		t.Fatalf("responses maxContains: %v", e)
 	}
 }

@@ -67,6 +67,9 @@ type CompletionRequest struct {
 	// Anthropic's metadata.user_id): a routing hint, never sent to an
 	// engine nor logged as it is ("": none).
 	SessionKey string `json:"-"`
+	// Grammar is the grammar engine of the engines that serve the
+	// request, which checks its response format.
+	Grammar SchemaGrammar `json:"-"`
 }
 
 // KeyPromptCacheKey is OpenAI's prompt_cache_key: the key its chat and

@@ -33,6 +33,10 @@ type MessagesRequest struct {
 	Tools         []json.RawMessage `json:"tools,omitempty"`
 	ToolChoice    json.RawMessage   `json:"tool_choice,omitempty"`
 	Thinking      json.RawMessage   `json:"thinking,omitempty"`
+
+	// Grammar is the grammar engine of the engines that serve the
+	// request, which checks its required call.
+	Grammar SchemaGrammar `json:"-"`
 }
 
 // MessagesMetadata is a request's metadata; the session user_id names
@@ -137,6 +141,7 @@ func (r *MessagesRequest) Chat() (*ChatCompletionRequest, *Error) {
 	if e := r.tools(creq); e != nil {
 		return nil, e
 	}
+	creq.Grammar = r.Grammar
 	if e := creq.Validate(); e != nil {
 		return nil, e
 	}

@@ -43,12 +43,33 @@ type JSONSchemaFormat struct {
 	Strict      *bool           `json:"strict,omitempty"`
 }
 
-// Engine checks the format and returns it as an engine reads it: nil
-// for text, else type json_object with the schema, if any, as a string:
-// json_object's own string as it is, json_schema's schema compacted. param names the format in errors ("response_format",
-// "text.format"); an unsupported schema keyword is a 400 whose param
-// ends with the keyword's path.
+// SchemaGrammar is the grammar engine that compiles a response format's
+// schema on the engines that serve a request: a schema is checked as it
+// does, refused where it fails and forwarded where it does not.
+type SchemaGrammar uint8
+
+const (
+	// GrammarBuiltin is the built-in engine's (internal/jsongrammar),
+	// under the bounds it generates within.
+	GrammarBuiltin SchemaGrammar = iota
+	// GrammarXGrammar is MLC's engines' (xgrammar): it reads more, and
+	// honours less (see docs/structured-output.md).
+	GrammarXGrammar
+)
+
+// Engine checks the format as the built-in engine reads it: EngineFor
+// with GrammarBuiltin.
 func (f *ResponseFormat) Engine(param string) (*ResponseFormat, *Error) {
+	return f.EngineFor(param, GrammarBuiltin)
+}
+
+// EngineFor checks the format and returns it as an engine reads it: nil
+// for text, else type json_object with the schema, if any, as a string:
+// json_object's own string as it is, json_schema's schema compacted.
+// param names the format in errors ("response_format", "text.format");
+// a schema g cannot compile is a 400 whose param ends with the
+// keyword's path.
+func (f *ResponseFormat) EngineFor(param string, g SchemaGrammar) (*ResponseFormat, *Error) {
 	if f == nil {
 		return nil, nil
 	}
@@ -59,7 +80,7 @@ func (f *ResponseFormat) Engine(param string) (*ResponseFormat, *Error) {
 		if f.Schema == nil {
 			return &ResponseFormat{Type: FormatJSONObject}, nil
 		}
-		rf, e := engineSchema(param+".schema", []byte(*f.Schema))
+		rf, e := engineSchema(param+".schema", []byte(*f.Schema), g)
 		if e != nil {
 			return nil, e
 		}
@@ -72,7 +93,7 @@ func (f *ResponseFormat) Engine(param string) (*ResponseFormat, *Error) {
 		if f.JSONSchema == nil || len(f.JSONSchema.Schema) == 0 {
 			return nil, InvalidRequest(param+".json_schema.schema", "%s.json_schema.schema is required with type json_schema", param).WithCode(CodeInvalidValue)
 		}
-		return engineSchema(param+".json_schema.schema", f.JSONSchema.Schema)
+		return engineSchema(param+".json_schema.schema", f.JSONSchema.Schema, g)
 	}
 	return nil, InvalidRequest(param+".type", `%s.type must be "text", "json_object" or "json_schema", got %q`, param, f.Type).WithCode(CodeInvalidValue)
 }
@@ -98,24 +119,32 @@ func (t TextFormat) ResponseFormat() *ResponseFormat {
 	return &ResponseFormat{Type: t.Type}
 }
 
-// Check checks the format as Engine does, its errors named by the
+// Check checks the format as EngineFor does, its errors named by the
 // Responses API's fields.
-func (t TextFormat) Check() *Error {
+func (t TextFormat) Check(g SchemaGrammar) *Error {
 	if t.Type == FormatJSONSchema {
 		if len(t.Schema) == 0 {
 			return InvalidRequest("text.format.schema", "text.format.schema is required with type json_schema").WithCode(CodeInvalidValue)
 		}
-		_, e := engineSchema("text.format.schema", t.Schema)
+		_, e := engineSchema("text.format.schema", t.Schema, g)
 		return e
 	}
-	_, e := t.ResponseFormat().Engine("text.format")
+	_, e := t.ResponseFormat().EngineFor("text.format", g)
 	return e
 }
 
-// engineSchema compiles schema, as the built-in engine will, to refuse
-// what it cannot honour before an engine is asked.
-func engineSchema(param string, schema []byte) (*ResponseFormat, *Error) {
-	if _, err := jsongrammar.CompileSchema(schema); err != nil {
+// engineSchema checks schema as g will (the built-in engine compiles it
+// under the bounds it generates within), to refuse what the engines
+// cannot compile before one is asked.
+func engineSchema(param string, schema []byte, g SchemaGrammar) (*ResponseFormat, *Error) {
+	var err error
+	switch g {
+	case GrammarXGrammar:
+		err = jsongrammar.CheckXGrammar(schema)
+	default:
+		_, err = jsongrammar.CompileSchema(schema, jsongrammar.BuiltinBounds())
+	}
+	if err != nil {
 		var se *jsongrammar.SchemaError
 		if errors.As(err, &se) && se.Keyword != "" {
 			return nil, InvalidRequest(param+strings.ReplaceAll(se.Path, "/", "."), "%s: %v", param, err).WithCode(CodeUnsupportedValue)

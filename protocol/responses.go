@@ -44,6 +44,9 @@ type ResponsesRequest struct {
 	// offered beside the function tools (responsesmcp.go).
 	HostsMCP bool             `json:"-"`
 	Hosted   []HostedFunction `json:"-"`
+	// Grammar is the grammar engine of the engines that serve the
+	// request, which checks its text format and required call.
+	Grammar SchemaGrammar `json:"-"`
 }
 
 // Bounds of a request's metadata, OpenAI's.
@@ -63,7 +66,7 @@ func (r *ResponsesRequest) Validate() *Error {
 		return e
 	}
 	if r.Text != nil {
-		if e := r.Text.Format.Check(); e != nil {
+		if e := r.Text.Format.Check(r.Grammar); e != nil {
 			return e
 		}
 	}
@@ -335,6 +338,7 @@ func (r *ResponsesRequest) Chat(history, input []ResponseMessage) (*ChatCompleti
 	if e := r.chatTools(creq); e != nil {
 		return nil, e
 	}
+	creq.Grammar = r.Grammar
 	if e := creq.Validate(); e != nil {
 		return nil, e
 	}

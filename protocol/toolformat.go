@@ -37,38 +37,29 @@ func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat,
 	if len(r.Tools) == 0 || (choice != ToolChoiceRequired && choice != ToolChoiceFunction) {
 		return nil, nil
 	}
+	tools, e := r.callable(choice, function)
+	if e != nil {
+		return nil, e
+	}
 	var b toolSchema
 	var calls []string
-	for i, raw := range r.Tools {
-		var t struct {
-			Function struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			} `json:"function"`
+	for _, t := range tools {
+		param := fmt.Sprintf("tools[%d].function.parameters", t.index)
+		if t.index < len(r.ToolSchemaParams) {
+			param = r.ToolSchemaParams[t.index]
 		}
-		if json.Unmarshal(raw, &t) != nil {
-			return nil, InvalidRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be a function tool", i).WithCode(CodeInvalidType)
-		}
-		if choice == ToolChoiceFunction && t.Function.Name != function ||
-			r.AllowedTools != nil && !slices.Contains(r.AllowedTools, t.Function.Name) {
-			continue
-		}
-		param := fmt.Sprintf("tools[%d].function.parameters", i)
-		if i < len(r.ToolSchemaParams) {
-			param = r.ToolSchemaParams[i]
-		}
-		params := t.Function.Parameters
+		params := t.params
 		if !present(params) {
 			params = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`) // no arguments
 		}
-		if _, e := engineSchema(param, params); e != nil {
+		if _, e := engineSchema(param, params, r.Grammar); e != nil {
 			return nil, e
 		}
-		args, err := b.hoist(fmt.Sprintf("tool%d_", i), params)
+		args, err := b.hoist(fmt.Sprintf("tool%d_", t.index), params)
 		if err != nil {
 			return nil, InvalidRequest(param, "%s: %v", param, err).WithCode(CodeInvalidValue)
 		}
-		name, _ := json.Marshal(t.Function.Name)
+		name, _ := json.Marshal(t.name)
 		key, _ := json.Marshal(argsKey)
 		calls = append(calls, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},%s:%s},"required":["name",%s],"additionalProperties":false}`, name, key, args, key))
 	}
@@ -84,11 +75,48 @@ func (r *ChatCompletionRequest) ToolCallFormat(argsKey string) (*ResponseFormat,
 		root = `{"anyOf":[` + strings.Join(calls, ",") + `]}`
 	}
 	schema := b.root(root)
-	rf, e := engineSchema("tools", schema)
+	rf, e := engineSchema("tools", schema, r.Grammar)
 	if e != nil {
 		e.Message = "the tools together: " + e.Message
 	}
 	return rf, e
+}
+
+// callableTool is a function tool a required call may call.
+type callableTool struct {
+	index  int
+	name   string
+	params json.RawMessage
+}
+
+// callable returns the tools a required call may call: all, the one
+// named, or the AllowedTools. Their parameters together past what the
+// call schema may hold (it holds them all) are a 400 before any is
+// compiled.
+func (r *ChatCompletionRequest) callable(choice, function string) ([]callableTool, *Error) {
+	var out []callableTool
+	total := 0
+	for i, raw := range r.Tools {
+		var t struct {
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &t) != nil {
+			return nil, InvalidRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be a function tool", i).WithCode(CodeInvalidType)
+		}
+		if choice == ToolChoiceFunction && t.Function.Name != function ||
+			r.AllowedTools != nil && !slices.Contains(r.AllowedTools, t.Function.Name) {
+			continue
+		}
+		out = append(out, callableTool{i, t.Function.Name, t.Function.Parameters})
+		total += len(t.Function.Parameters)
+	}
+	if total > jsongrammar.MaxSchemaBytes {
+		return nil, InvalidRequest("tools", "the tools together: their parameters are %d bytes, more than the %d a call schema may hold (MaxSchemaBytes)", total, jsongrammar.MaxSchemaBytes).WithCode(CodeInvalidValue)
+	}
+	return out, nil
 }
 
 // toolSchema gathers the definitions of the tools' schemas, renamed so

@@ -2,9 +2,12 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/caddy-mlc/caddy-mlc/internal/jsongrammar"
 	"github.com/caddy-mlc/caddy-mlc/internal/testkit/schematest"
 )
 
@@ -109,7 +112,7 @@ func checkCallFormat(t *testing.T, choice string, rf *ResponseFormat, ok, not []
 // TestToolCallFormatErrors: a tool schema the grammar cannot serve is a
 // 400 naming the keyword, as the client's API names the tool's schema.
 func TestToolCallFormatErrors(t *testing.T) {
-	bad := `{"type":"object","properties":{"when":{"type":"string","format":"date-time"}}}`
+	bad := `{"type":"object","properties":{"when":{"type":"array","contains":{},"maxContains":1}},"required":["when"]}`
 	chat := func(choice string) *ChatCompletionRequest {
 		var r ChatCompletionRequest
 		body := `{"messages":[{"role":"user","content":"hi"}],"tool_choice":` + choice + `,"tools":[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"name":"f","parameters":` + bad + `}}]}`
@@ -134,13 +137,13 @@ func TestToolCallFormatErrors(t *testing.T) {
 		req   *ChatCompletionRequest
 		param string
 	}{
-		{chat(`"required"`), "tools[1].function.parameters.properties.when.format"},
-		{chat(`{"type":"function","function":{"name":"f"}}`), "tools[1].function.parameters.properties.when.format"},
-		{msgs(`{"type":"any"}`), "tools[2].input_schema.properties.when.format"},
-		{msgs(`{"type":"tool","name":"f"}`), "tools[2].input_schema.properties.when.format"},
+		{chat(`"required"`), "tools[1].function.parameters.properties.when.maxContains"},
+		{chat(`{"type":"function","function":{"name":"f"}}`), "tools[1].function.parameters.properties.when.maxContains"},
+		{msgs(`{"type":"any"}`), "tools[2].input_schema.properties.when.maxContains"},
+		{msgs(`{"type":"tool","name":"f"}`), "tools[2].input_schema.properties.when.maxContains"},
 	} {
 		_, e := c.req.ToolCallFormat("arguments")
-		if e == nil || e.Param == nil || *e.Param != c.param || e.Status != 400 || !strings.Contains(e.Message, `"format"`) {
+		if e == nil || e.Param == nil || *e.Param != c.param || e.Status != 400 || !strings.Contains(e.Message, `"maxContains"`) {
 			t.Errorf("%s: %+v, want a 400 naming %s", c.req.ToolChoice, e, c.param)
 		}
 	}
@@ -150,5 +153,38 @@ func TestToolCallFormatErrors(t *testing.T) {
 	}
 	if rf, e := chat(`{"type":"function","function":{"name":"ok"}}`).ToolCallFormat("arguments"); rf == nil || e != nil {
 		t.Errorf("naming the other tool: %v %v", rf, e)
+	}
+}
+
+// TestToolCallFormatLargeTools: sixty tools of parameters of about
+// 64 KB each are a 400 naming tools, fast: their size is checked before
+// any of them is compiled.
+func TestToolCallFormatLargeTools(t *testing.T) {
+	var props []string
+	for i := 0; len(strings.Join(props, ",")) < jsongrammar.MaxSchemaBytes-1000; i++ {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string","description":"a property of a large tool"}`, i))
+	}
+	params := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":["p0"]}`
+	var tools []string
+	for i := range 60 {
+		tools = append(tools, fmt.Sprintf(`{"type":"function","function":{"name":"f%d","parameters":%s}}`, i, params))
+	}
+	var r ChatCompletionRequest
+	if err := json.Unmarshal([]byte(`{"messages":[{"role":"user","content":"hi"}],"tool_choice":"required","tools":[`+strings.Join(tools, ",")+`]}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	_, e := r.ToolCallFormat("arguments")
+	took := time.Since(t0)
+	if e == nil || e.Param == nil || *e.Param != "tools" || e.Status != 400 {
+		t.Fatalf("%+v, want a 400 naming tools", e)
+	}
+	if took > 2*time.Second {
+		t.Errorf("refused after %v", took)
+	}
+	// One such tool alone is served.
+	r.Tools = r.Tools[:1]
+	if _, e := r.ToolCallFormat("arguments"); e != nil {
+		t.Errorf("one tool of %d bytes: %v", len(params), e)
 	}
 }

@@ -39,7 +39,7 @@ func (r *CompletionRequest) validate(maxLogprobs int) *Error {
 		return e
 	}
 	if r.ResponseFormat != nil {
-		rf, e := r.ResponseFormat.Engine("response_format")
+		rf, e := r.ResponseFormat.EngineFor("response_format", r.Grammar)
 		if e != nil {
 			return e
 		}

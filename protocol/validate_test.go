@@ -57,7 +57,7 @@ func TestDecodeCompletionRequestErrors(t *testing.T) {
 		{"stop too long", `{"prompt":"a","stop":["x","` + long + `"]}`, "stop[1]", CodeStringTooLong, "at most 256 bytes"},
 		{"stop_options", `{"prompt":"a","stream_options":{"include_usage":true}}`, "stream_options", CodeInvalidValue, "only allowed"},
 		{"response_format", `{"prompt":"a","response_format":{"type":"xml"}}`, "response_format.type", CodeInvalidValue, "json_object"},
-		{"response_format schema", `{"prompt":"a","response_format":{"type":"json_object","schema":"{\"type\":\"string\",\"maxLength\":3}"}}`, "response_format.schema.maxLength", CodeUnsupportedValue, "maxLength"},
+		{"response_format schema", `{"prompt":"a","response_format":{"type":"json_object","schema":"{\"type\":\"array\",\"contains\":{},\"maxContains\":3}"}}`, "response_format.schema.maxContains", CodeUnsupportedValue, "maxContains"},
 		{"special_request", `{"prompt":"a","debug_config":{"special_request":"x"}}`, "debug_config.special_request", CodeInvalidValue, "query_engine_metrics"},
 		{"grammar mode", `{"prompt":"a","debug_config":{"grammar_execution_mode":"x"}}`, "debug_config.grammar_execution_mode", CodeInvalidValue, "jump_forward"},
 		{"disagg kind", `{"prompt":"a","debug_config":{"disagg_config":{"kind":"x"}}}`, "debug_config.disagg_config.kind", CodeInvalidValue, "remote_send"},

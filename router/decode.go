@@ -165,6 +165,7 @@ func (d *decoder) prepareCompletion(hreq *http.Request) (*protocol.CompletionReq
 	if e := req.TakeSessionKey(); e != nil {
 		return nil, nil, e
 	}
+	req.Grammar = d.grammar()
 	if e := req.Validate(); e != nil {
 		return nil, nil, e
 	}
@@ -260,6 +261,7 @@ func (d *decoder) decodeChat(hreq *http.Request) (_ *protocol.ChatCompletionRequ
 	if e != nil {
 		return nil, nil, e
 	}
+	creq.Grammar = d.grammar()
 	e = creq.Validate()
 	if e == nil {
 		e = d.checkTopLogprobs(creq.TopLogprobs)
@@ -270,6 +272,10 @@ func (d *decoder) decodeChat(hreq *http.Request) (_ *protocol.ChatCompletionRequ
 	}
 	return &creq, release, nil
 }
+
+// grammar is the grammar engine of the engines: the router checks a
+// request's response format and required call as it compiles them.
+func (d *decoder) grammar() protocol.SchemaGrammar { return d.EngineKind.Driver().Traits().Grammar }
 
 // checkTopLogprobs refuses a top_logprobs that the engines cannot serve.
 // The router asks engines for a chat's top_logprobs as the logprobs of a

@@ -23,6 +23,7 @@ func (d *decoder) prepareMessages(hreq *http.Request) (*protocol.CompletionReque
 		return nil, nil, e
 	}
 	defer release()
+	mreq.Grammar = d.grammar()
 	creq, e := mreq.Chat()
 	if e != nil {
 		return nil, nil, e
@@ -64,6 +65,7 @@ func (d *decoder) countTokens(hreq *http.Request) (int, *protocol.Error) {
 	if mreq.MaxTokens == nil {
 		mreq.MaxTokens = new(1)
 	}
+	mreq.Grammar = d.grammar()
 	creq, e := mreq.Chat()
 	if e != nil {
 		return 0, e

@@ -74,6 +74,7 @@ func (c *responseCall) prepare(d *decoder, hreq *http.Request) (*protocol.Comple
 		return nil, nil, e
 	}
 	defer release()
+	c.req.Grammar = d.grammar()
 	if e := c.req.Validate(); e != nil {
 		return nil, nil, e
 	}

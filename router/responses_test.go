@@ -140,7 +140,7 @@ func TestResponsesErrors(t *testing.T) {
 		{"item reference", map[string]any{"input": []map[string]any{{"type": "item_reference", "id": "msg_1"}}}, 400, "input[0].type"},
 		{"json", map[string]any{"input": "hi", "text": map[string]any{"format": map[string]any{"type": "xml"}}}, 400, "text.format.type"},
 		{"json schema keyword", map[string]any{"input": "hi", "text": map[string]any{"format": map[string]any{"type": "json_schema", "name": "x",
-			"schema": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string", "format": "email"}}}}}}, 400, "text.format.schema.properties.a.format"},
+			"schema": map[string]any{"type": "object", "required": []string{"a"}, "properties": map[string]any{"a": map[string]any{"type": "array", "contains": map[string]any{}, "maxContains": 1}}}}}}, 400, "text.format.schema.properties.a.maxContains"},
 		{"max_output_tokens", map[string]any{"input": "hi", "max_output_tokens": 0}, 400, "max_output_tokens"},
 		{"model", map[string]any{"model": "gpt-4.1", "input": "hi"}, 404, "model"},
 		{"context", map[string]any{"input": "hi", "max_output_tokens": 1 << 30}, 400, "max_output_tokens"},

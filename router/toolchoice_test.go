@@ -281,7 +281,7 @@ func TestToolChoiceResumed(t *testing.T) {
 // API names it; offered without being required, the tool is served.
 func TestToolChoiceUnsupportedSchema(t *testing.T) {
 	c := startCore(t, 1, Config{Mode: ModeWhole}, nil)
-	bad := json.RawMessage(`{"type":"object","properties":{"when":{"type":"string","format":"date-time"}},"required":["when"]}`)
+	bad := json.RawMessage(`{"type":"object","properties":{"when":{"type":"array","contains":{"type":"string"},"maxContains":1}},"required":["when"]}`)
 	msg := []map[string]any{{"role": "user", "content": "when?"}}
 	chatTools := []any{weatherTool(), map[string]any{"type": "function", "function": map[string]any{"name": "at", "parameters": bad}}}
 	for _, tc := range []struct {
@@ -289,13 +289,13 @@ func TestToolChoiceUnsupportedSchema(t *testing.T) {
 		body  map[string]any
 		param string
 	}{
-		{protocol.PathChatCompletions, map[string]any{"messages": msg, "tools": chatTools, "tool_choice": "required", "max_tokens": 20}, "tools[1].function.parameters.properties.when.format"},
-		{protocol.PathChatCompletions, map[string]any{"messages": msg, "tools": chatTools, "tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "at"}}, "max_tokens": 20}, "tools[1].function.parameters.properties.when.format"},
-		{protocol.PathMessages, map[string]any{"messages": msg, "tools": []any{map[string]any{"name": "at", "input_schema": bad}}, "tool_choice": map[string]any{"type": "any"}, "max_tokens": 20}, "tools[0].input_schema.properties.when.format"},
-		{protocol.PathResponses, map[string]any{"input": "when?", "tools": []any{map[string]any{"type": "function", "name": "at", "parameters": bad}}, "tool_choice": map[string]any{"type": "function", "name": "at"}, "max_output_tokens": 20}, "tools[0].parameters.properties.when.format"},
+		{protocol.PathChatCompletions, map[string]any{"messages": msg, "tools": chatTools, "tool_choice": "required", "max_tokens": 20}, "tools[1].function.parameters.properties.when.maxContains"},
+		{protocol.PathChatCompletions, map[string]any{"messages": msg, "tools": chatTools, "tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "at"}}, "max_tokens": 20}, "tools[1].function.parameters.properties.when.maxContains"},
+		{protocol.PathMessages, map[string]any{"messages": msg, "tools": []any{map[string]any{"name": "at", "input_schema": bad}}, "tool_choice": map[string]any{"type": "any"}, "max_tokens": 20}, "tools[0].input_schema.properties.when.maxContains"},
+		{protocol.PathResponses, map[string]any{"input": "when?", "tools": []any{map[string]any{"type": "function", "name": "at", "parameters": bad}}, "tool_choice": map[string]any{"type": "function", "name": "at"}, "max_output_tokens": 20}, "tools[0].parameters.properties.when.maxContains"},
 	} {
 		status, raw := callJSON(t, http.MethodPost, c.base+tc.path, tc.body)
-		if status != http.StatusBadRequest || !strings.Contains(string(raw), tc.param) || !strings.Contains(string(raw), "format") {
+		if status != http.StatusBadRequest || !strings.Contains(string(raw), tc.param) || !strings.Contains(string(raw), "maxContains") {
 			t.Errorf("%s %v: %d %s, want a 400 naming %s", tc.path, tc.body["tool_choice"], status, raw, tc.param)
 		}
 	}

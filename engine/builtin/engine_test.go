@@ -391,6 +391,9 @@ mlc_engine_grammar_mask_seconds_total 0
 # HELP mlc_engine_grammar_masks_computed_total Token masks computed (each once per grammar state while cached).
 # TYPE mlc_engine_grammar_masks_computed_total counter
 mlc_engine_grammar_masks_computed_total 0
+# HELP mlc_engine_grammar_masks_degraded_total Token masks past jsongrammar.MaxMaskSteps, which admit the tokens of one byte only.
+# TYPE mlc_engine_grammar_masks_degraded_total counter
+mlc_engine_grammar_masks_degraded_total 0
 `
 	cached, free, prefill := extraInt(t, r.usage, "kv_pages_cached"), extraInt(t, r.usage, "kv_pages_free"), extraInt(t, r.usage, "prefill_tokens")
 	reused := extraInt(t, r.usage, "prefix_reused_tokens")

@@ -14,15 +14,6 @@ import (
 // its automaton's caches (bounded themselves: jsongrammar's defaults).
 const maxGrammars = 32
 
-// Bounds of generated values beyond a schema's: the built-in model's
-// weights are random, and would otherwise not close a string or an
-// array before max_tokens.
-const (
-	maxStringBytes = 48
-	maxFreeItems   = 6
-	maxFreeDepth   = 4
-)
-
 // grammars compiles response formats and keeps their automata over the
 // engine's vocabulary, the most recently used first. It is safe for
 // concurrent use: handlers compile, the scheduler walks.
@@ -94,7 +85,8 @@ func (g *grammars) automaton(f *protocol.ResponseFormat, param string) (*jsongra
 		src = []byte(*f.Schema)
 		key = "schema:" + *f.Schema
 	}
-	key = jsongrammar.BoundedKey(key, maxStringBytes, maxFreeItems, maxFreeDepth)
+	bounds := jsongrammar.BuiltinBounds()
+	key = jsongrammar.BoundedKey(key, bounds)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, a := range g.lru {
@@ -105,10 +97,10 @@ func (g *grammars) automaton(f *protocol.ResponseFormat, param string) (*jsongra
 		}
 	}
 	t0 := time.Now()
-	gr := jsongrammar.JSONObject()
+	gr := jsongrammar.JSONObject(bounds)
 	if src != nil {
 		var err error
-		if gr, err = jsongrammar.CompileSchema(src); err != nil {
+		if gr, err = jsongrammar.CompileSchema(src, bounds); err != nil {
 			code := protocol.CodeInvalidValue
 			var se *jsongrammar.SchemaError
 			if errors.As(err, &se) && se.Keyword != "" {
@@ -118,7 +110,6 @@ func (g *grammars) automaton(f *protocol.ResponseFormat, param string) (*jsongra
 		}
 	}
 	g.buildVocab()
-	gr = gr.Bounded(maxStringBytes, maxFreeItems, maxFreeDepth)
 	a := jsongrammar.NewAutomaton(gr, g.v)
 	g.compile += time.Since(t0)
 	// The compacted schema and the key of a schema sent compacted agree.
@@ -132,6 +123,7 @@ func (g *grammars) automaton(f *protocol.ResponseFormat, param string) (*jsongra
 		st := old.Stats()
 		g.evicted.MaskTime += st.MaskTime
 		g.evicted.Computed += st.Computed
+		g.evicted.Degraded += st.Degraded
 		g.lru = g.lru[:len(g.lru)-1]
 	}
 	g.lru = append([]*jsongrammar.Automaton{a}, g.lru...)
@@ -147,12 +139,14 @@ type grammarStats struct {
 	CompileTime  time.Duration
 	MaskTime     time.Duration
 	MasksCompute int64
+	// MasksDegraded are the masks of one-byte tokens only.
+	MasksDegraded int64
 }
 
 func (g *grammars) stats() grammarStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := grammarStats{Grammars: len(g.lru), CompileTime: g.compile, MaskTime: g.evicted.MaskTime, MasksCompute: g.evicted.Computed}
+	s := grammarStats{Grammars: len(g.lru), CompileTime: g.compile, MaskTime: g.evicted.MaskTime, MasksCompute: g.evicted.Computed, MasksDegraded: g.evicted.Degraded}
 	if g.v != nil {
 		s.VocabBytes = g.v.Bytes()
 	}
@@ -162,6 +156,7 @@ func (g *grammars) stats() grammarStats {
 		s.MaskBytes += st.MaskBytes
 		s.MaskTime += st.MaskTime
 		s.MasksCompute += st.Computed
+		s.MasksDegraded += st.Degraded
 	}
 	return s
 }
@@ -190,7 +185,8 @@ type constraint struct {
 	g    *grammars
 	a    *jsongrammar.Automaton
 	s    *jsongrammar.State
-	prev int // the last token of the text, -1 before any
+	d    *jsongrammar.Distinct // the items and keys to keep distinct (nil: none can repeat)
+	prev int                   // the last token of the text, -1 before any
 }
 
 // newConstraint starts f's grammar after the prompt's last resumed
@@ -201,6 +197,9 @@ func (g *grammars) newConstraint(f *protocol.ResponseFormat, prompt []int) (*con
 		return nil, perr
 	}
 	c := &constraint{g: g, a: a, s: a.Start(), prev: -1}
+	if a.Grammar().NeedsDistinct() {
+		c.d = &jsongrammar.Distinct{}
+	}
 	n := f.ResumedTokens
 	if n < 0 || n >= len(prompt) {
 		return nil, protocol.InvalidRequest("response_format.resumed_tokens", "resumed_tokens must be in [0, %d), got %d", len(prompt), n).WithCode(protocol.CodeInvalidValue)
@@ -217,21 +216,30 @@ func (g *grammars) newConstraint(f *protocol.ResponseFormat, prompt []int) (*con
 // advance moves past token id.
 func (c *constraint) advance(id int) {
 	if id >= 0 && id < len(c.g.text) {
-		c.s = c.a.Feed(c.s, c.g.text[id])
+		if c.d != nil {
+			c.s, _ = c.d.Feed(c.a, c.s, c.g.text[id])
+		} else {
+			c.s = c.a.Feed(c.s, c.g.text[id])
+		}
 	}
 	c.prev = id
 }
 
 // gate returns what the sampler may pick next: the tokens the grammar
-// admits, EOS where the value may end, and a veto of the non-canonical
-// pairs (nil when the tokenizer has none).
-func (c *constraint) gate() (mask []uint64, end bool, veto func(int) bool) {
+// admits, EOS where the value may end, a veto of the non-canonical pairs
+// (nil when the tokenizer has none), and a refusal of the tokens that
+// would repeat an item of an array under uniqueItems or a key of an
+// object (nil when none can).
+func (c *constraint) gate() (mask []uint64, end bool, veto, refuse func(int) bool) {
 	mask = c.a.Mask(c.s)
 	if c.g.extras && c.prev >= 0 {
 		prev := c.prev
 		veto = func(id int) bool { return !c.g.canonical(prev, id) }
 	}
-	return mask, c.s.CanEnd(), veto
+	if c.d != nil {
+		refuse = func(id int) bool { return id < len(c.g.text) && c.d.Refuses(c.a, c.s, c.g.text[id]) }
+	}
+	return mask, c.s.CanEnd(), veto, refuse
 }
 
 // pick samples the next token of s, within its grammar if it has one.
@@ -243,9 +251,9 @@ func (e *Engine) pick(s *sequence) int {
 	if s.gram == nil {
 		return sm.pick(e.logits)
 	}
-	sm.gate, sm.endOK, sm.veto = s.gram.gate()
+	sm.gate, sm.endOK, sm.veto, sm.refuse = s.gram.gate()
 	sm.eos = e.grammars.eosMask
-	defer func() { sm.gate, sm.veto = nil, nil }()
+	defer func() { sm.gate, sm.veto, sm.refuse = nil, nil, nil }()
 	if sm.veto == nil {
 		return sm.pick(e.logits)
 	}

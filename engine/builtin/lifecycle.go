@@ -46,6 +46,12 @@ func (e *Engine) sample(s *sequence) {
 	}
 	s.generated++
 	s.req.completionTokens++
+	if id < 0 && s.gram != nil && !s.gram.s.CanEnd() {
+		// No token of the vocabulary continues the grammar's text: the
+		// answer is cut, and says so.
+		e.finish(s, protocol.FinishLength)
+		return
+	}
 	if id < 0 || !scripted && e.eos[id] && !s.req.params.ignoreEOS {
 		e.finish(s, protocol.FinishStop)
 		return

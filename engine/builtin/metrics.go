@@ -140,6 +140,7 @@ type collector struct {
 	timeScale                                  *prometheus.Desc
 	grammars, grammarStates, grammarBytes      *prometheus.Desc
 	grammarCompile, grammarMasks, grammarMaskS *prometheus.Desc
+	grammarDegraded                            *prometheus.Desc
 }
 
 func newCollector(e *Engine) *collector {
@@ -147,28 +148,29 @@ func newCollector(e *Engine) *collector {
 		return prometheus.NewDesc("mlc_engine_"+name, help, labels, nil)
 	}
 	return &collector{
-		e:              e,
-		running:        d("running_requests", "Sequences being prefilled or decoded."),
-		waiting:        d("waiting_requests", "Sequences waiting to be scheduled."),
-		blocked:        d("blocked_requests", "Sequences and prep_recvs the last scheduler step could not start, short of KV pages or a batch slot."),
-		prepared:       d("prepared_requests", "prep_recv reservations waiting for start_generate."),
-		pages:          d("kv_pages", "KV cache pages by state (cached: held only by the prefix cache).", "state"),
-		pagesAll:       d("kv_pages_total", "KV cache pages in all."),
-		preemptions:    d("preemptions_total", "Sequences preempted for lack of KV pages."),
-		prefillTokens:  d("prefill_tokens_total", "Prompt tokens computed."),
-		decodeTokens:   d("decode_tokens_total", "Tokens decoded."),
-		reusedTokens:   d("prefix_reused_tokens_total", "Prompt tokens of answered requests taken from the prefix cache."),
-		timedSteps:     d("timed_steps_total", "A timed engine's steps that computed."),
-		timedBusy:      d("timed_busy_seconds_total", "A timed engine's modelled GPU time, in modelled seconds."),
-		timedLag:       d("timed_lag_seconds_total", "How late a timed engine's steps ended against their modelled end, summed, in modelled seconds."),
-		timedMax:       d("timed_lag_max_seconds", "The latest a timed engine's step ended against its modelled end, in modelled seconds."),
-		timeScale:      d("time_scale", "A timed engine's --time-scale, with its profile.", "profile"),
-		grammars:       d("grammar_cache_grammars", "Response formats compiled and cached."),
-		grammarStates:  d("grammar_cache_states", "Automaton states the cached grammars hold."),
-		grammarBytes:   d("grammar_cache_bytes", "Bytes of the grammar cache: token masks (part mask) and the vocabulary trie (part vocab).", "part"),
-		grammarCompile: d("grammar_compile_seconds_total", "CPU time compiling response formats."),
-		grammarMasks:   d("grammar_masks_computed_total", "Token masks computed (each once per grammar state while cached)."),
-		grammarMaskS:   d("grammar_mask_seconds_total", "CPU time computing token masks."),
+		e:               e,
+		running:         d("running_requests", "Sequences being prefilled or decoded."),
+		waiting:         d("waiting_requests", "Sequences waiting to be scheduled."),
+		blocked:         d("blocked_requests", "Sequences and prep_recvs the last scheduler step could not start, short of KV pages or a batch slot."),
+		prepared:        d("prepared_requests", "prep_recv reservations waiting for start_generate."),
+		pages:           d("kv_pages", "KV cache pages by state (cached: held only by the prefix cache).", "state"),
+		pagesAll:        d("kv_pages_total", "KV cache pages in all."),
+		preemptions:     d("preemptions_total", "Sequences preempted for lack of KV pages."),
+		prefillTokens:   d("prefill_tokens_total", "Prompt tokens computed."),
+		decodeTokens:    d("decode_tokens_total", "Tokens decoded."),
+		reusedTokens:    d("prefix_reused_tokens_total", "Prompt tokens of answered requests taken from the prefix cache."),
+		timedSteps:      d("timed_steps_total", "A timed engine's steps that computed."),
+		timedBusy:       d("timed_busy_seconds_total", "A timed engine's modelled GPU time, in modelled seconds."),
+		timedLag:        d("timed_lag_seconds_total", "How late a timed engine's steps ended against their modelled end, summed, in modelled seconds."),
+		timedMax:        d("timed_lag_max_seconds", "The latest a timed engine's step ended against its modelled end, in modelled seconds."),
+		timeScale:       d("time_scale", "A timed engine's --time-scale, with its profile.", "profile"),
+		grammars:        d("grammar_cache_grammars", "Response formats compiled and cached."),
+		grammarStates:   d("grammar_cache_states", "Automaton states the cached grammars hold."),
+		grammarBytes:    d("grammar_cache_bytes", "Bytes of the grammar cache: token masks (part mask) and the vocabulary trie (part vocab).", "part"),
+		grammarCompile:  d("grammar_compile_seconds_total", "CPU time compiling response formats."),
+		grammarMasks:    d("grammar_masks_computed_total", "Token masks computed (each once per grammar state while cached)."),
+		grammarMaskS:    d("grammar_mask_seconds_total", "CPU time computing token masks."),
+		grammarDegraded: d("grammar_masks_degraded_total", "Token masks past jsongrammar.MaxMaskSteps, which admit the tokens of one byte only."),
 	}
 }
 
@@ -176,7 +178,7 @@ func newCollector(e *Engine) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.running, c.waiting, c.blocked, c.prepared, c.pages, c.pagesAll, c.preemptions, c.prefillTokens, c.decodeTokens, c.reusedTokens,
 		c.timedSteps, c.timedBusy, c.timedLag, c.timedMax, c.timeScale,
-		c.grammars, c.grammarStates, c.grammarBytes, c.grammarCompile, c.grammarMasks, c.grammarMaskS} {
+		c.grammars, c.grammarStates, c.grammarBytes, c.grammarCompile, c.grammarMasks, c.grammarMaskS, c.grammarDegraded} {
 		ch <- d
 	}
 }
@@ -221,4 +223,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.grammarCompile, prometheus.CounterValue, g.CompileTime.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.grammarMasks, prometheus.CounterValue, float64(g.MasksCompute))
 	ch <- prometheus.MustNewConstMetric(c.grammarMaskS, prometheus.CounterValue, g.MaskTime.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.grammarDegraded, prometheus.CounterValue, float64(g.MasksDegraded))
 }

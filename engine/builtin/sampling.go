@@ -15,11 +15,13 @@ type sampler struct {
 	allowed []bool // ids the model may sample
 	// Of a sequence under a grammar, for the next pick: the ids it
 	// admits (replacing allowed), whether EOS may end the text (eos: the
-	// EOS ids), and a veto over the admitted ids (nil: none).
+	// EOS ids), a veto over the admitted ids that the pick may drop when
+	// it leaves none (nil: none), and one it may not (refuse).
 	gate   []uint64
 	eos    []uint64
 	endOK  bool
 	veto   func(int) bool
+	refuse func(int) bool
 	rng    *rand.Rand
 	counts map[int]int // generated tokens, for the penalties
 	probs  []float64
@@ -76,7 +78,7 @@ func (s *sampler) ok(id int) bool {
 	if s.gate[id>>6]&(1<<(id&63)) == 0 {
 		return s.endOK && s.eos[id>>6]&(1<<(id&63)) != 0
 	}
-	return s.veto == nil || !s.veto(id)
+	return (s.veto == nil || !s.veto(id)) && (s.refuse == nil || !s.refuse(id))
 }
 
 // greedy returns the allowed id of the highest logit, the lowest on a tie.
@@ -145,30 +147,38 @@ func (s *sampler) topP(sum float64) (int, float64) {
 }
 
 // greedyGated is greedy under a grammar: it visits the ids the gate
-// admits, bit by bit, rather than every id of the vocabulary.
+// admits, bit by bit, rather than every id of the vocabulary; the veto
+// and refusal, which cost more, are asked of the best id only (and of
+// the next best while they turn it down).
 func (s *sampler) greedyGated(logits []float32) int {
-	best := -1
-	consider := func(id int) {
-		if best < 0 || logits[id] > logits[best] || logits[id] == logits[best] && id < best {
-			best = id
-		}
-	}
-	for w := range s.gate {
-		word := s.gate[w]
-		if s.endOK {
-			word |= s.eos[w]
-		}
-		for word != 0 {
-			id := w*64 + bits.TrailingZeros64(word)
-			word &= word - 1
-			if id >= len(logits) {
-				break
+	var turned map[int]bool
+	for {
+		best := -1
+		for w := range s.gate {
+			word := s.gate[w]
+			if s.endOK {
+				word |= s.eos[w]
 			}
-			if s.veto != nil && s.gate[id>>6]&(1<<(id&63)) != 0 && s.veto(id) {
-				continue
+			for word != 0 {
+				id := w*64 + bits.TrailingZeros64(word)
+				word &= word - 1
+				if id >= len(logits) {
+					break
+				}
+				if turned[id] {
+					continue
+				}
+				if best < 0 || logits[id] > logits[best] || logits[id] == logits[best] && id < best {
+					best = id
+				}
 			}
-			consider(id)
 		}
+		if best < 0 || s.gate[best>>6]&(1<<(best&63)) == 0 || s.ok(best) {
+			return best // none, EOS, or an id nothing turns down
+		}
+		if turned == nil {
+			turned = map[int]bool{}
+		}
+		turned[best] = true
 	}
-	return best
 }

@@ -135,7 +135,7 @@ func TestStructuredOutputErrors(t *testing.T) {
 		format map[string]any
 		param  string
 	}{
-		{map[string]any{"type": "json_object", "schema": `{"type":"string","minLength":3}`}, "response_format.schema.minLength"},
+		{map[string]any{"type": "json_object", "schema": `{"type":"array","contains":{},"maxContains":3}`}, "response_format.schema.maxContains"},
 		{map[string]any{"type": "json_object", "schema": `{"type":`}, "response_format.schema"},
 		{map[string]any{"type": "json_object", "resumed_tokens": 2}, "response_format.resumed_tokens"},
 		{map[string]any{"type": "yaml"}, "response_format.type"},
@@ -178,4 +178,30 @@ func TestStructuredOutputQwen3(t *testing.T) {
 	}
 	st := te.e.grammars.stats()
 	t.Logf("grammar cache: %+v", st)
+}
+
+// TestStructuredOutputDistinct: array items under uniqueItems and object
+// keys are distinct in the tiny model's answers, greedy and sampled,
+// where the grammar alone cannot keep them so (open-ended items, free
+// keys); the answers validate.
+func TestStructuredOutputDistinct(t *testing.T) {
+	te := newTestEngine(t, "", false)
+	for _, schema := range []string{
+		`{"type":"array","items":{"type":"string","maxLength":2},"uniqueItems":true,"minItems":4,"maxItems":6}`,
+		`{"type":"array","items":{"type":"integer","minimum":0,"maximum":9},"uniqueItems":true,"minItems":5}`,
+		`{"type":"object","additionalProperties":{"type":"integer"},"minProperties":4}`,
+		`{"type":"array","items":{"type":"object","properties":{"a":{"type":"boolean"},"b":{"enum":[1,2]}}},"uniqueItems":true,"minItems":3}`,
+	} {
+		v := schematest.Compile(t, schema)
+		for j, p := range prompts(4) {
+			req := with(greedy(clip(p, 20), 400), "response_format", formatOf(schema))
+			for k, r := range []map[string]any{req, with(req, "temperature", 0.9, "seed", j)} {
+				got := complete(t, te.client, te.url, protocol.PathCompletions, r)
+				if got.finish[0] != protocol.FinishStop {
+					t.Fatalf("%s, prompt %d, request %d: finish %s, text %q", schema, j, k, got.finish[0], got.texts[0])
+				}
+				schematest.Validate(t, v, "answer to "+schema, got.texts[0])
+			}
+		}
+	}
 }

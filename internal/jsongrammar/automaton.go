@@ -1,7 +1,7 @@
 package jsongrammar
 
 import (
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -11,22 +11,22 @@ import (
 // are interned: equal states are the same pointer while the Automaton
 // keeps them.
 type State struct {
-	stacks []*stack
-	key    string
-	end    bool         // the text may end here
-	next   *[256]*State // transitions computed so far (nil: none)
-	mask   []uint64     // the token mask, once computed
+	tops []*gnode
+	key  string
+	end  bool         // the text may end here
+	next *[256]*State // transitions computed so far (nil: none)
+	mask []uint64     // the token mask, once computed
 }
 
 // Dead reports whether no text continues this state.
-func (s *State) Dead() bool { return len(s.stacks) == 0 }
+func (s *State) Dead() bool { return len(s.tops) == 0 }
 
 // CanEnd reports whether the text so far is a complete value.
 func (s *State) CanEnd() bool { return s.end }
 
 // Complete reports whether the value is complete and nothing may follow
 // it: the generation should end.
-func (s *State) Complete() bool { return s.end && len(s.stacks) == 1 && s.stacks[0].up == nil }
+func (s *State) Complete() bool { return len(s.tops) == 1 && s.tops[0].depth == 0 }
 
 // Stats describes an automaton's caches.
 type Stats struct {
@@ -35,6 +35,7 @@ type Stats struct {
 	MaskBytes int64         // their bytes
 	MaskTime  time.Duration // CPU time spent computing masks
 	Computed  int64         // masks computed (a state's again after a reset counts again)
+	Degraded  int64         // masks past MaxMaskSteps, of one-byte tokens only
 }
 
 // Automaton walks a grammar over a vocabulary, caching transitions and
@@ -44,6 +45,8 @@ type Automaton struct {
 	v *Vocab
 
 	mu        sync.Mutex
+	gss       gss
+	w         walker
 	states    map[string]*State
 	start     *State
 	dead      *State
@@ -58,12 +61,17 @@ const (
 	DefaultMaxMaskBytes = 64 << 20
 )
 
+// maxNodesPerState bounds the stack nodes an automaton keeps, per state.
+const maxNodesPerState = 16
+
 // NewAutomaton returns the automaton of g over v (nil: no masks).
 func NewAutomaton(g *Grammar, v *Vocab) *Automaton {
 	a := &Automaton{g: g, v: v, states: map[string]*State{}, maxStates: DefaultMaxStates, maxMask: DefaultMaxMaskBytes}
+	a.gss.nodes = map[string]*gnode{}
+	a.w = walker{g: g, s: &a.gss, out: topSet{at: map[topKey]int{}}}
 	a.dead = &State{key: "dead"}
-	bottom := g.push(nil, frame{n: 0, st: 1})
-	a.start = a.intern([]*stack{g.push(bottom, frame{n: int32(g.root)})})
+	bottom := a.gss.intern(frame{st: 1}, 0, nil)
+	a.start = a.intern([]*gnode{a.gss.intern(frame{n: g.root}, 1, []*gnode{bottom})})
 	return a
 }
 
@@ -81,27 +89,25 @@ func (a *Automaton) Grammar() *Grammar { return a.g }
 // Start returns the state before any text.
 func (a *Automaton) Start() *State { return a.start }
 
-// intern returns the state of stacks (a.mu held).
-func (a *Automaton) intern(stacks []*stack) *State {
-	if len(stacks) == 0 {
+// intern returns the state of tops, sorted (a.mu held).
+func (a *Automaton) intern(tops []*gnode) *State {
+	if len(tops) == 0 {
 		return a.dead
 	}
-	slices.SortFunc(stacks, func(x, y *stack) int { return strings.Compare(x.key, y.key) })
-	stacks = slices.CompactFunc(stacks, func(x, y *stack) bool { return x.key == y.key })
 	var key strings.Builder
-	for _, s := range stacks {
-		key.WriteString(s.key)
-		key.WriteByte(0xff) // never a varint's last byte
+	for _, t := range tops {
+		key.WriteString(strconv.FormatUint(t.id, 36))
+		key.WriteByte(',')
 	}
 	if s, ok := a.states[key.String()]; ok {
 		return s
 	}
-	if len(a.states) >= a.maxStates {
+	if len(a.states) >= a.maxStates || len(a.gss.nodes) >= maxNodesPerState*a.maxStates {
 		a.reset()
 	}
-	s := &State{stacks: stacks, key: key.String()}
-	for _, st := range stacks {
-		if a.g.canEnd(st) {
+	s := &State{tops: tops, key: key.String()}
+	for _, t := range tops {
+		if t.depth == 0 || t.depth == 1 && a.g.mayEnd(t.f) {
 			s.end = true
 		}
 	}
@@ -115,13 +121,14 @@ func (a *Automaton) reset() {
 		s.next, s.mask = nil, nil
 	}
 	a.states = map[string]*State{a.start.key: a.start}
+	a.gss.nodes = map[string]*gnode{}
 	a.stats.Masks, a.stats.MaskBytes = 0, 0
 }
 
 // step returns the state after byte c (a.mu held).
 func (a *Automaton) step(s *State, c byte) *State {
 	if s.next == nil {
-		if len(s.stacks) == 0 {
+		if len(s.tops) == 0 {
 			return s
 		}
 		s.next = new([256]*State)
@@ -129,11 +136,12 @@ func (a *Automaton) step(s *State, c byte) *State {
 	if n := s.next[c]; n != nil {
 		return n
 	}
-	var out []*stack
-	for _, st := range s.stacks {
-		a.g.step(st, c, &out)
+	w := &a.w
+	w.out.reset()
+	for _, t := range s.tops {
+		w.step(t, c)
 	}
-	n := a.intern(out)
+	n := a.intern(w.out.tops(&a.gss))
 	if s.next != nil { // intern may have reset the caches
 		s.next[c] = n
 	}
@@ -151,7 +159,13 @@ func (a *Automaton) Feed(s *State, text string) *State {
 }
 
 // Mask returns the tokens of the vocabulary whose bytes may follow s, a
-// bit per token id. The slice is shared: do not change it.
+// bit per token id. The slice is shared: do not change it. A mask whose
+// walk of the vocabulary would take more than MaxMaskSteps (transitions
+// weighted by the parses they step: a state of many parses at once, in
+// strings that admit most tokens) admits the tokens of one byte only:
+// the text stays in the grammar, byte by byte, and the work per token
+// stays bounded; the decision depends on the state alone, so every
+// engine makes it alike.
 func (a *Automaton) Mask(s *State) []uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -160,7 +174,18 @@ func (a *Automaton) Mask(s *State) []uint64 {
 	}
 	t0 := time.Now()
 	m := make([]uint64, (a.v.size+63)/64)
-	a.walk(0, s, m)
+	steps := 0
+	if !a.walk(0, s, m, &steps) {
+		clear(m)
+		for _, e := range a.v.nodes[0].edges {
+			if !a.step(s, e.b).Dead() {
+				for _, id := range a.v.nodes[e.to].tokens {
+					m[id>>6] |= 1 << (id & 63)
+				}
+			}
+		}
+		a.stats.Degraded++
+	}
 	a.stats.MaskTime += time.Since(t0)
 	a.stats.Computed++
 	if a.stats.MaskBytes+int64(len(m))*8 > a.maxMask {
@@ -172,10 +197,14 @@ func (a *Automaton) Mask(s *State) []uint64 {
 	return m
 }
 
-// walk marks the tokens below trie node t that state s admits.
-func (a *Automaton) walk(t int32, s *State, m []uint64) {
+// walk marks the tokens below trie node t that state s admits; false
+// past MaxMaskSteps.
+func (a *Automaton) walk(t int32, s *State, m []uint64, steps *int) bool {
 	nd := &a.v.nodes[t]
 	for _, e := range nd.edges {
+		if *steps += len(s.tops); *steps > MaxMaskSteps {
+			return false
+		}
 		n := a.step(s, e.b)
 		if n.Dead() {
 			continue
@@ -183,8 +212,11 @@ func (a *Automaton) walk(t int32, s *State, m []uint64) {
 		for _, id := range a.v.nodes[e.to].tokens {
 			m[id>>6] |= 1 << (id & 63)
 		}
-		a.walk(e.to, n, m)
+		if !a.walk(e.to, n, m, steps) {
+			return false
+		}
 	}
+	return true
 }
 
 // Stats returns the automaton's cache figures.

@@ -65,13 +65,7 @@ func TestGrammarSchemaWalksValidate(t *testing.T) {
 	}
 	for i, src := range schemas {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			g, err := CompileSchema([]byte(src))
-			if i == 4 {
-				if err == nil || err.(*SchemaError).Keyword != "pattern" {
-					t.Fatalf("group in pattern: got %v, want a pattern error", err)
-				}
-				return
-			}
+			g, err := CompileSchema([]byte(src), Bounds{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +80,7 @@ func TestGrammarSchemaWalksValidate(t *testing.T) {
 }
 
 func TestGrammarRejects(t *testing.T) {
-	g, err := CompileSchema([]byte(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"enum":["x","y"]}},"required":["b"],"additionalProperties":false}`))
+	g, err := CompileSchema([]byte(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"enum":["x","y"]}},"required":["b"],"additionalProperties":false}`), Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +96,7 @@ func TestGrammarRejects(t *testing.T) {
 			t.Errorf("%s is not accepted whole", good)
 		}
 	}
-	obj := NewAutomaton(JSONObject(), nil)
+	obj := NewAutomaton(JSONObject(Bounds{}), nil)
 	for _, good := range []string{`{}`, `{"a":[1,{"b":null}],"c":"\u00e9\n","d":-0.5e+3}`, "{\"é\":\"日本\"}"} {
 		if s := obj.Feed(obj.Start(), good); !s.Complete() {
 			t.Errorf("json_object: %s is not accepted whole", good)
@@ -121,31 +115,43 @@ func TestGrammarRejects(t *testing.T) {
 
 func TestGrammarSchemaErrorsNameKeyword(t *testing.T) {
 	for _, c := range []struct{ schema, keyword string }{
-		{`{"type":"string","minLength":2}`, "minLength"},
-		{`{"type":"object","properties":{"d":{"type":"string","format":"date-time"}}}`, "format"},
-		{`{"type":"integer","minimum":0}`, "minimum"},
-		{`{"type":"object","patternProperties":{"^a":{}}}`, "patternProperties"},
 		{`{"$ref":"#/$defs/missing"}`, "$ref"},
-		{`{"type":"string","pattern":"a|b"}`, "pattern"},
+		{`{"$ref":"https://example.com/schema.json"}`, "$ref"},
+		{`{"type":"string","pattern":"(?=a)b"}`, "pattern"},
 		{`{"type":"strin"}`, "type"},
-		{`{"type":"object","properties":{"a":{}},"required":["b"]}`, "required"},
-		{`{"type":"array","items":{"not":{}}}`, "not"},
-		{`{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"}]},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, "$ref"},
+		{`{"type":"object","properties":{"a":{}},"required":"a"}`, "required"},
+		{`{"type":"array","contains":{"type":"string"},"maxContains":2}`, "maxContains"},
+		{`{"$dynamicRef":"#meta"}`, "$dynamicRef"},
+		{`{"not":{"multipleOf":3}}`, "multipleOf"},
+		{`{"type":"string","not":{"format":"email"}}`, "format"},
+		{`{"oneOf":[{"type":"integer","multipleOf":2},{"type":"integer","multipleOf":3}]}`, "oneOf"},
+		{`{"type":"integer","multipleOf":1234567,"maximum":1e12}`, "multipleOf"},
+		{`{"type":"string","minLength":"x"}`, "minLength"},
 	} {
-		_, err := CompileSchema([]byte(c.schema))
+		_, err := CompileSchema([]byte(c.schema), Bounds{})
 		se, ok := err.(*SchemaError)
 		if !ok || se.Keyword != c.keyword {
 			t.Errorf("%s: got %v, want an error naming %q", c.schema, err, c.keyword)
 		}
 	}
-	if _, err := CompileSchema(bytes.Repeat([]byte(" "), MaxSchemaBytes+1)); err == nil {
+	if _, err := CompileSchema(bytes.Repeat([]byte(" "), MaxSchemaBytes+1), Bounds{}); err == nil {
 		t.Error("an oversized schema compiles")
 	}
-	deep := strings.Repeat(`{"type":"array","items":`, MaxSchemaDepth+2) + `{}` + strings.Repeat("}", MaxSchemaDepth+2)
-	if _, err := CompileSchema([]byte(deep)); err == nil {
+	deep := strings.Repeat(`{"type":"array","items":`, 2*MaxSchemaDepth+2) + `{}` + strings.Repeat("}", 2*MaxSchemaDepth+2)
+	if _, err := CompileSchema([]byte(deep), Bounds{}); err == nil {
 		t.Error("an over-deep schema compiles")
 	}
-	if _, err := CompileSchema([]byte(`{"type":"object","title":"T","description":"d","properties":{"a":{"type":"string","default":"x"}},"$schema":"http://json-schema.org/draft-07/schema#"}`)); err != nil {
+	for _, unsat := range []string{
+		`{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"}]},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`,
+		`{"$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}},"required":["next"]}},"$ref":"#/$defs/n"}`,
+		`{"allOf":[{"type":"string"},{"type":"integer"}]}`,
+		`{"type":"object","properties":{"a":{}},"required":["a"],"additionalProperties":false,"allOf":[{"properties":{"b":{}},"additionalProperties":false}]}`,
+	} {
+		if _, err := CompileSchema([]byte(unsat), Bounds{}); err == nil || !strings.Contains(err.Error(), "admits no value") {
+			t.Errorf("%s: got %v, want an error saying it admits no value", unsat, err)
+		}
+	}
+	if _, err := CompileSchema([]byte(`{"type":"object","title":"T","description":"d","properties":{"a":{"type":"string","default":"x"}},"$schema":"http://json-schema.org/draft-07/schema#"}`), Bounds{}); err != nil {
 		t.Errorf("annotations: %v", err)
 	}
 }
@@ -158,7 +164,7 @@ func TestGrammarMaskMatchesFeed(t *testing.T) {
 		toks = append(toks, string([]byte{byte(b)}))
 	}
 	toks = append(toks, "", `{"`, `":`, `",`, `"}`, `":"`, "true", "null", "12", "-0.", "e+", `name`, `"name":"`, ` the`, `]}`, "é", "\xe6\x97", "\xa5")
-	g, err := CompileSchema([]byte(`{"type":"object","properties":{"name":{"type":"string"},"n":{"type":["number","boolean"]},"xs":{"type":"array","items":{"type":"integer"}}}}`))
+	g, err := CompileSchema([]byte(`{"type":"object","properties":{"name":{"type":"string"},"n":{"type":["number","boolean"]},"xs":{"type":"array","items":{"type":"integer"}}}}`), Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +260,7 @@ func TestGrammarRandomSchemas(t *testing.T) {
 			doc["$defs"] = defs
 		}
 		src, _ := json.Marshal(doc)
-		g, err := CompileSchema(src)
+		g, err := CompileSchema(src, Bounds{})
 		if err != nil {
 			t.Fatalf("schema %d %s: %v", i, src, err)
 		}
@@ -269,7 +275,7 @@ func TestGrammarRandomSchemas(t *testing.T) {
 // TestGrammarBounded: a bounded grammar ends strings, free arrays and
 // free objects at its bounds, and nests no deeper.
 func TestGrammarBounded(t *testing.T) {
-	a := NewAutomaton(JSONObject().Bounded(4, 2, 2), nil)
+	a := NewAutomaton(JSONObject(Bounds{String: 4, Items: 2, Depth: 3}), nil)
 	for _, c := range []struct {
 		text string
 		ok   bool
@@ -282,11 +288,11 @@ func TestGrammarBounded(t *testing.T) {
 			t.Errorf("%s: complete %v, want %v", c.text, got, c.ok)
 		}
 	}
-	g, err := CompileSchema([]byte(`{"type":"object","properties":{"id":{"type":"string","pattern":"^\\w+$"}},"required":["id"]}`))
+	g, err := CompileSchema([]byte(`{"type":"object","properties":{"id":{"type":"string","pattern":"^\\w+$"}},"required":["id"]}`), Bounds{String: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewAutomaton(g.Bounded(3, 0, 0), nil)
+	b := NewAutomaton(g, nil)
 	if !b.Feed(b.Start(), `{"id":"abc"}`).Complete() || !b.Feed(b.Start(), `{"id":"abcd`).Dead() {
 		t.Error("a pattern's unbounded atom is not bounded by the string bound")
 	}

@@ -54,6 +54,9 @@ type config struct {
 	// with a schema against without, one engine on jsonModel.
 	json      bool
 	jsonModel string
+	// coverage: -json also serves the schema corpus
+	// (internal/testkit/schemacorpus) and reports what it served.
+	coverage bool
 
 	// The agent sessions run (-agents, issue 44, agents.go): the rows to
 	// run (empty: every one) and changes to the workload's shape.
@@ -146,6 +149,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.sloStep, "slo-step", 20*time.Second, "-slo: how long each step sends")
 	fs.BoolVar(&c.json, "json", false, "run the structured-output comparison instead (issue 43): time per output token with a JSON schema against without, one built-in engine")
 	fs.StringVar(&c.jsonModel, "json-model", "", "-json: the model directory (tokenizer.json), e.g. Qwen3's; required with -json")
+	fs.BoolVar(&c.coverage, "coverage", false, "-json: also serve the real-world schemas of internal/testkit/schemacorpus: the share served, the share valid, the time per token with a schema against without")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -218,6 +222,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-flood, -flood-tokens, -b-streams and -samples must be positive")
 	case c.check && !c.fairness && !c.budgets && !c.slo && !c.json && !c.agents && !c.longPrompt && c.trace.file == "":
 		return nil, fmt.Errorf("-check goes with -fairness, -budgets, -slo, -json, -agents, -longprompt or -trace")
+	case c.coverage && !c.json:
+		return nil, fmt.Errorf("-coverage goes with -json")
 	case c.json && c.jsonModel == "":
 		return nil, fmt.Errorf("-json needs -json-model, a model directory with tokenizer.json (Qwen3's for the issue's figure)")
 	case c.fairness && c.budgets || c.slo && (c.fairness || c.budgets):

@@ -59,6 +59,12 @@ func (b *bench) runJSON(ctx context.Context, cfg *config, args []string, stdout 
 	if err != nil {
 		return err
 	}
+	var hostileOut, coverageOut bytes.Buffer
+	hostileErr := runHostile(ctx, engines[0], b.procs.last().pid(), &hostileOut)
+	var coverageErr error
+	if cfg.coverage {
+		coverageErr = runCoverage(ctx, url, median(without), cfg.check, &coverageOut)
+	}
 	b.procs.stopAll()
 	load.sample()
 	ratio := median(with) / median(without)
@@ -73,6 +79,16 @@ func (b *bench) runJSON(ctx context.Context, cfg *config, args []string, stdout 
 	for _, name := range []string{"mlc_engine_grammar_cache_grammars", "mlc_engine_grammar_cache_states", "mlc_engine_grammar_compile_seconds_total", "mlc_engine_grammar_masks_computed_total", "mlc_engine_grammar_mask_seconds_total"} {
 		if v, err := counterValue(metrics, name); err == nil {
 			fmt.Fprintf(stdout, "- %s %g\n", name, v)
+		}
+	}
+	fmt.Fprintf(stdout, "\nThe hostile schemas of internal/testkit/hostile on the same engine, one after another, beside a stream of plain completions:\n\n%s", hostileOut.Bytes())
+	if hostileErr != nil {
+		return hostileErr
+	}
+	if cfg.coverage {
+		fmt.Fprintf(stdout, "\nThe real-world schemas of internal/testkit/schemacorpus on the same engine, each asked twice (the first compiles it and fills its masks):\n\n%s", coverageOut.Bytes())
+		if coverageErr != nil {
+			return coverageErr
 		}
 	}
 	if cfg.check && ratio > jsonGoal {

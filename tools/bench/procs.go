@@ -61,6 +61,13 @@ func (ps *procs) start(name, logPath string, env []string, bin string, args ...s
 	return p, nil
 }
 
+// last is the child started last.
+func (ps *procs) last() *proc {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.list[len(ps.list)-1]
+}
+
 // stopAll stops every child, the last started first (Caddy before the
 // engines behind it), each within stopGrace.
 func (ps *procs) stopAll() {
